@@ -1,0 +1,3 @@
+module github.com/loopguard/loopguard
+
+go 1.25
