@@ -1,0 +1,35 @@
+package finish_test
+
+import (
+	"fmt"
+
+	"github.com/loopguard/loopguard/detector/finish"
+	"github.com/loopguard/loopguard/guard"
+)
+
+func Example() {
+	d, err := finish.New(finish.Options{}) // terminal: stop, length, content-filter, error
+	if err != nil {
+		panic(err)
+	}
+	g, err := guard.New(d)
+	if err != nil {
+		panic(err)
+	}
+
+	v := g.Check(guard.Step{Text: "Let me search.", FinishReason: "tool_calls",
+		ToolCalls: []guard.ToolCall{{Name: "search", Args: map[string]any{"q": "go"}}}})
+	fmt.Println(v.Stop)
+
+	// An unfamiliar reason on a text-only step ends the run.
+	v = g.Check(guard.Step{Text: "The answer is 42.", FinishReason: "end_turn"})
+	fmt.Println(v.Code, guard.IsFault(v))
+
+	// "stop" is a normal finish: no fault, no feedback.
+	v = g.Check(guard.Step{Text: "The answer is 42.", FinishReason: "STOP"})
+	fmt.Println(v.Code, guard.IsFault(v), v.Feedback == "")
+	// Output:
+	// false
+	// FINISH_OTHER_TEXT_ONLY true
+	// FINISH_TERMINAL false true
+}

@@ -1,0 +1,244 @@
+// Package finish is the finish-reason rule of loopguard: it stops a run when
+// the provider reports that the model's turn is over, or reports a reason the
+// loop does not know while the model only wrote text.
+//
+// The guard normalises finish reasons (trimmed, lower-cased, '_' made '-').
+// Then a reason in [Options.Terminal] stops the run, even when the step has
+// tool calls; "tool-calls" lets it go on; a missing reason says nothing; any
+// other reason follows [Options.OtherPolicy].
+//
+// A stop on the terminal reason "stop" is the model finishing normally: its
+// evidence reports [Evidence.NormalFinish], [guard.IsFault] is false for it
+// and it carries no feedback. Every other stop is a fault.
+//
+// The rule keeps no state between steps and judges nothing in preflight.
+package finish
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/loopguard/loopguard/feedback"
+	"github.com/loopguard/loopguard/guard"
+)
+
+// Name is the detector's name, the key of its state in snapshots.
+const Name = "finish"
+
+// The codes of the rule's stops.
+const (
+	// CodeTerminal: the finish reason is in the terminal list.
+	CodeTerminal = "FINISH_TERMINAL"
+	// CodeOther: an unfamiliar reason under the Stop policy.
+	CodeOther = "FINISH_OTHER"
+	// CodeOtherTextOnly: an unfamiliar reason on a step with text and no
+	// tool calls, under the StopIfTextOnly policy.
+	CodeOtherTextOnly = "FINISH_OTHER_TEXT_ONLY"
+)
+
+// ToolCalls is the normalised finish reason that lets a run go on.
+const ToolCalls = "tool-calls"
+
+// A Policy says what to do with a finish reason that is neither terminal nor
+// "tool-calls".
+type Policy string
+
+// The policies.
+const (
+	// StopIfTextOnly stops when the step has text and no tool calls.
+	StopIfTextOnly Policy = "stop-if-text-only"
+	// Stop always stops.
+	Stop Policy = "stop"
+	// Continue never stops.
+	Continue Policy = "continue"
+)
+
+// DefaultTerminal returns the terminal reasons used when
+// [Options.Terminal] is nil: "stop", "length", "content-filter" and "error".
+func DefaultTerminal() []string {
+	return []string{"stop", "length", "content-filter", "error"}
+}
+
+// Options tune the rule. The zero value is the reference's default.
+type Options struct {
+	// Terminal lists the finish reasons that end a run. Nil means
+	// DefaultTerminal(); a non-nil empty slice means none. Entries are
+	// normalised as finish reasons are; an entry that is empty once
+	// normalised is an error.
+	Terminal []string `json:"terminal"`
+	// OtherPolicy is the policy for other reasons. Empty means
+	// StopIfTextOnly.
+	OtherPolicy Policy `json:"otherPolicy"`
+}
+
+// Evidence is the evidence of a stop.
+type Evidence struct {
+	// FinishReason is the finish reason as the provider gave it.
+	FinishReason string `json:"finishReason"`
+	// Normalized is the normalised finish reason.
+	Normalized string `json:"normalized"`
+	// Policy is the configured policy for other reasons.
+	Policy Policy `json:"policy"`
+	// HasText reports whether the step has text that is not blank.
+	HasText bool `json:"hasText"`
+	// ToolCallCount is the number of tool calls in the step.
+	ToolCallCount int `json:"toolCallCount"`
+	// Terminal reports whether the reason is in the terminal list. It is
+	// not written to JSON: the reference's evidence has no such field.
+	Terminal bool `json:"-"`
+}
+
+// NormalFinish reports whether the stop is the model finishing normally: a
+// terminal stop whose normalised reason is "stop".
+func (e Evidence) NormalFinish() bool { return e.Terminal && e.Normalized == "stop" }
+
+var _ guard.NormalFinisher = Evidence{}
+
+// Detector is the finish-reason rule. Create it with New.
+type Detector struct {
+	terminal []string // normalised, sorted, without duplicates
+	policy   Policy
+
+	// The last step's stop, if any (code is "" when it goes on).
+	code string
+	ev   Evidence
+}
+
+var _ guard.Detector = (*Detector)(nil)
+
+// New returns the rule with these options, or an error (a
+// *guard.OptionError) naming every invalid field.
+func New(o Options) (*Detector, error) {
+	var errs []error
+	d := &Detector{policy: o.OtherPolicy}
+	switch o.OtherPolicy {
+	case "":
+		d.policy = StopIfTextOnly
+	case StopIfTextOnly, Stop, Continue:
+	default:
+		errs = append(errs, &guard.OptionError{Detector: Name, Field: "OtherPolicy",
+			Err: fmt.Errorf("unknown policy %q (want %q, %q or %q)", o.OtherPolicy, StopIfTextOnly, Stop, Continue)})
+	}
+	terminal := o.Terminal
+	if terminal == nil {
+		terminal = DefaultTerminal()
+	}
+	d.terminal = make([]string, 0, len(terminal))
+	for i, r := range terminal {
+		n := Normalize(r)
+		if n == "" {
+			errs = append(errs, &guard.OptionError{Detector: Name, Field: fmt.Sprintf("Terminal[%d]", i),
+				Err: errors.New("empty finish reason")})
+			continue
+		}
+		d.terminal = append(d.terminal, n)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	slices.Sort(d.terminal)
+	d.terminal = slices.Compact(d.terminal)
+	return d, nil
+}
+
+// Normalize normalises a finish reason as the guard does: trimmed of ASCII
+// white space, lower-cased, '_' made '-'.
+func Normalize(s string) string {
+	s = strings.TrimFunc(s, func(r rune) bool { return r < utf8.RuneSelf && isASCIISpace(byte(r)) })
+	var b strings.Builder
+	for _, r := range s { // invalid bytes come out as U+FFFD
+		switch {
+		case r == '_':
+			r = '-'
+		case r != utf8.RuneError:
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func isASCIISpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
+
+// Name returns Name.
+func (d *Detector) Name() string { return Name }
+
+// Priority returns guard.PriorityFinish.
+func (d *Detector) Priority() int { return guard.PriorityFinish }
+
+// Options returns the options in effect: the normalised terminal reasons,
+// sorted and without duplicates, and the policy.
+func (d *Detector) Options() any {
+	return Options{Terminal: slices.Clone(d.terminal), OtherPolicy: d.policy}
+}
+
+// IsTerminal reports whether the normalised reason is in the terminal list.
+func (d *Detector) isTerminal(normalized string) bool {
+	_, ok := slices.BinarySearch(d.terminal, normalized)
+	return ok
+}
+
+// Observe judges the step's finish reason.
+func (d *Detector) Observe(f *guard.Facts) {
+	d.code = ""
+	reason := f.FinishReason
+	if reason == "" || reason == ToolCalls && !d.isTerminal(reason) {
+		return
+	}
+	terminal := d.isTerminal(reason)
+	switch {
+	case terminal:
+		d.code = CodeTerminal
+	case d.policy == Stop:
+		d.code = CodeOther
+	case d.policy == StopIfTextOnly && f.HasText && len(f.Calls) == 0:
+		d.code = CodeOtherTextOnly
+	default:
+		return
+	}
+	d.ev = Evidence{FinishReason: f.RawFinishReason, Normalized: reason, Policy: d.policy,
+		HasText: f.HasText, ToolCallCount: len(f.Calls), Terminal: terminal}
+}
+
+// Verdict returns a stop when the last step's finish reason ends the run.
+func (d *Detector) Verdict() guard.Verdict {
+	if d.code == "" {
+		return guard.Verdict{}
+	}
+	v := guard.Verdict{Stop: true, Reason: guard.ReasonFinishReason, Code: d.code, Evidence: d.ev}
+	switch d.code {
+	case CodeTerminal:
+		v.Detail = fmt.Sprintf("finish reason %q is terminal", d.ev.Normalized)
+	case CodeOther:
+		v.Detail = fmt.Sprintf("finish reason %q is not terminal and policy %q stops on it", d.ev.Normalized, d.policy)
+	default:
+		v.Detail = fmt.Sprintf("finish reason %q on a step with text and no tool calls (policy %q)", d.ev.Normalized, d.policy)
+	}
+	v.Feedback = feedback.For(v, guard.PhaseCheck)
+	return v
+}
+
+// Preflight judges nothing: a call that has not run has no finish reason.
+func (d *Detector) Preflight(*guard.Facts) guard.Verdict { return guard.Verdict{} }
+
+// Snapshot returns JSON null: the rule keeps no state between steps.
+func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) { return []byte("null"), nil }
+
+// Restore accepts only JSON null, the rule's only state, and resets the rule.
+func (d *Detector) Restore(state []byte) error {
+	if s := bytes.TrimSpace(state); len(s) != 0 && string(s) != "null" {
+		return fmt.Errorf("%s: state must be null, the rule keeps none", Name)
+	}
+	d.Reset()
+	return nil
+}
+
+// Reset forgets the last step.
+func (d *Detector) Reset() { d.code, d.ev = "", Evidence{} }

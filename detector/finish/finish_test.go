@@ -1,0 +1,462 @@
+package finish_test
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/loopguard/loopguard/detector/finish"
+	"github.com/loopguard/loopguard/feedback"
+	"github.com/loopguard/loopguard/guard"
+)
+
+func newGuard(t testing.TB, o finish.Options) *guard.Guard {
+	t.Helper()
+	d, err := finish.New(o)
+	if err != nil {
+		t.Fatalf("New(%+v): %v", o, err)
+	}
+	g, err := guard.Options{Ignore: []string{"think"}}.New(d)
+	if err != nil {
+		t.Fatalf("guard.New: %v", err)
+	}
+	return g
+}
+
+// stop builds the stop verdict the guard should return.
+func stop(code string, ev finish.Evidence, detail string) guard.Verdict {
+	v := guard.Verdict{Stop: true, Reason: guard.ReasonFinishReason, Code: code, Detail: detail,
+		Evidence: ev, Detector: finish.Name}
+	v.Feedback = feedback.For(v, guard.PhaseCheck)
+	return v
+}
+
+var call = guard.ToolCall{Name: "search", Args: map[string]any{"q": "x"}}
+
+func TestVerdicts(t *testing.T) {
+	defaultPolicy := finish.StopIfTextOnly
+	tests := []struct {
+		name string
+		opts finish.Options
+		step guard.Step
+		want guard.Verdict
+	}{
+		{
+			name: "stop with text is a terminal stop",
+			step: guard.Step{Text: "done", FinishReason: "stop"},
+			want: stop(finish.CodeTerminal, finish.Evidence{FinishReason: "stop", Normalized: "stop",
+				Policy: defaultPolicy, HasText: true, Terminal: true}, `finish reason "stop" is terminal`),
+		},
+		{
+			name: "terminal stops even with tool calls",
+			step: guard.Step{ToolCalls: []guard.ToolCall{call, call}, FinishReason: "length"},
+			want: stop(finish.CodeTerminal, finish.Evidence{FinishReason: "length", Normalized: "length",
+				Policy: defaultPolicy, ToolCallCount: 2, Terminal: true}, `finish reason "length" is terminal`),
+		},
+		{
+			name: "reasons are normalised, the raw one is kept",
+			step: guard.Step{Text: "x", FinishReason: " Content_Filter\n"},
+			want: stop(finish.CodeTerminal, finish.Evidence{FinishReason: " Content_Filter\n", Normalized: "content-filter",
+				Policy: defaultPolicy, HasText: true, Terminal: true}, `finish reason "content-filter" is terminal`),
+		},
+		{
+			name: "error is terminal by default",
+			step: guard.Step{FinishReason: "ERROR"},
+			want: stop(finish.CodeTerminal, finish.Evidence{FinishReason: "ERROR", Normalized: "error",
+				Policy: defaultPolicy, Terminal: true}, `finish reason "error" is terminal`),
+		},
+		{
+			name: "tool-calls goes on",
+			step: guard.Step{Text: "let me look", FinishReason: "TOOL_CALLS"},
+		},
+		{
+			name: "tool-calls goes on without calls and with text",
+			step: guard.Step{Text: "hm", FinishReason: "tool-calls"},
+		},
+		{
+			name: "a missing reason says nothing",
+			step: guard.Step{Text: "answer"},
+		},
+		{
+			name: "a blank reason says nothing",
+			step: guard.Step{Text: "answer", FinishReason: "  \t"},
+		},
+		{
+			name: "other reason, text only, stops by default",
+			step: guard.Step{Text: "The answer is 4.", FinishReason: "other"},
+			want: stop(finish.CodeOtherTextOnly, finish.Evidence{FinishReason: "other", Normalized: "other",
+				Policy: defaultPolicy, HasText: true},
+				`finish reason "other" on a step with text and no tool calls (policy "stop-if-text-only")`),
+		},
+		{
+			name: "other reason with a tool call goes on by default",
+			step: guard.Step{Text: "x", ToolCalls: []guard.ToolCall{call}, FinishReason: "other"},
+		},
+		{
+			name: "other reason with an ignored tool call is not text only",
+			step: guard.Step{Text: "x", ToolCalls: []guard.ToolCall{{Name: "think"}}, FinishReason: "unknown"},
+		},
+		{
+			name: "other reason with blank text goes on by default",
+			step: guard.Step{Text: " \n\t", FinishReason: "unknown"},
+		},
+		{
+			name: "stop policy stops other reasons with tool calls",
+			opts: finish.Options{OtherPolicy: finish.Stop},
+			step: guard.Step{ToolCalls: []guard.ToolCall{call}, FinishReason: "unknown"},
+			want: stop(finish.CodeOther, finish.Evidence{FinishReason: "unknown", Normalized: "unknown",
+				Policy: finish.Stop, ToolCallCount: 1},
+				`finish reason "unknown" is not terminal and policy "stop" stops on it`),
+		},
+		{
+			name: "stop policy still lets tool-calls go on",
+			opts: finish.Options{OtherPolicy: finish.Stop},
+			step: guard.Step{ToolCalls: []guard.ToolCall{call}, FinishReason: "tool-calls"},
+		},
+		{
+			name: "stop policy says nothing on a missing reason",
+			opts: finish.Options{OtherPolicy: finish.Stop},
+			step: guard.Step{Text: "x"},
+		},
+		{
+			name: "continue policy goes on with text only",
+			opts: finish.Options{OtherPolicy: finish.Continue},
+			step: guard.Step{Text: "The answer is 4.", FinishReason: "other"},
+		},
+		{
+			name: "continue policy keeps terminal reasons",
+			opts: finish.Options{OtherPolicy: finish.Continue},
+			step: guard.Step{Text: "x", FinishReason: "length"},
+			want: stop(finish.CodeTerminal, finish.Evidence{FinishReason: "length", Normalized: "length",
+				Policy: finish.Continue, HasText: true, Terminal: true}, `finish reason "length" is terminal`),
+		},
+		{
+			name: "an empty terminal list makes stop an other reason",
+			opts: finish.Options{Terminal: []string{}},
+			step: guard.Step{Text: "done", FinishReason: "stop"},
+			want: stop(finish.CodeOtherTextOnly, finish.Evidence{FinishReason: "stop", Normalized: "stop",
+				Policy: defaultPolicy, HasText: true},
+				`finish reason "stop" on a step with text and no tool calls (policy "stop-if-text-only")`),
+		},
+		{
+			name: "an empty terminal list lets length with calls go on",
+			opts: finish.Options{Terminal: []string{}},
+			step: guard.Step{ToolCalls: []guard.ToolCall{call}, FinishReason: "length"},
+		},
+		{
+			name: "custom terminal entries are normalised",
+			opts: finish.Options{Terminal: []string{" END_TURN "}},
+			step: guard.Step{ToolCalls: []guard.ToolCall{call}, FinishReason: "end-turn"},
+			want: stop(finish.CodeTerminal, finish.Evidence{FinishReason: "end-turn", Normalized: "end-turn",
+				Policy: defaultPolicy, ToolCallCount: 1, Terminal: true}, `finish reason "end-turn" is terminal`),
+		},
+		{
+			name: "a custom list replaces the default",
+			opts: finish.Options{Terminal: []string{"end-turn"}},
+			step: guard.Step{ToolCalls: []guard.ToolCall{call}, FinishReason: "length"},
+		},
+		{
+			name: "tool-calls in the terminal list stops",
+			opts: finish.Options{Terminal: []string{"tool-calls"}},
+			step: guard.Step{ToolCalls: []guard.ToolCall{call}, FinishReason: "tool_calls"},
+			want: stop(finish.CodeTerminal, finish.Evidence{FinishReason: "tool_calls", Normalized: "tool-calls",
+				Policy: defaultPolicy, ToolCallCount: 1, Terminal: true}, `finish reason "tool-calls" is terminal`),
+		},
+		{
+			name: "invalid UTF-8 in the reason does not panic",
+			step: guard.Step{Text: "x", FinishReason: "\xff\xfe"},
+			want: stop(finish.CodeOtherTextOnly, finish.Evidence{FinishReason: "\xff\xfe", Normalized: "\ufffd\ufffd",
+				Policy: defaultPolicy, HasText: true},
+				"finish reason \"\ufffd\ufffd\" on a step with text and no tool calls (policy \"stop-if-text-only\")"),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newGuard(t, tt.opts)
+			got := g.Check(tt.step)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Check(%+v) (-want +got):\n%s", tt.step, diff)
+			}
+			// The next step of the run is judged on its own.
+			if got := g.Check(guard.Step{ToolCalls: []guard.ToolCall{call}}); got.Stop {
+				t.Errorf("the step after: got a stop %v", got)
+			}
+		})
+	}
+}
+
+func TestNormalFinishAndFeedback(t *testing.T) {
+	tests := []struct {
+		opts      finish.Options
+		step      guard.Step
+		fault     bool
+		nFeedback bool // whether feedback is expected
+	}{
+		{step: guard.Step{Text: "done", FinishReason: "stop"}, fault: false},
+		{step: guard.Step{Text: "done", FinishReason: " STOP "}, fault: false},
+		{step: guard.Step{Text: "done", FinishReason: "length"}, fault: true, nFeedback: true},
+		{step: guard.Step{Text: "done", FinishReason: "other"}, fault: true, nFeedback: true},
+		{opts: finish.Options{Terminal: []string{}}, step: guard.Step{Text: "done", FinishReason: "stop"}, fault: true, nFeedback: true},
+		{opts: finish.Options{OtherPolicy: finish.Stop, Terminal: []string{"length"}}, step: guard.Step{FinishReason: "stop"}, fault: true, nFeedback: true},
+	}
+	for _, tt := range tests {
+		v := newGuard(t, tt.opts).Check(tt.step)
+		if !v.Stop {
+			t.Fatalf("%+v with %+v: want a stop, got %v", tt.step, tt.opts, v)
+		}
+		if got := guard.IsFault(v); got != tt.fault {
+			t.Errorf("%+v with %+v: IsFault = %v, want %v", tt.step, tt.opts, got, tt.fault)
+		}
+		ev := v.Evidence.(finish.Evidence)
+		if got := ev.NormalFinish(); got == tt.fault {
+			t.Errorf("%+v with %+v: NormalFinish = %v, want %v", tt.step, tt.opts, got, !tt.fault)
+		}
+		if got := v.Feedback != ""; got != tt.nFeedback {
+			t.Errorf("%+v with %+v: feedback %q, want some: %v", tt.step, tt.opts, v.Feedback, tt.nFeedback)
+		}
+	}
+}
+
+func TestEvidenceJSON(t *testing.T) {
+	v := newGuard(t, finish.Options{}).Check(guard.Step{Text: "x", FinishReason: "Length"})
+	b, err := json.Marshal(v.Evidence)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"finishReason":"Length","normalized":"length","policy":"stop-if-text-only","hasText":true,"toolCallCount":0}`
+	if string(b) != want {
+		t.Errorf("evidence JSON = %s, want %s", b, want)
+	}
+}
+
+func TestNew(t *testing.T) {
+	tests := []struct {
+		opts   finish.Options
+		fields []string // the invalid fields, nil when valid
+	}{
+		{opts: finish.Options{}},
+		{opts: finish.Options{OtherPolicy: finish.Continue, Terminal: []string{}}},
+		{opts: finish.Options{OtherPolicy: "Stop"}, fields: []string{"OtherPolicy"}},
+		{opts: finish.Options{OtherPolicy: "never"}, fields: []string{"OtherPolicy"}},
+		{opts: finish.Options{Terminal: []string{"stop", " "}}, fields: []string{"Terminal[1]"}},
+		{opts: finish.Options{Terminal: []string{""}, OtherPolicy: "x"}, fields: []string{"OtherPolicy", "Terminal[0]"}},
+	}
+	for _, tt := range tests {
+		d, err := finish.New(tt.opts)
+		if tt.fields == nil {
+			if err != nil || d == nil {
+				t.Errorf("New(%+v) = %v, %v; want a detector", tt.opts, d, err)
+			}
+			continue
+		}
+		if err == nil {
+			t.Errorf("New(%+v): no error, want one for %v", tt.opts, tt.fields)
+			continue
+		}
+		if !errors.Is(err, guard.ErrInvalidOption) {
+			t.Errorf("New(%+v) = %v, not ErrInvalidOption", tt.opts, err)
+		}
+		var got []string
+		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+			var oe *guard.OptionError
+			if !errors.As(e, &oe) || oe.Detector != finish.Name {
+				t.Errorf("New(%+v): error %v is not an OptionError of %s", tt.opts, e, finish.Name)
+				continue
+			}
+			got = append(got, oe.Field)
+		}
+		if diff := cmp.Diff(tt.fields, got); diff != "" {
+			t.Errorf("New(%+v) fields (-want +got):\n%s", tt.opts, diff)
+		}
+	}
+}
+
+func fingerprint(t *testing.T, o finish.Options) string {
+	t.Helper()
+	d, err := finish.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return guard.Fingerprint(d).String()
+}
+
+func TestOptions(t *testing.T) {
+	def := fingerprint(t, finish.Options{})
+	same := []finish.Options{
+		{Terminal: finish.DefaultTerminal(), OtherPolicy: finish.StopIfTextOnly},
+		{Terminal: []string{"ERROR", "stop", "length", "Content_Filter", "stop"}},
+	}
+	for _, o := range same {
+		if got := fingerprint(t, o); got != def {
+			t.Errorf("fingerprint of %+v differs from the default's", o)
+		}
+	}
+	different := []finish.Options{
+		{Terminal: []string{}},
+		{Terminal: []string{"stop"}},
+		{OtherPolicy: finish.Stop},
+		{OtherPolicy: finish.Continue},
+	}
+	seen := map[string]finish.Options{def: {}}
+	for _, o := range different {
+		fp := fingerprint(t, o)
+		if prev, dup := seen[fp]; dup {
+			t.Errorf("options %+v and %+v have the same fingerprint", o, prev)
+		}
+		seen[fp] = o
+	}
+
+	d, _ := finish.New(finish.Options{})
+	want := finish.Options{Terminal: []string{"content-filter", "error", "length", "stop"}, OtherPolicy: finish.StopIfTextOnly}
+	if diff := cmp.Diff(want, d.Options()); diff != "" {
+		t.Errorf("Options() (-want +got):\n%s", diff)
+	}
+	b, _ := json.Marshal(d.Options())
+	if got, want := string(b), `{"terminal":["content-filter","error","length","stop"],"otherPolicy":"stop-if-text-only"}`; got != want {
+		t.Errorf("Options() JSON = %s, want %s", got, want)
+	}
+	// The returned value is a copy.
+	d.Options().(finish.Options).Terminal[0] = "x"
+	if diff := cmp.Diff(want, d.Options()); diff != "" {
+		t.Errorf("Options() after changing a copy (-want +got):\n%s", diff)
+	}
+	terms := []string{"a"}
+	d, _ = finish.New(finish.Options{Terminal: terms})
+	terms[0] = "stop"
+	if got := newGuardWith(t, d).Check(guard.Step{Text: "x", FinishReason: "a"}); !got.Stop {
+		t.Errorf("New kept the caller's slice: a is no longer terminal")
+	}
+}
+
+func newGuardWith(t *testing.T, d guard.Detector) *guard.Guard {
+	t.Helper()
+	g, err := guard.New(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func TestPreflightAllows(t *testing.T) {
+	g := newGuard(t, finish.Options{OtherPolicy: finish.Stop})
+	if got := g.Preflight(call, call); !got.Allow {
+		t.Errorf("Preflight = %+v, want allow", got)
+	}
+	g.Check(guard.Step{Text: "x", FinishReason: "stop"})
+	if got := g.Preflight(call); !got.Allow {
+		t.Errorf("Preflight after a stop = %+v, want allow", got)
+	}
+}
+
+func TestSnapshotRestore(t *testing.T) {
+	d, _ := finish.New(finish.Options{})
+	b, err := d.Snapshot(guard.SnapshotOptions{Redact: true})
+	if err != nil || string(b) != "null" {
+		t.Errorf("Snapshot = %s, %v; want null", b, err)
+	}
+	g := newGuard(t, finish.Options{})
+	g.Check(guard.Step{Text: "x", FinishReason: "stop"})
+	data, err := g.Snapshot(guard.SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d2, _ := finish.New(finish.Options{})
+	g2, err := guard.Options{Ignore: []string{"think"}}.Restore(data, d2)
+	if err != nil {
+		t.Fatalf("Restore: %v", err)
+	}
+	for _, s := range []guard.Step{{Text: "x", FinishReason: "other"}, {FinishReason: "length"}, {}} {
+		if diff := cmp.Diff(g.Check(s), g2.Check(s)); diff != "" {
+			t.Errorf("restored guard differs on %+v (-saved +restored):\n%s", s, diff)
+		}
+	}
+
+	for _, bad := range []string{`{}`, `[]`, `0`, `"x"`, `{"a":1}`, `nul`} {
+		if err := d2.Restore([]byte(bad)); err == nil {
+			t.Errorf("Restore(%s): no error", bad)
+		}
+	}
+	for _, ok := range []string{`null`, ` null `, ``} {
+		if err := d2.Restore([]byte(ok)); err != nil {
+			t.Errorf("Restore(%q): %v", ok, err)
+		}
+	}
+}
+
+func TestResetAndRestoreForget(t *testing.T) {
+	d, _ := finish.New(finish.Options{})
+	d.Observe(&guard.Facts{FinishReason: "stop", RawFinishReason: "stop", HasText: true})
+	if !d.Verdict().Stop {
+		t.Fatal("want a stop before Reset")
+	}
+	d.Reset()
+	if diff := cmp.Diff(guard.Verdict{}, d.Verdict()); diff != "" {
+		t.Errorf("Verdict after Reset (-want +got):\n%s", diff)
+	}
+	d.Observe(&guard.Facts{FinishReason: "stop", RawFinishReason: "stop", HasText: true})
+	if err := d.Restore([]byte("null")); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(guard.Verdict{}, d.Verdict()); diff != "" {
+		t.Errorf("Verdict after Restore (-want +got):\n%s", diff)
+	}
+}
+
+func TestNormalize(t *testing.T) {
+	for in, want := range map[string]string{
+		"stop": "stop", " Tool_Calls\n": "tool-calls", "CONTENT_FILTER": "content-filter",
+		"": "", "\t ": "", "ÉTÉ": "été", "a\xffb": "a\ufffdb", "\u00a0stop": "\u00a0stop",
+	} {
+		if got := finish.Normalize(in); got != want {
+			t.Errorf("Normalize(%q) = %q, want %q", in, got, want)
+		}
+	}
+	// The detector agrees with the guard's own normalisation.
+	for _, raw := range []string{" Tool_Calls\n", "ÉTÉ", "a\xffb", "\u00a0stop", "END_turn"} {
+		d, err := finish.New(finish.Options{Terminal: []string{raw}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := newGuardWith(t, d).Check(guard.Step{ToolCalls: []guard.ToolCall{call}, FinishReason: raw}); v.Code != finish.CodeTerminal {
+			t.Errorf("terminal %q does not match the guard's normalisation of the same reason: %v", raw, v)
+		}
+	}
+}
+
+func TestSteadyStateAllocs(t *testing.T) {
+	d, _ := finish.New(finish.Options{})
+	f := &guard.Facts{FinishReason: "tool-calls", RawFinishReason: "tool_calls", Calls: []guard.Call{{Tool: "search"}}}
+	allocs := testing.AllocsPerRun(100, func() {
+		d.Observe(f)
+		_ = d.Verdict()
+	})
+	if allocs != 0 {
+		t.Errorf("Observe+Verdict made %v allocations, want 0", allocs)
+	}
+}
+
+func BenchmarkObserveVerdict(b *testing.B) {
+	d, _ := finish.New(finish.Options{})
+	f := &guard.Facts{FinishReason: "tool-calls", RawFinishReason: "tool_calls", Calls: []guard.Call{{Tool: "search"}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		d.Observe(f)
+		if d.Verdict().Stop {
+			b.Fatal("stop")
+		}
+	}
+}
+
+func BenchmarkObserveVerdictTerminal(b *testing.B) {
+	d, _ := finish.New(finish.Options{})
+	f := &guard.Facts{FinishReason: "length", RawFinishReason: "length", HasText: true}
+	b.ReportAllocs()
+	for b.Loop() {
+		d.Observe(f)
+		if !d.Verdict().Stop {
+			b.Fatal("no stop")
+		}
+	}
+}
