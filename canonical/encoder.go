@@ -1,0 +1,335 @@
+package canonical
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// The canonical encoding.
+//
+// Every value is first written in a compact binary form, the canonical
+// encoding, in which equal values have equal bytes: object members are
+// sorted by the UTF-16 code units of their names and de-duplicated (the
+// last wins), strings are decoded, numbers are IEEE-754 doubles. Hash is
+// MurmurHash3 of that encoding, and Transform and Append print it as RFC
+// 8785 text. The encoding is part of the compatibility promise (sums are
+// stored): never change it.
+//
+//	null, true, false  'n', 't', 'f'
+//	number             'd' + 8 bytes little-endian IEEE-754 bits (-0 is
+//	                   written as 0; every NaN as 0x7ff8000000000001)
+//	string             's' + UTF-8 bytes + 0xFF (0xFF never occurs in UTF-8)
+//	array              '[' + elements + ']'
+//	object             '{' + members + ['T'] + '}', member = string + value
+//
+// Extensions, for values JSON cannot express:
+//
+//	'C' + 8 bytes n       [Circular:n] a reference back to the container n
+//	                      levels up (0: the same level, through pointers)
+//	'D'                   [MaxDepth] a container nested deeper than 64
+//	'T'                   [Truncated] the rest of a container, cut after
+//	                      200,000 values
+//	'E' + 16 bytes        [Failed:n] a value whose reading failed; unique
+//	'X' + 8 bytes len + b [InvalidJSON:hex] JSON text that is not valid
+//	'U' + 8 bytes len + b [InvalidUTF8:hex] a string that is not UTF-8
+//	'Z' + 8 bytes len + b [Unsupported:b] a func, chan, complex number...
+const (
+	tagNull        = 'n'
+	tagTrue        = 't'
+	tagFalse       = 'f'
+	tagNumber      = 'd'
+	tagString      = 's'
+	tagArray       = '['
+	tagArrayEnd    = ']'
+	tagObject      = '{'
+	tagObjectEnd   = '}'
+	tagCircular    = 'C'
+	tagMaxDepth    = 'D'
+	tagTruncated   = 'T'
+	tagFailed      = 'E'
+	tagInvalidJSON = 'X'
+	tagInvalidUTF8 = 'U'
+	tagUnsupported = 'Z'
+	stringEnd      = 0xFF
+)
+
+// Limits on what is hashed; past them values are replaced by markers.
+const (
+	// MaxDepth is how deeply arrays and objects may nest; a container
+	// nested deeper is replaced by the marker [MaxDepth].
+	MaxDepth = 64
+	// MaxValues is how many values (scalars, containers and markers,
+	// counted in canonical order) are read; the rest of every container
+	// still open is replaced by the marker [Truncated].
+	MaxValues = 200_000
+	// maxTextDepth is how deeply JSON text may nest to be valid at all, as
+	// in encoding/json.
+	maxTextDepth = 10_000
+)
+
+const canonicalNaN = 0x7ff8000000000001
+
+// failures numbers the placeholders of values whose reading failed. Together
+// with processNonce, which keeps placeholders of different processes apart,
+// it is the package's only global state.
+var (
+	failures     atomic.Uint64
+	processNonce = sync.OnceValue(rand.Uint64)
+)
+
+// member is an object member in the buffer: buf[start:keyEnd] is the
+// encoded name, buf[keyEnd:end] the encoded value.
+type member struct{ start, keyEnd, end int }
+
+// ref is a pointer, map or slice on the path from the root to the value
+// being encoded, for finding cycles.
+type ref struct {
+	typ   any // reflect.Type, or a type descriptor for the fast paths
+	ptr   uintptr
+	len   int
+	depth int
+}
+
+// encoder writes the canonical encoding of one value into buf.
+type encoder struct {
+	buf     []byte
+	tmp     []byte
+	members []member
+	refs    []ref
+
+	depth     int  // containers open around the current value
+	count     int  // values read so far
+	maxDepth  int  // containers nested deeper are cut
+	maxValues int  // values past this are cut
+	careful   bool // visit members in canonical order, so cuts are exact
+}
+
+var encoderPool = sync.Pool{New: func() any { return new(encoder) }}
+
+func getEncoder() *encoder {
+	e := encoderPool.Get().(*encoder)
+	e.reset()
+	return e
+}
+
+func putEncoder(e *encoder) {
+	if cap(e.buf) > 1<<20 || cap(e.tmp) > 1<<20 || cap(e.members) > 1<<14 {
+		return // let the garbage collector have big buffers
+	}
+	encoderPool.Put(e)
+}
+
+func (e *encoder) reset() {
+	e.buf = e.buf[:0]
+	e.members = e.members[:0]
+	e.refs = e.refs[:0]
+	e.depth, e.count = 0, 0
+	e.maxDepth, e.maxValues = MaxDepth, MaxValues
+	e.careful = false
+}
+
+// errOverflow is panicked (and recovered by run) when a quick pass reads
+// more than maxValues values: the cut must then be made in canonical
+// order, by a careful pass.
+type overflow struct{}
+
+// run encodes with f, first quickly, and again carefully if the quick pass
+// met the value limit.
+func (e *encoder) run(f func(e *encoder)) {
+	if !e.tryRun(f) {
+		e.reset()
+		e.careful = true
+		f(e)
+	}
+}
+
+func (e *encoder) tryRun(f func(e *encoder)) (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, isOverflow := r.(overflow); !isOverflow {
+				panic(r)
+			}
+			ok = false
+		}
+	}()
+	f(e)
+	return true
+}
+
+// next counts one more value inside a container and reports whether it may
+// be read. When it may not, the container gets the [Truncated] marker and
+// must be closed.
+func (e *encoder) next() bool {
+	if e.count < e.maxValues {
+		return true
+	}
+	if !e.careful {
+		panic(overflow{})
+	}
+	e.buf = append(e.buf, tagTruncated)
+	return false
+}
+
+// open reports whether a container may be opened at the current depth; if
+// not, it writes the [MaxDepth] marker instead.
+func (e *encoder) open() bool {
+	e.count++
+	if e.depth >= e.maxDepth {
+		e.buf = append(e.buf, tagMaxDepth)
+		return false
+	}
+	return true
+}
+
+func (e *encoder) scalar(tag byte) {
+	e.count++
+	e.buf = append(e.buf, tag)
+}
+
+func (e *encoder) number(f float64) {
+	e.count++
+	u := math.Float64bits(f)
+	switch {
+	case f == 0:
+		u = 0
+	case f != f:
+		u = canonicalNaN
+	}
+	e.buf = append(e.buf, tagNumber)
+	e.buf = binary.LittleEndian.AppendUint64(e.buf, u)
+}
+
+func (e *encoder) opaque(tag byte, b []byte) {
+	e.count++
+	e.buf = append(e.buf, tag)
+	e.buf = binary.LittleEndian.AppendUint64(e.buf, uint64(len(b)))
+	e.buf = append(e.buf, b...)
+}
+
+func (e *encoder) failed() {
+	e.count++
+	e.buf = append(e.buf, tagFailed)
+	e.buf = binary.LittleEndian.AppendUint64(e.buf, processNonce())
+	e.buf = binary.LittleEndian.AppendUint64(e.buf, failures.Add(1))
+}
+
+func (e *encoder) circular(levels int) {
+	e.count++
+	e.buf = append(e.buf, tagCircular)
+	e.buf = binary.LittleEndian.AppendUint64(e.buf, uint64(levels))
+}
+
+// pushRef records an ancestor; if it is already one, it writes the
+// [Circular] marker and reports false.
+func (e *encoder) pushRef(typ any, ptr uintptr, n int) bool {
+	for i := len(e.refs) - 1; i >= 0; i-- {
+		r := &e.refs[i]
+		if r.ptr == ptr && r.len == n && r.typ == typ {
+			e.circular(e.depth - r.depth)
+			return false
+		}
+	}
+	e.refs = append(e.refs, ref{typ, ptr, n, e.depth})
+	return true
+}
+
+func (e *encoder) popRef() { e.refs = e.refs[:len(e.refs)-1] }
+
+// endObject sorts the members written since members[mark:] by name,
+// keeps the last of equal names, writes the object end and drops the
+// members from the stack.
+func (e *encoder) endObject(mark int, truncated bool) {
+	ms := e.members[mark:]
+	if len(ms) > 1 {
+		sorted := true
+		for i := 1; i < len(ms); i++ {
+			if compareKeys(e.key(ms[i-1]), e.key(ms[i])) >= 0 {
+				sorted = false
+				break
+			}
+		}
+		if !sorted {
+			e.reorder(ms)
+		}
+	}
+	e.members = e.members[:mark]
+	if truncated {
+		e.buf = append(e.buf, tagTruncated)
+	}
+	e.buf = append(e.buf, tagObjectEnd)
+}
+
+func (e *encoder) key(m member) []byte { return e.buf[m.start:m.keyEnd] }
+
+// reorder rewrites the members ms, which lie one after the other at the end
+// of buf, sorted and de-duplicated.
+func (e *encoder) reorder(ms []member) {
+	slices.SortStableFunc(ms, func(a, b member) int { return compareKeys(e.key(a), e.key(b)) })
+	begin := len(e.buf)
+	for _, m := range ms {
+		begin = min(begin, m.start)
+	}
+	e.tmp = e.tmp[:0]
+	for i, m := range ms {
+		if i+1 < len(ms) && compareKeys(e.key(m), e.key(ms[i+1])) == 0 {
+			continue // a later member has the same name
+		}
+		e.tmp = append(e.tmp, e.buf[m.start:m.end]...)
+	}
+	e.buf = append(e.buf[:begin], e.tmp...)
+}
+
+// compareKeys orders encoded member names: strings by their UTF-16 code
+// units, as RFC 8785 asks; names that are not UTF-8 after them, bytewise.
+func compareKeys(a, b []byte) int {
+	if a[0] != b[0] || a[0] != tagString {
+		if a[0] != b[0] {
+			if a[0] == tagString {
+				return -1
+			}
+			return 1
+		}
+		return bytesCompare(a, b)
+	}
+	return compareUTF16(a[1:len(a)-1], b[1:len(b)-1])
+}
+
+func bytesCompare(a, b []byte) int {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			if a[i] < b[i] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return len(a) - len(b)
+}
+
+// compareUTF16 compares two valid UTF-8 strings by their UTF-16 code
+// units. That is their byte order, except that characters above U+FFFF
+// (lead bytes F0-F4; surrogates D800-DFFF in UTF-16) come before U+E000 to
+// U+FFFF (lead bytes EE and EF).
+func compareUTF16(a, b []byte) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	if i == n {
+		return len(a) - len(b)
+	}
+	ca, cb := a[i], b[i]
+	if ca >= 0xEE && cb >= 0xEE && (ca >= 0xF0) != (cb >= 0xF0) {
+		if ca >= 0xF0 {
+			return -1
+		}
+		return 1
+	}
+	return int(ca) - int(cb)
+}

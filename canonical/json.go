@@ -1,0 +1,456 @@
+package canonical
+
+import (
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// This file reads JSON text (RFC 8259) into the canonical encoding. Strings
+// are decoded as encoding/json decodes them: escapes are resolved, and a
+// \u escape of a surrogate that is not half of a pair becomes U+FFFD. Text
+// is invalid if it breaks the grammar, holds bytes that are not UTF-8, has
+// a number beyond the range of float64 or nests deeper than 10,000 levels.
+
+// strSafe marks the bytes that stand for themselves inside a JSON string.
+var strSafe = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
+
+func skipSpace(src []byte, i int) int {
+	for i < len(src) && isSpace(src[i]) {
+		i++
+	}
+	return i
+}
+
+// jsonText encodes the whole text src. It reports false, leaving buf as it
+// was, if src is not valid.
+func (e *encoder) jsonText(src []byte) bool {
+	if e.careful {
+		return e.jsonTextCarefully(src)
+	}
+	start, members, depth := len(e.buf), len(e.members), e.depth
+	i, ok := e.jsonValue(src, skipSpace(src, 0))
+	if ok && skipSpace(src, i) == len(src) {
+		return true
+	}
+	e.buf, e.members, e.depth = e.buf[:start], e.members[:members], depth
+	return false
+}
+
+// jsonTextCarefully encodes valid text through encoding/json and the Go
+// value path, which visits members in canonical order.
+func (e *encoder) jsonTextCarefully(src []byte) bool {
+	if !validJSON(src) {
+		return false
+	}
+	var v any
+	if json.Unmarshal(src, &v) != nil {
+		return false // not expected: validJSON is stricter
+	}
+	e.value(v)
+	return true
+}
+
+// validJSON reports whether src is valid JSON text by the rules of this
+// package.
+func validJSON(src []byte) bool {
+	e := getEncoder()
+	defer putEncoder(e)
+	e.maxDepth = 0 // skip everything: validate only
+	e.maxValues = int(^uint(0) >> 1)
+	return e.jsonText(src)
+}
+
+func (e *encoder) jsonValue(src []byte, i int) (int, bool) {
+	if i >= len(src) {
+		return i, false
+	}
+	switch c := src[i]; c {
+	case '{':
+		return e.jsonObject(src, i)
+	case '[':
+		return e.jsonArray(src, i)
+	case '"':
+		e.count++
+		return e.jsonString(src, i)
+	case 't':
+		e.scalar(tagTrue)
+		return literal(src, i, "true")
+	case 'f':
+		e.scalar(tagFalse)
+		return literal(src, i, "false")
+	case 'n':
+		e.scalar(tagNull)
+		return literal(src, i, "null")
+	default:
+		if c == '-' || '0' <= c && c <= '9' {
+			return e.jsonNumber(src, i)
+		}
+		return i, false
+	}
+}
+
+func literal(src []byte, i int, lit string) (int, bool) {
+	if len(src)-i >= len(lit) && string(src[i:i+len(lit)]) == lit {
+		return i + len(lit), true
+	}
+	return i, false
+}
+
+func (e *encoder) jsonArray(src []byte, i int) (int, bool) {
+	if !e.open() {
+		return skipContainer(src, i, e.depth+1)
+	}
+	e.depth++
+	e.buf = append(e.buf, tagArray)
+	i = skipSpace(src, i+1)
+	if i < len(src) && src[i] == ']' {
+		e.depth--
+		e.buf = append(e.buf, tagArrayEnd)
+		return i + 1, true
+	}
+	for {
+		if !e.next() {
+			e.depth--
+			e.buf = append(e.buf, tagArrayEnd)
+			return skipRest(src, i, e.depth+1, ']')
+		}
+		var ok bool
+		if i, ok = e.jsonValue(src, i); !ok {
+			return i, false
+		}
+		i = skipSpace(src, i)
+		if i >= len(src) {
+			return i, false
+		}
+		switch src[i] {
+		case ',':
+			i = skipSpace(src, i+1)
+		case ']':
+			e.depth--
+			e.buf = append(e.buf, tagArrayEnd)
+			return i + 1, true
+		default:
+			return i, false
+		}
+	}
+}
+
+func (e *encoder) jsonObject(src []byte, i int) (int, bool) {
+	if !e.open() {
+		return skipContainer(src, i, e.depth+1)
+	}
+	e.depth++
+	e.buf = append(e.buf, tagObject)
+	mark := len(e.members)
+	i = skipSpace(src, i+1)
+	if i < len(src) && src[i] == '}' {
+		e.depth--
+		e.buf = append(e.buf, tagObjectEnd)
+		return i + 1, true
+	}
+	for {
+		if i >= len(src) || src[i] != '"' {
+			return i, false
+		}
+		if !e.next() {
+			e.buf = e.buf[:len(e.buf)-1] // endObject writes the marker
+			e.depth--
+			e.endObject(mark, true)
+			return skipRest(src, i, e.depth+1, '}')
+		}
+		start := len(e.buf)
+		var ok bool
+		if i, ok = e.jsonString(src, i); !ok {
+			return i, false
+		}
+		keyEnd := len(e.buf)
+		i = skipSpace(src, i)
+		if i >= len(src) || src[i] != ':' {
+			return i, false
+		}
+		if i, ok = e.jsonValue(src, skipSpace(src, i+1)); !ok {
+			return i, false
+		}
+		e.members = append(e.members, member{start, keyEnd, len(e.buf)})
+		i = skipSpace(src, i)
+		if i >= len(src) {
+			return i, false
+		}
+		switch src[i] {
+		case ',':
+			i = skipSpace(src, i+1)
+		case '}':
+			e.depth--
+			e.endObject(mark, false)
+			return i + 1, true
+		default:
+			return i, false
+		}
+	}
+}
+
+// jsonString decodes the string at src[i] (a quote) into buf as 's' + UTF-8
+// + 0xFF.
+func (e *encoder) jsonString(src []byte, i int) (int, bool) {
+	e.buf = append(e.buf, tagString)
+	i++
+	run := i // start of bytes not yet copied
+	for i < len(src) {
+		c := src[i]
+		if strSafe[c] {
+			i++
+			continue
+		}
+		switch {
+		case c == '"':
+			e.buf = append(e.buf, src[run:i]...)
+			e.buf = append(e.buf, stringEnd)
+			return i + 1, true
+		case c == '\\':
+			e.buf = append(e.buf, src[run:i]...)
+			var ok bool
+			if i, ok = e.escape(src, i); !ok {
+				return i, false
+			}
+			run = i
+		case c < 0x20:
+			return i, false
+		default:
+			r, size := utf8.DecodeRune(src[i:])
+			if r == utf8.RuneError && size == 1 {
+				return i, false
+			}
+			i += size
+		}
+	}
+	return i, false
+}
+
+// escape decodes the escape at src[i] (a backslash).
+func (e *encoder) escape(src []byte, i int) (int, bool) {
+	if i+1 >= len(src) {
+		return i, false
+	}
+	var c byte
+	switch src[i+1] {
+	case '"', '\\', '/':
+		c = src[i+1]
+	case 'b':
+		c = '\b'
+	case 'f':
+		c = '\f'
+	case 'n':
+		c = '\n'
+	case 'r':
+		c = '\r'
+	case 't':
+		c = '\t'
+	case 'u':
+		r := hex4(src, i+2)
+		if r < 0 {
+			return i, false
+		}
+		i += 6
+		if 0xD800 <= r && r < 0xE000 {
+			// A surrogate: valid only as a high one followed by a low one;
+			// otherwise U+FFFD, as in encoding/json.
+			if r < 0xDC00 && i+1 < len(src) && src[i] == '\\' && src[i+1] == 'u' {
+				if r2 := hex4(src, i+2); 0xDC00 <= r2 && r2 < 0xE000 {
+					e.buf = utf8.AppendRune(e.buf, 0x10000+(r-0xD800)<<10+(r2-0xDC00))
+					return i + 6, true
+				}
+			}
+			r = utf8.RuneError
+		}
+		e.buf = utf8.AppendRune(e.buf, r)
+		return i, true
+	default:
+		return i, false
+	}
+	e.buf = append(e.buf, c)
+	return i + 2, true
+}
+
+// hex4 returns the value of the 4 hex digits at src[i:], or -1.
+func hex4(src []byte, i int) rune {
+	if i+4 > len(src) {
+		return -1
+	}
+	var r rune
+	for _, c := range src[i : i+4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return -1
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}
+
+// pow10 holds the powers of ten that float64 represents exactly.
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// jsonNumber reads the number at src[i] and writes its float64 value.
+func (e *encoder) jsonNumber(src []byte, i int) (int, bool) {
+	start := i
+	neg := src[i] == '-'
+	if neg {
+		i++
+	}
+	// Integer part: 0 or [1-9][0-9]*.
+	var mant uint64
+	digits := 0 // significant digits in mant
+	exp := 0    // decimal exponent to apply to mant
+	if i >= len(src) {
+		return i, false
+	}
+	if src[i] == '0' {
+		i++
+	} else if '1' <= src[i] && src[i] <= '9' {
+		for ; i < len(src) && '0' <= src[i] && src[i] <= '9'; i++ {
+			if digits < 19 {
+				mant = mant*10 + uint64(src[i]-'0')
+				digits++
+			} else {
+				exp++
+				digits = 99 // too many digits for the fast path
+			}
+		}
+	} else {
+		return i, false
+	}
+	exact := true
+	if i < len(src) && src[i] == '.' {
+		i++
+		if i >= len(src) || src[i] < '0' || src[i] > '9' {
+			return i, false
+		}
+		for ; i < len(src) && '0' <= src[i] && src[i] <= '9'; i++ {
+			if digits < 19 {
+				if mant == 0 && src[i] == '0' {
+					exp-- // leading zeros of 0.000123
+					continue
+				}
+				mant = mant*10 + uint64(src[i]-'0')
+				digits++
+				exp--
+			} else {
+				digits = 99
+			}
+		}
+	}
+	if i < len(src) && (src[i] == 'e' || src[i] == 'E') {
+		i++
+		if i < len(src) && (src[i] == '+' || src[i] == '-') {
+			i++
+		}
+		if i >= len(src) || src[i] < '0' || src[i] > '9' {
+			return i, false
+		}
+		for ; i < len(src) && '0' <= src[i] && src[i] <= '9'; i++ {
+		}
+		exact = false
+	}
+	var f float64
+	switch {
+	case exact && mant < 1<<53 && -22 <= exp && exp <= 22 && digits <= 19:
+		// Both mant and 10^|exp| are exact doubles, so one correctly
+		// rounded operation gives the correctly rounded result.
+		f = float64(mant)
+		if exp < 0 {
+			f /= pow10[-exp]
+		} else {
+			f *= pow10[exp]
+		}
+		if neg {
+			f = -f
+		}
+	default:
+		var err error
+		f, err = strconv.ParseFloat(unsafe.String(&src[start], i-start), 64)
+		if err != nil {
+			return i, false // out of the range of float64
+		}
+	}
+	e.number(f)
+	return i, true
+}
+
+// skipContainer validates the array or object at src[i] without encoding
+// it; depth is its nesting level.
+func skipContainer(src []byte, i, depth int) (int, bool) {
+	end := byte(']')
+	if src[i] == '{' {
+		end = '}'
+	}
+	return skipRest(src, skipSpace(src, i+1), depth, end)
+}
+
+// skipRest validates the rest of a container, from src[i] (an element, a
+// member or the end) to its end byte, without encoding it.
+func skipRest(src []byte, i, depth int, end byte) (int, bool) {
+	if depth > maxTextDepth {
+		return i, false
+	}
+	var s encoder // discards strings and numbers into s.buf
+	if i < len(src) && src[i] == end {
+		return i + 1, true
+	}
+	for {
+		var ok bool
+		if end == '}' {
+			if i >= len(src) || src[i] != '"' {
+				return i, false
+			}
+			if i, ok = s.jsonString(src, i); !ok {
+				return i, false
+			}
+			i = skipSpace(src, i)
+			if i >= len(src) || src[i] != ':' {
+				return i, false
+			}
+			i = skipSpace(src, i+1)
+		}
+		if i >= len(src) {
+			return i, false
+		}
+		switch src[i] {
+		case '[', '{':
+			i, ok = skipContainer(src, i, depth+1)
+		default:
+			i, ok = s.jsonValue(src, i)
+		}
+		if !ok {
+			return i, false
+		}
+		s.buf = s.buf[:0]
+		i = skipSpace(src, i)
+		if i >= len(src) {
+			return i, false
+		}
+		switch src[i] {
+		case ',':
+			i = skipSpace(src, i+1)
+		case end:
+			return i + 1, true
+		default:
+			return i, false
+		}
+	}
+}
