@@ -1,3 +1,8 @@
 module github.com/loopguard/loopguard
 
 go 1.25
+
+require (
+	github.com/google/go-cmp v0.7.0
+	pgregory.net/rapid v1.3.0
+)
