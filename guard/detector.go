@@ -1,0 +1,180 @@
+package guard
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// A Detector is one rule of the guard. It watches the facts of each step and
+// says when the run should stop, can judge a call before it runs, and can
+// save and restore its state.
+//
+// The built-in detectors (package detector and its subpackages) implement
+// exactly this interface; a detector of your own sits beside them on equal
+// footing. A Guard calls its detectors with its lock held, one at a time, so
+// a detector needs no locking of its own as long as only one Guard uses it.
+// A detector must not keep the *Facts it is given, nor anything reachable from
+// it, past the call: the guard reuses them.
+//
+// Package guardtest checks that an implementation keeps this contract.
+type Detector interface {
+	// Name is the detector's stable name: the key of its state in
+	// snapshots and fingerprints. It must be valid (see [ValidName]) and
+	// must never change.
+	Name() string
+
+	// Priority orders the detectors: the first stop in ascending priority
+	// wins (ties are broken by name). The built-in detectors use
+	// PriorityFinish to PriorityNoProgress; a custom detector that should
+	// run after them uses PriorityCustom or more.
+	Priority() int
+
+	// Options returns the detector's options as JSON-able data. The guard
+	// hashes them into the detector's fingerprint, so that a snapshot is
+	// never restored under different options. Equal options must give
+	// equal data, and different options different data.
+	Options() any
+
+	// Observe records one finished step. It is called for every step, on
+	// every detector, so that all states stay consistent.
+	Observe(f *Facts)
+
+	// Verdict returns the detector's verdict on the step it last
+	// observed: a stop, warnings, or the zero Verdict to go on.
+	Verdict() Verdict
+
+	// Preflight judges calls that have not run yet, as if they were the
+	// next step's calls (f.Phase is PhasePreflight and the calls have no
+	// results). It returns a stop verdict to refuse them. It must not
+	// change the detector's state. A detector that cannot judge calls
+	// before they run returns the zero Verdict.
+	Preflight(f *Facts) Verdict
+
+	// Snapshot returns the detector's state as JSON. Equal states give
+	// equal bytes, and the bytes must not share memory with the state.
+	// With o.Redact, previews of arguments and text are replaced by
+	// "[redacted]"; stop decisions must not depend on them.
+	Snapshot(o SnapshotOptions) ([]byte, error)
+
+	// Restore replaces the detector's state by one that Snapshot returned
+	// (JSON null for a fresh state). It must validate the data, never
+	// panic, and return an error for a state that is malformed or that
+	// its options do not allow.
+	Restore(state []byte) error
+
+	// Reset forgets the run and keeps the options: afterwards the detector
+	// behaves as a freshly constructed one.
+	Reset()
+}
+
+// The priorities of the built-in detectors, with gaps for detectors of your
+// own. A lower priority is asked first.
+const (
+	PriorityFinish      = 100
+	PriorityBudget      = 200
+	PriorityToolLimit   = 300
+	PriorityRepeat      = 400
+	PriorityOscillation = 500
+	PriorityNoProgress  = 600
+	// PriorityCustom is a good priority for a rule of your own that should
+	// only speak when no built-in rule stops the run.
+	PriorityCustom = 1000
+)
+
+// A Summarizer is a detector that adds a summary of its state (JSON-able,
+// nothing time-dependent) to [Guard.Summary].
+type Summarizer interface {
+	Summary() any
+}
+
+// A Limiter is a detector whose options are only limits (such as step or
+// token budgets). When [Options.AllowLimitChanges] is set, such a detector may
+// be restored under options that differ from those it was saved with.
+type Limiter interface {
+	OnlyLimits() bool
+}
+
+// SnapshotOptions tune [Guard.Snapshot] and [Detector.Snapshot].
+type SnapshotOptions struct {
+	// Redact replaces previews of arguments and text by "[redacted]".
+	Redact bool
+}
+
+// Redacted is what a redacted preview reads.
+const Redacted = "[redacted]"
+
+// Errors that the guard's constructors return, wrapped in a *DetectorError
+// or an *OptionError that says which detector or option.
+var (
+	ErrNilDetector    = errors.New("detector is nil")
+	ErrInvalidName    = errors.New("invalid detector name")
+	ErrDuplicateName  = errors.New("two detectors have the same name")
+	ErrInvalidOption  = errors.New("invalid option")
+	ErrInvalidState   = errors.New("invalid snapshot")
+	ErrOptionsChanged = errors.New("options differ from the snapshot's")
+)
+
+// A DetectorError reports a problem with one detector.
+type DetectorError struct {
+	Name  string // the detector's name ("" if it has none)
+	Index int    // its position in the list given to the constructor
+	Err   error
+}
+
+func (e *DetectorError) Error() string {
+	if e.Name == "" {
+		return fmt.Sprintf("guard: detector #%d: %v", e.Index, e.Err)
+	}
+	return fmt.Sprintf("guard: detector %q: %v", e.Name, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *DetectorError) Unwrap() error { return e.Err }
+
+// An OptionError reports an invalid option. errors.Is(err, ErrInvalidOption)
+// holds for every OptionError.
+type OptionError struct {
+	// Detector names the detector ("" for the guard's own options).
+	Detector string
+	// Field names the option: a Go field name (Threshold) or, for options
+	// read from JSON, its path (repeatedToolCall.threshold).
+	Field string
+	// Err says what is wrong with it.
+	Err error
+}
+
+func (e *OptionError) Error() string {
+	var b strings.Builder
+	if e.Detector != "" {
+		b.WriteString(e.Detector)
+		b.WriteString(": ")
+	}
+	fmt.Fprintf(&b, "option %s: %v", e.Field, e.Err)
+	return b.String()
+}
+
+// Unwrap returns the underlying error.
+func (e *OptionError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrInvalidOption.
+func (e *OptionError) Is(target error) bool { return target == ErrInvalidOption }
+
+// ValidName reports whether name can name a detector: 1 to 64 characters,
+// starting with an ASCII letter, followed by ASCII letters, digits and
+// '_', '-', '.', '/'. Names are case-sensitive.
+func ValidName(name string) bool {
+	if len(name) == 0 || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case i > 0 && ('0' <= c && c <= '9' || c == '_' || c == '-' || c == '.' || c == '/'):
+		default:
+			return false
+		}
+	}
+	return true
+}

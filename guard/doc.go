@@ -1,0 +1,21 @@
+// Package guard watches an LLM agent's run step by step and says, with
+// evidence, when the run should stop.
+//
+// A [Guard] is built from an explicit list of [Detector] values: the standard
+// set from package detector, detectors of your own, or both. Each finished
+// step goes to [Guard.Check], which reduces it once to comparable [Facts]
+// (hashes of canonical arguments and outcomes, normalised text and finish
+// reason, usage numbers), lets every detector observe those facts in priority
+// order, and returns the first stop as a [Verdict]. [Guard.Preflight] asks,
+// before a tool call runs, whether running it would trip a rule; it changes
+// nothing.
+//
+// The package imports no detector. The built-in detectors use exactly the
+// [Detector] interface a custom detector uses: they are ordered by the same
+// priorities, fingerprinted and saved in snapshots on equal footing.
+//
+// A Guard is safe for concurrent use. Detectors are called with the guard's
+// lock held and need no locking of their own. A Guard's memory is bounded by
+// its options, not by the length of the run: raw steps are kept only when
+// [Options.History] asks for it, and then only that many.
+package guard

@@ -1,0 +1,229 @@
+package guard
+
+import (
+	"encoding/binary"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/loopguard/loopguard/canonical"
+)
+
+// PreviewLen is the most characters a preview of arguments or text holds.
+const PreviewLen = 80
+
+// Facts are what the guard computed, once, of a step (or, in preflight, of
+// calls that have not run yet). Detectors judge facts, never raw values.
+//
+// Facts and everything reachable from them are valid only during the call
+// they are given to: the guard reuses them. Copy what you keep.
+type Facts struct {
+	// Phase is PhaseCheck for a finished step and PhasePreflight for calls
+	// that have not run.
+	Phase Phase
+	// Index is the 0-based index of the step in the run. In preflight it
+	// is the index the next step will have.
+	Index int
+	// Calls are the step's tool calls, in order, ignored ones included
+	// (see Call.Ignored).
+	Calls []Call
+	// TextHash is the hash of the normalised text (lower-cased, runs of
+	// white space made one space, trimmed).
+	TextHash canonical.Sum
+	// HasText reports whether the normalised text is not empty.
+	HasText bool
+	// FinishReason is the normalised finish reason: trimmed, lower-cased,
+	// '_' made '-'. Empty when none was given.
+	FinishReason string
+	// RawFinishReason is the finish reason as given.
+	RawFinishReason string
+	// NewInput reports whether the step carried input that is not a tool
+	// result (Step.Input).
+	NewInput bool
+	// Usage is the step's usage, with unusable numbers set to zero and the
+	// total filled in.
+	Usage Usage
+	// Steps is the number of steps recorded, this one included. In
+	// preflight it is the number recorded so far.
+	Steps int
+	// Totals are the run's usage totals, this step included.
+	Totals Totals
+
+	step *Step
+	text []byte // normalised text
+}
+
+// A Call is the facts of one tool call.
+type Call struct {
+	// Tool is the tool's name.
+	Tool string
+	// Args is the hash of the canonical arguments.
+	Args canonical.Sum
+	// Key is the call's signature: a hash of the tool's name and Args.
+	// Two calls are "the same call" when their keys are equal.
+	Key canonical.Sum
+	// Outcome is a hash of the call and its result or error. Without
+	// either, it equals Key.
+	Outcome canonical.Sum
+	// HasResult reports whether a result or an error was supplied.
+	HasResult bool
+	// Failed reports whether the call has an error.
+	Failed bool
+	// Ignored reports whether the tool is one the guard ignores
+	// ([Options.Ignore]): such a call is no pattern, no progress and no
+	// use of a cap.
+	Ignored bool
+
+	raw     *ToolCall
+	preview string
+	hasPrev bool
+}
+
+// Preview returns at most PreviewLen characters of the canonical arguments,
+// for evidence and details (never for feedback).
+func (c *Call) Preview() string {
+	if !c.hasPrev {
+		c.hasPrev = true
+		if c.raw != nil {
+			c.preview = previewOf(canonical.Append(nil, c.raw.Args))
+		}
+	}
+	return c.preview
+}
+
+// ToolCall returns the call as it was given. Custom detectors may read it;
+// they must not modify it.
+func (c *Call) ToolCall() *ToolCall { return c.raw }
+
+// Step returns the step as it was given, or nil in preflight. Custom detectors
+// may read it; they must not modify it.
+func (f *Facts) Step() *Step { return f.step }
+
+// Text returns the normalised text.
+func (f *Facts) Text() string { return string(f.text) }
+
+// TextPreview returns at most PreviewLen characters of the normalised text.
+func (f *Facts) TextPreview() string { return previewOf(f.text) }
+
+// previewOf cuts b to PreviewLen characters, ending in "..." when cut, and
+// makes invalid UTF-8 valid.
+func previewOf(b []byte) string {
+	n, i := 0, 0
+	for i < len(b) && n < PreviewLen {
+		_, size := utf8.DecodeRune(b[i:])
+		i += size
+		n++
+	}
+	if i == len(b) {
+		return string([]rune(string(b)))
+	}
+	// Cut to PreviewLen-3 characters and mark the cut.
+	i, n = 0, 0
+	for n < PreviewLen-3 {
+		_, size := utf8.DecodeRune(b[i:])
+		i += size
+		n++
+	}
+	return string([]rune(string(b[:i]))) + "..."
+}
+
+// normaliseText appends the normalised form of s to dst: lower-cased, runs of
+// white space made one space, trimmed.
+func normaliseText(dst []byte, s string) []byte {
+	space := false
+	for _, r := range s {
+		if unicode.IsSpace(r) {
+			space = true
+			continue
+		}
+		if space && len(dst) > 0 {
+			dst = append(dst, ' ')
+		}
+		space = false
+		if r < utf8.RuneSelf {
+			if 'A' <= r && r <= 'Z' {
+				r += 'a' - 'A'
+			}
+			dst = append(dst, byte(r))
+			continue
+		}
+		dst = utf8.AppendRune(dst, unicode.ToLower(r))
+	}
+	return dst
+}
+
+// normaliseFinish trims, lower-cases and turns '_' into '-'.
+func normaliseFinish(s string) string {
+	start, end := 0, len(s)
+	for start < end && isASCIISpace(s[start]) {
+		start++
+	}
+	for end > start && isASCIISpace(s[end-1]) {
+		end--
+	}
+	s = s[start:end]
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '_' || 'A' <= c && c <= 'Z' || c >= utf8.RuneSelf {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	b := make([]byte, 0, len(s))
+	for _, r := range s {
+		switch {
+		case r == '_':
+			r = '-'
+		case r == utf8.RuneError:
+		default:
+			r = unicode.ToLower(r)
+		}
+		b = utf8.AppendRune(b, r)
+	}
+	return string(b)
+}
+
+func isASCIISpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
+
+// Kinds of the combined hashes, so that a key never equals an outcome.
+const (
+	kindKey    = 'k'
+	kindResult = 'r'
+	kindError  = 'e'
+)
+
+// combine hashes a kind, a tool name and sums into one sum, using scratch.
+func combine(scratch []byte, kind byte, name string, sums ...canonical.Sum) ([]byte, canonical.Sum) {
+	scratch = append(scratch[:0], kind)
+	scratch = binary.AppendUvarint(scratch, uint64(len(name)))
+	scratch = append(scratch, name...)
+	for _, s := range sums {
+		scratch = append(scratch, s[:]...)
+	}
+	return scratch, canonical.HashBytes(scratch)
+}
+
+// callFacts computes the facts of one call. With withOutcome false (in
+// preflight) the result and error are not read.
+func (g *Guard) callFacts(tc *ToolCall, withOutcome bool) Call {
+	c := Call{Tool: tc.Name, raw: tc, Ignored: g.ignore[tc.Name]}
+	c.Args = canonical.Hash(tc.Args)
+	g.scratch, c.Key = combine(g.scratch, kindKey, tc.Name, c.Args)
+	c.Outcome = c.Key
+	if !withOutcome {
+		return c
+	}
+	switch {
+	case tc.Err != nil:
+		c.Failed, c.HasResult = true, true
+		g.scratch, c.Outcome = combine(g.scratch, kindError, tc.Name, c.Args, canonical.HashString(errorText(tc.Err)))
+	case tc.Result != nil:
+		c.HasResult = true
+		g.scratch, c.Outcome = combine(g.scratch, kindResult, tc.Name, c.Args, canonical.Hash(tc.Result))
+	}
+	return c
+}

@@ -1,0 +1,312 @@
+package guard
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/loopguard/loopguard/canonical"
+)
+
+// Options tune a Guard. The zero value is ready to use: no tool is ignored,
+// no raw step is kept, and the detectors' own feedback is used.
+type Options struct {
+	// Ignore lists tools that every rule leaves alone: their calls are no
+	// part of a repeat or a cycle, are not outcomes (so a step that only
+	// calls them makes no progress) and do not count against a cap. Budget
+	// and step limits still apply to the steps that make them.
+	Ignore []string
+
+	// History is how many of the newest raw steps the guard keeps for
+	// [Guard.History]. Zero keeps none.
+	History int
+
+	// Feedback, when set, may replace the model-facing text of a fault
+	// (a stop for which IsFault holds, or a refusal in preflight): return
+	// the text to use, or "" to keep the detector's. It is called with the
+	// guard's lock held, so it must not call the guard.
+	Feedback func(v Verdict, phase Phase) string
+
+	// AllowLimitChanges lets [Options.Restore] accept detectors that
+	// implement [Limiter] (step and budget limits) under options that
+	// differ from those the snapshot was taken with. Other detectors must
+	// still match.
+	AllowLimitChanges bool
+}
+
+// A Guard watches one run. Create it with [New] or [Options.New]; restore a
+// saved one with [Restore]. Its methods are safe for concurrent use.
+type Guard struct {
+	mu     sync.Mutex
+	opts   Options
+	ignore map[string]bool
+	dets   []Detector
+
+	steps, toolCalls, failedCalls int
+	totals                        Totals
+	last                          Verdict
+	hasLast                       bool
+	history                       []Step // ring of at most opts.History steps
+	histNext                      int
+
+	// Scratch, reused from step to step.
+	facts   Facts
+	cur     Step
+	pre     []ToolCall
+	scratch []byte
+}
+
+// New returns a Guard that runs the given detectors with default options.
+// It is Options{}.New(detectors...).
+func New(detectors ...Detector) (*Guard, error) {
+	return Options{}.New(detectors...)
+}
+
+// New returns a Guard that runs the given detectors with these options. The
+// detectors are ordered by priority, then by name, whatever their order here.
+// Every problem (a nil detector, an invalid or duplicate name, a bad option)
+// is reported, joined in one error.
+func (o Options) New(detectors ...Detector) (*Guard, error) {
+	var errs []error
+	if o.History < 0 {
+		errs = append(errs, &OptionError{Field: "History", Err: errors.New("must not be negative")})
+	}
+	ignore := make(map[string]bool, len(o.Ignore))
+	for _, name := range o.Ignore {
+		ignore[name] = true
+	}
+	seen := make(map[string]int, len(detectors))
+	dets := make([]Detector, 0, len(detectors))
+	for i, d := range detectors {
+		if d == nil {
+			errs = append(errs, &DetectorError{Index: i, Err: ErrNilDetector})
+			continue
+		}
+		name := d.Name()
+		if !ValidName(name) {
+			errs = append(errs, &DetectorError{Name: name, Index: i, Err: ErrInvalidName})
+			continue
+		}
+		if j, dup := seen[name]; dup {
+			errs = append(errs, &DetectorError{Name: name, Index: i, Err: fmt.Errorf("%w (also at #%d)", ErrDuplicateName, j)})
+			continue
+		}
+		seen[name] = i
+		dets = append(dets, d)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(dets, func(a, b Detector) int {
+		return cmp.Or(cmp.Compare(a.Priority(), b.Priority()), cmp.Compare(a.Name(), b.Name()))
+	})
+	o.Ignore = slices.Clone(o.Ignore)
+	return &Guard{opts: o, ignore: ignore, dets: dets}, nil
+}
+
+// Detectors returns the guard's detectors in the order they are asked.
+func (g *Guard) Detectors() []Detector {
+	return slices.Clone(g.dets)
+}
+
+// Check records a finished step and returns the verdict: the first stop in
+// priority order, or a verdict that goes on. Every detector observes every
+// step, whether or not an earlier one stops. Warnings of all detectors are
+// gathered. Check never panics on odd step data; a custom detector that
+// panics is not recovered from.
+func (g *Guard) Check(s Step) Verdict {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.cur = s
+	defer func() { g.cur = Step{} }() // keep no reference to the caller's data
+
+	f := g.resetFacts(PhaseCheck)
+	f.step = &g.cur
+	for i := range g.cur.ToolCalls {
+		c := g.callFacts(&g.cur.ToolCalls[i], true)
+		f.Calls = append(f.Calls, c)
+		if c.Failed {
+			g.failedCalls++
+		}
+	}
+	g.toolCalls += len(f.Calls)
+	f.text = normaliseText(f.text[:0], s.Text)
+	f.HasText = len(f.text) > 0
+	f.TextHash = canonical.HashBytes(f.text)
+	f.RawFinishReason = s.FinishReason
+	f.FinishReason = normaliseFinish(s.FinishReason)
+	f.NewInput = s.Input != ""
+	f.Usage = s.Usage.sanitize()
+	g.totals.add(f.Usage)
+	g.steps++
+	f.Steps = g.steps
+	f.Totals = g.totals
+
+	for _, d := range g.dets {
+		d.Observe(f)
+	}
+	var v Verdict
+	var warnings []Warning
+	for _, d := range g.dets {
+		dv := d.Verdict()
+		warnings = appendWarnings(warnings, dv.Warnings, d.Name())
+		if dv.Stop && !v.Stop {
+			v = g.finish(dv, d.Name(), PhaseCheck)
+		}
+	}
+	v.Warnings = warnings
+	if g.opts.History > 0 {
+		g.remember(s)
+	}
+	g.last, g.hasLast = v, true
+	return v
+}
+
+// Preflight asks whether running calls now, as the next step's calls, would
+// immediately trip a rule. It records nothing and changes nothing, so it can
+// be asked as often as needed. Parallel calls are judged as one step, in
+// order. Rules that need a result, text, finish reason or usage are not
+// judged. The first refusal in priority order wins; warnings of all detectors
+// are gathered. Preflight with no calls judges only the step and budget
+// limits.
+func (g *Guard) Preflight(calls ...ToolCall) Decision {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.pre = append(g.pre[:0], calls...)
+	defer func() { clear(g.pre) }()
+
+	f := g.resetFacts(PhasePreflight)
+	for i := range g.pre {
+		f.Calls = append(f.Calls, g.callFacts(&g.pre[i], false))
+	}
+	f.TextHash = canonical.HashBytes(nil)
+	f.Steps = g.steps
+	f.Totals = g.totals
+
+	d := Decision{Allow: true}
+	var warnings []Warning
+	for _, det := range g.dets {
+		dv := det.Preflight(f)
+		warnings = appendWarnings(warnings, dv.Warnings, det.Name())
+		if dv.Stop && d.Allow {
+			v := g.finish(dv, det.Name(), PhasePreflight)
+			d = Decision{Reason: v.Reason, Code: v.Code, Detail: v.Detail, Evidence: v.Evidence,
+				Feedback: v.Feedback, Detector: v.Detector}
+		}
+	}
+	d.Warnings = warnings
+	return d
+}
+
+// resetFacts clears the reusable facts for a new step.
+func (g *Guard) resetFacts(p Phase) *Facts {
+	f := &g.facts
+	clear(f.Calls) // drop references to the previous step's calls
+	*f = Facts{Phase: p, Index: g.steps, Calls: f.Calls[:0], text: f.text[:0]}
+	return f
+}
+
+// finish completes a stop verdict: the detector's name, the default reason
+// and code of a custom stop, and the feedback option.
+func (g *Guard) finish(v Verdict, name string, p Phase) Verdict {
+	v.Detector = name
+	v.Warnings = nil
+	if v.Reason == "" {
+		v.Reason = ReasonCustom
+	}
+	if v.Code == "" {
+		v.Code = CodeCustom
+	}
+	if g.opts.Feedback != nil && IsFault(v) {
+		if text := g.opts.Feedback(v, p); text != "" {
+			v.Feedback = text
+		}
+	}
+	return v
+}
+
+func appendWarnings(dst, ws []Warning, name string) []Warning {
+	for _, w := range ws {
+		if w.Detector == "" {
+			w.Detector = name
+		}
+		dst = append(dst, w)
+	}
+	return dst
+}
+
+// remember adds a step to the history ring.
+func (g *Guard) remember(s Step) {
+	if len(g.history) < g.opts.History {
+		g.history = append(g.history, s)
+		return
+	}
+	g.history[g.histNext] = s
+	g.histNext = (g.histNext + 1) % len(g.history)
+}
+
+// History returns copies of the newest raw steps, oldest first: at most
+// [Options.History] of them, none after a restore or a reset.
+func (g *Guard) History() []Step {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]Step, 0, len(g.history))
+	out = append(out, g.history[g.histNext:]...)
+	return append(out, g.history[:g.histNext]...)
+}
+
+// Reset forgets the run and keeps the options and detectors: step indexes
+// start again at 0.
+func (g *Guard) Reset() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.steps, g.toolCalls, g.failedCalls = 0, 0, 0
+	g.totals = Totals{}
+	g.last, g.hasLast = Verdict{}, false
+	g.history, g.histNext = nil, 0
+	for _, d := range g.dets {
+		d.Reset()
+	}
+}
+
+// Summary is a guard's account of its run. It holds nothing time-dependent.
+type Summary struct {
+	// Steps is the number of steps recorded.
+	Steps int `json:"steps"`
+	// ToolCalls is the number of tool calls recorded, ignored ones included.
+	ToolCalls int `json:"toolCalls"`
+	// FailedToolCalls is the number of those that failed.
+	FailedToolCalls int `json:"failedToolCalls"`
+	// Totals are the usage totals.
+	Totals Totals `json:"totals"`
+	// LastVerdict is the verdict of the last Check, or nil before the first
+	// (and after a restore).
+	LastVerdict *Verdict `json:"lastVerdict"`
+	// Detectors holds the summaries of the detectors that implement
+	// [Summarizer], by name.
+	Detectors map[string]any `json:"detectors,omitempty"`
+}
+
+// Summary returns counts, totals, the last verdict and the detectors'
+// summaries.
+func (g *Guard) Summary() Summary {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := Summary{Steps: g.steps, ToolCalls: g.toolCalls, FailedToolCalls: g.failedCalls, Totals: g.totals}
+	if g.hasLast {
+		v := g.last
+		v.Warnings = slices.Clone(v.Warnings)
+		s.LastVerdict = &v
+	}
+	for _, d := range g.dets {
+		if sm, ok := d.(Summarizer); ok {
+			if s.Detectors == nil {
+				s.Detectors = make(map[string]any)
+			}
+			s.Detectors[d.Name()] = sm.Summary()
+		}
+	}
+	return s
+}

@@ -1,0 +1,279 @@
+package guard
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/loopguard/loopguard/canonical"
+)
+
+// SnapshotVersion is the version of the snapshot format that Snapshot writes.
+const SnapshotVersion = 1
+
+// MaxSnapshotBytes is the largest snapshot Restore reads, and MaxSnapshotDepth
+// the deepest nesting of JSON arrays and objects in it.
+const (
+	MaxSnapshotBytes = 64 << 20
+	MaxSnapshotDepth = 32
+)
+
+// snapshotJSON is the envelope of a snapshot.
+type snapshotJSON struct {
+	Version         int              `json:"version"`
+	Steps           int              `json:"steps"`
+	ToolCalls       int              `json:"toolCalls"`
+	FailedToolCalls int              `json:"failedToolCalls"`
+	Totals          Totals           `json:"totals"`
+	Guard           canonical.Sum    `json:"guard"`
+	Detectors       []detectorRecord `json:"detectors"`
+}
+
+type detectorRecord struct {
+	Name        string          `json:"name"`
+	Fingerprint canonical.Sum   `json:"fingerprint"`
+	State       json.RawMessage `json:"state"`
+}
+
+// Fingerprint returns the fingerprint of a detector's options: the hash of
+// their canonical JSON.
+func Fingerprint(d Detector) canonical.Sum { return canonical.Hash(d.Options()) }
+
+// fingerprint is the fingerprint of the guard's own options that change
+// behaviour (the ignored tools).
+func (o Options) fingerprint() canonical.Sum {
+	ignore := slices.Clone(o.Ignore)
+	slices.Sort(ignore)
+	ignore = slices.Compact(ignore)
+	return canonical.Hash(map[string]any{"ignore": ignore})
+}
+
+// Snapshot saves the run: a versioned JSON document with the counters, the
+// totals, and for every detector its name, the fingerprint of its options and
+// its state. Options are not saved, only fingerprinted: pass the same ones to
+// [Restore]. Raw steps (the history) and the last verdict are not saved.
+func (g *Guard) Snapshot(o SnapshotOptions) ([]byte, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := snapshotJSON{
+		Version: SnapshotVersion, Steps: g.steps, ToolCalls: g.toolCalls, FailedToolCalls: g.failedCalls,
+		Totals: g.totals, Guard: g.opts.fingerprint(), Detectors: make([]detectorRecord, 0, len(g.dets)),
+	}
+	for _, d := range g.dets {
+		state, err := d.Snapshot(o)
+		if err != nil {
+			return nil, &DetectorError{Name: d.Name(), Err: err}
+		}
+		if len(state) == 0 {
+			state = []byte("null")
+		}
+		if !json.Valid(state) {
+			return nil, &DetectorError{Name: d.Name(), Err: errors.New("Snapshot returned invalid JSON")}
+		}
+		s.Detectors = append(s.Detectors, detectorRecord{Name: d.Name(), Fingerprint: Fingerprint(d), State: state})
+	}
+	return json.Marshal(s)
+}
+
+// MarshalJSON returns g.Snapshot(SnapshotOptions{}), so that json.Marshal(g)
+// saves the run.
+func (g *Guard) MarshalJSON() ([]byte, error) { return g.Snapshot(SnapshotOptions{}) }
+
+// Restore rebuilds a guard from a snapshot with default options. It is
+// Options{}.Restore(data, detectors...).
+func Restore(data []byte, detectors ...Detector) (*Guard, error) {
+	return Options{}.Restore(data, detectors...)
+}
+
+// A FingerprintError reports that a snapshot was taken under other options,
+// or with other detectors. errors.Is(err, ErrOptionsChanged) holds.
+type FingerprintError struct {
+	// Changed names the detectors whose options differ ("guard" for the
+	// guard's own options).
+	Changed []string
+	// Missing names the detectors in the snapshot that were not given.
+	Missing []string
+	// Extra names the detectors given that are not in the snapshot.
+	Extra []string
+}
+
+func (e *FingerprintError) Error() string {
+	var parts []string
+	if len(e.Changed) > 0 {
+		parts = append(parts, "options changed for "+strings.Join(e.Changed, ", "))
+	}
+	if len(e.Missing) > 0 {
+		parts = append(parts, "not given: "+strings.Join(e.Missing, ", "))
+	}
+	if len(e.Extra) > 0 {
+		parts = append(parts, "not in the snapshot: "+strings.Join(e.Extra, ", "))
+	}
+	return "guard: restore: " + strings.Join(parts, "; ")
+}
+
+// Is reports whether target is ErrOptionsChanged.
+func (e *FingerprintError) Is(target error) bool { return target == ErrOptionsChanged }
+
+// Restore rebuilds a guard from a snapshot, with these options and these
+// detectors, so that it gives the verdicts the saved guard would have given
+// on the rest of the run. The detectors must be fresh and built with the
+// options the snapshot was taken with: a detector whose fingerprint differs,
+// or that is missing on either side, is an error (a *FingerprintError),
+// except that [Options.AllowLimitChanges] lets [Limiter] detectors differ.
+//
+// Restore validates everything and never panics: a malformed, truncated,
+// hostile, too large or too deeply nested snapshot, an unknown version, an
+// impossible number or a detector state its options do not allow is an error
+// (errors.Is(err, ErrInvalidState)), never a later failure of Check. Unknown
+// keys are ignored. The restored guard keeps counting steps where the saved
+// one stopped; its history is empty and it has no last verdict.
+func (o Options) Restore(data []byte, detectors ...Detector) (*Guard, error) {
+	g, err := o.New(detectors...)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxSnapshotBytes {
+		return nil, stateErr("snapshot is larger than %d bytes", MaxSnapshotBytes)
+	}
+	if depth := jsonDepth(data); depth > MaxSnapshotDepth {
+		return nil, stateErr("snapshot is nested deeper than %d levels", MaxSnapshotDepth)
+	}
+	var s snapshotJSON
+	if err := strictObject(data); err != nil {
+		return nil, err
+	}
+	var version struct {
+		Version json.RawMessage `json:"version"`
+	}
+	if err := json.Unmarshal(data, &version); err != nil {
+		return nil, stateErr("%v", err)
+	}
+	if string(version.Version) != "1" {
+		return nil, stateErr("unknown version %s (this build reads version %d)", orMissing(version.Version), SnapshotVersion)
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, stateErr("%v", err)
+	}
+	if s.Steps < 0 || s.ToolCalls < 0 || s.FailedToolCalls < 0 || s.FailedToolCalls > s.ToolCalls {
+		return nil, stateErr("impossible counters (steps %d, toolCalls %d, failedToolCalls %d)", s.Steps, s.ToolCalls, s.FailedToolCalls)
+	}
+	if s.Detectors == nil {
+		return nil, stateErr("no detectors list")
+	}
+
+	fe := &FingerprintError{}
+	if s.Guard != o.fingerprint() {
+		fe.Changed = append(fe.Changed, "guard")
+	}
+	records := make(map[string]detectorRecord, len(s.Detectors))
+	for _, r := range s.Detectors {
+		if _, dup := records[r.Name]; dup {
+			return nil, stateErr("detector %q appears twice", r.Name)
+		}
+		records[r.Name] = r
+	}
+	for _, d := range g.dets {
+		r, ok := records[d.Name()]
+		if !ok {
+			fe.Extra = append(fe.Extra, d.Name())
+			continue
+		}
+		if r.Fingerprint != Fingerprint(d) {
+			if l, ok := d.(Limiter); !(o.AllowLimitChanges && ok && l.OnlyLimits()) {
+				fe.Changed = append(fe.Changed, d.Name())
+			}
+		}
+		delete(records, d.Name())
+	}
+	for name := range records {
+		fe.Missing = append(fe.Missing, name)
+	}
+	slices.Sort(fe.Missing)
+	if len(fe.Changed)+len(fe.Missing)+len(fe.Extra) > 0 {
+		return nil, fe
+	}
+	for _, d := range g.dets {
+		if err := restoreDetector(d, recordState(s.Detectors, d.Name())); err != nil {
+			return nil, &DetectorError{Name: d.Name(), Err: errors.Join(ErrInvalidState, err)}
+		}
+	}
+	g.steps, g.toolCalls, g.failedCalls, g.totals = s.Steps, s.ToolCalls, s.FailedToolCalls, s.Totals
+	return g, nil
+}
+
+// restoreDetector calls d.Restore, turning a panic into an error.
+func restoreDetector(d Detector, state []byte) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("Restore panicked: %v", r)
+		}
+	}()
+	return d.Restore(state)
+}
+
+func recordState(rs []detectorRecord, name string) []byte {
+	for _, r := range rs {
+		if r.Name == name {
+			if len(r.State) == 0 {
+				return []byte("null")
+			}
+			return r.State
+		}
+	}
+	return []byte("null")
+}
+
+func stateErr(format string, args ...any) error {
+	return fmt.Errorf("guard: restore: %w: %s", ErrInvalidState, fmt.Sprintf(format, args...))
+}
+
+func orMissing(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "(missing)"
+	}
+	if len(raw) > 20 {
+		return string(raw[:20]) + "..."
+	}
+	return string(raw)
+}
+
+// strictObject checks that data is one JSON object.
+func strictObject(data []byte) error {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' || !json.Valid(data) {
+		return stateErr("not a JSON object")
+	}
+	return nil
+}
+
+// jsonDepth returns the deepest nesting of arrays and objects in data,
+// without decoding it. Brackets inside strings are skipped.
+func jsonDepth(data []byte) int {
+	depth, max, inString, escaped := 0, 0, false, false
+	for _, c := range data {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			if depth > max {
+				max = depth
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return max
+}

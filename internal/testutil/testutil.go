@@ -1,0 +1,97 @@
+// Package testutil holds step builders and rapid generators shared by
+// loopguard's tests.
+package testutil
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/loopguard/loopguard/guard"
+)
+
+// Call returns a call of tool with JSON arguments args and no result.
+func Call(tool, args string) guard.ToolCall {
+	return guard.ToolCall{Name: tool, Args: json.RawMessage(args)}
+}
+
+// Done returns a call of tool with JSON arguments args and a result.
+func Done(tool, args string, result any) guard.ToolCall {
+	return guard.ToolCall{Name: tool, Args: json.RawMessage(args), Result: result}
+}
+
+// Failed returns a call of tool with JSON arguments args that failed.
+func Failed(tool, args, msg string) guard.ToolCall {
+	return guard.ToolCall{Name: tool, Args: json.RawMessage(args), Err: errors.New(msg)}
+}
+
+// Calls returns a step that makes the given calls and has no text.
+func Calls(calls ...guard.ToolCall) guard.Step {
+	return guard.Step{ToolCalls: calls}
+}
+
+// Text returns a step with text and no calls.
+func Text(text string) guard.Step { return guard.Step{Text: text} }
+
+// Q returns a call of "search" with {"q": q} and no result.
+func Q(q string) guard.ToolCall { return Call("search", fmt.Sprintf(`{"q":%q}`, q)) }
+
+// Tools is the small alphabet of tool names the generators use, so that
+// random runs repeat and cycle often.
+var Tools = []string{"search", "read", "think", "write"}
+
+// CallGen generates calls from a small alphabet: a few tools, a few
+// arguments, a few results, sometimes an error.
+func CallGen() *rapid.Generator[guard.ToolCall] {
+	return rapid.Custom(func(t *rapid.T) guard.ToolCall {
+		c := guard.ToolCall{
+			Name: rapid.SampledFrom(Tools).Draw(t, "tool"),
+			Args: json.RawMessage(fmt.Sprintf(`{"q":%d}`, rapid.IntRange(0, 2).Draw(t, "arg"))),
+		}
+		switch rapid.IntRange(0, 4).Draw(t, "outcome") {
+		case 0: // no result
+		case 1:
+			c.Err = errors.New("failed")
+		default:
+			c.Result = fmt.Sprintf("r%d", rapid.IntRange(0, 2).Draw(t, "result"))
+		}
+		return c
+	})
+}
+
+// StepGen generates steps that loop often: zero to three calls, one of a
+// few texts, a finish reason now and then, small usage numbers, and
+// sometimes new input.
+func StepGen() *rapid.Generator[guard.Step] {
+	return rapid.Custom(func(t *rapid.T) guard.Step {
+		s := guard.Step{
+			Text:      rapid.SampledFrom([]string{"", "", "thinking", "Thinking ", "done"}).Draw(t, "text"),
+			ToolCalls: rapid.SliceOfN(CallGen(), 0, 3).Draw(t, "calls"),
+			FinishReason: rapid.SampledFrom([]string{"", "", "", "tool-calls", "tool_calls",
+				"other", "length", "stop"}).Draw(t, "finish"),
+			Usage: guard.Usage{
+				InputTokens:  rapid.Int64Range(0, 50).Draw(t, "in"),
+				OutputTokens: rapid.Int64Range(0, 50).Draw(t, "out"),
+				CostUSD:      float64(rapid.IntRange(0, 3).Draw(t, "cost")) / 100,
+				Duration:     time.Duration(rapid.IntRange(0, 3).Draw(t, "ms")) * time.Millisecond,
+			},
+		}
+		if rapid.IntRange(0, 9).Draw(t, "input") == 0 {
+			s.Input = "user reply"
+		}
+		return s
+	})
+}
+
+// Clock is a manual clock for time-based detectors. The zero value starts at
+// the zero time.
+type Clock struct{ T time.Time }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time { return c.T }
+
+// Advance moves the clock on by d.
+func (c *Clock) Advance(d time.Duration) { c.T = c.T.Add(d) }
