@@ -1,0 +1,367 @@
+package detector
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/loopguard/loopguard/detector/budget"
+	"github.com/loopguard/loopguard/detector/finish"
+	"github.com/loopguard/loopguard/detector/noprogress"
+	"github.com/loopguard/loopguard/detector/oscillation"
+	"github.com/loopguard/loopguard/detector/repeat"
+	"github.com/loopguard/loopguard/detector/toollimit"
+	"github.com/loopguard/loopguard/guard"
+)
+
+// The option names of the built-in detectors, as the reference spells them.
+const (
+	keyFinish      = "finishReason"
+	keyMaxSteps    = "maxSteps"
+	keyBudget      = "budget"
+	keyRepeat      = "repeatedToolCall"
+	keyOscillation = "oscillation"
+	keyNoProgress  = "noProgress"
+
+	fieldMaxCalls        = "maxCalls"
+	fieldRepeatThreshold = "repeatThreshold"
+	fieldPolling         = "polling"
+)
+
+// DefaultMaxSteps is the step limit of the default set.
+const DefaultMaxSteps = 50
+
+type builtin struct {
+	name  string
+	entry Entry
+}
+
+// builtins returns the entries of the built-in detectors, in priority order.
+func builtins() []builtin {
+	return []builtin{
+		{finish.Name, Entry{Keys: []string{keyFinish}, Default: true, Build: buildFinish}},
+		{budget.Name, Entry{Keys: []string{keyMaxSteps, keyBudget}, Default: true, Build: buildBudget}},
+		{toollimit.Name, Entry{ToolFields: []string{fieldMaxCalls}, Build: buildToolLimit}},
+		{repeat.Name, Entry{Keys: []string{keyRepeat}, ToolFields: []string{fieldRepeatThreshold, fieldPolling}, Default: true, Build: buildRepeat}},
+		{oscillation.Name, Entry{Keys: []string{keyOscillation}, Default: true, Build: buildOscillation}},
+		{noprogress.Name, Entry{Keys: []string{keyNoProgress}, Default: true, Build: buildNoProgress}},
+	}
+}
+
+// fields maps the Go names of a detector's options to their paths in the
+// options document, so that an error from the detector's constructor names
+// the option as the user wrote it.
+type fields map[string]string
+
+// built returns the detector, or the constructor's error with its fields
+// renamed to their JSON paths. A nil *T is returned as a nil interface.
+func built[T guard.Detector](d T, err error, names fields) (guard.Detector, error) {
+	if err != nil {
+		return nil, rename(err, names)
+	}
+	return d, nil
+}
+
+// rename rewrites the Field of every *guard.OptionError in err whose leading
+// Go name is known.
+func rename(err error, names fields) error {
+	if multi, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range multi.Unwrap() {
+			out = append(out, rename(e, names))
+		}
+		return errors.Join(out...)
+	}
+	var oe *guard.OptionError
+	if !errors.As(err, &oe) {
+		return err
+	}
+	head, rest := oe.Field, ""
+	if i := strings.IndexAny(head, ".["); i >= 0 {
+		head, rest = head[:i], head[i:]
+	}
+	path, ok := names[head]
+	if !ok {
+		return err
+	}
+	return &guard.OptionError{Detector: oe.Detector, Field: path + rest, Err: oe.Err}
+}
+
+func buildFinish(in Input) (guard.Detector, error) {
+	r := &reader{det: finish.Name}
+	var o finish.Options
+	raw, present := in.Values[keyFinish]
+	on := true
+	if present {
+		var ms []member
+		ms, on = r.section(keyFinish, raw)
+		for _, m := range ms {
+			path := join(keyFinish, m.key)
+			switch m.key {
+			case "terminal":
+				o.Terminal = r.stringList(path, m.val)
+				for i, t := range o.Terminal {
+					if finish.Normalize(t) == "" {
+						r.failf(path+"["+strconv.Itoa(i)+"]", "must not be empty")
+					}
+				}
+			case "otherPolicy":
+				if s, ok := r.str(path, m.val); ok {
+					switch p := finish.Policy(s); p {
+					case finish.StopIfTextOnly, finish.Stop, finish.Continue:
+						o.OtherPolicy = p
+					default:
+						r.failf(path, "must be %q, %q or %q, not %q", finish.StopIfTextOnly, finish.Stop, finish.Continue, s)
+					}
+				}
+			default:
+				r.unknown(keyFinish, m.key, []string{"otherPolicy", "terminal"})
+			}
+		}
+	}
+	if err := r.err(); err != nil || !on {
+		return nil, err
+	}
+	d, err := finish.New(o)
+	return built(d, err, fields{"Terminal": keyFinish + ".terminal", "OtherPolicy": keyFinish + ".otherPolicy"})
+}
+
+// The budget's limits, by their names in the document.
+var budgetLimits = []string{"maxCostUsd", "maxDurationMs", "maxInputTokens", "maxOutputTokens", "maxTotalTokens"}
+
+func buildBudget(in Input) (guard.Detector, error) {
+	r := &reader{det: budget.Name}
+	o := budget.Options{MaxSteps: DefaultMaxSteps, Now: in.Now}
+	stepsOn, budgetOn := true, true
+	if raw, ok := in.Values[keyMaxSteps]; ok {
+		switch {
+		case isLiteral(raw, "true"):
+		case isLiteral(raw, "false"):
+			o.MaxSteps, stepsOn = 0, false
+		default:
+			o.MaxSteps = r.integer(keyMaxSteps, raw, 1)
+		}
+	}
+	limits := 0
+	if raw, ok := in.Values[keyBudget]; ok {
+		var ms []member
+		ms, budgetOn = r.section(keyBudget, raw)
+		for _, m := range ms {
+			path := join(keyBudget, m.key)
+			var dst *budget.Limit
+			switch m.key {
+			case "maxTotalTokens":
+				dst = &o.MaxTotalTokens
+			case "maxInputTokens":
+				dst = &o.MaxInputTokens
+			case "maxOutputTokens":
+				dst = &o.MaxOutputTokens
+			case "maxCostUsd":
+				dst = &o.MaxCostUSD
+			case "maxDurationMs":
+				dst = &o.MaxDurationMs
+			case "warnAt":
+				o.WarnAt = r.ratio(path, m.val)
+				continue
+			default:
+				r.unknown(keyBudget, m.key, append(budgetLimits, "warnAt"))
+				continue
+			}
+			*dst = readLimit(r, path, m.val)
+			limits++
+		}
+	}
+	if err := r.err(); err != nil {
+		return nil, err
+	}
+	if !budgetOn {
+		o.MaxTotalTokens, o.MaxInputTokens, o.MaxOutputTokens, o.MaxCostUSD, o.MaxDurationMs = budget.Limit{}, budget.Limit{}, budget.Limit{}, budget.Limit{}, budget.Limit{}
+		o.WarnAt, limits = 0, 0
+	}
+	if !stepsOn && limits == 0 {
+		return nil, nil // nothing left to limit
+	}
+	d, err := budget.New(o)
+	return built(d, err, fields{
+		"MaxSteps":        keyMaxSteps,
+		"MaxTotalTokens":  keyBudget + ".maxTotalTokens",
+		"MaxInputTokens":  keyBudget + ".maxInputTokens",
+		"MaxOutputTokens": keyBudget + ".maxOutputTokens",
+		"MaxCostUSD":      keyBudget + ".maxCostUsd",
+		"MaxDurationMs":   keyBudget + ".maxDurationMs",
+		"WarnAt":          keyBudget + ".warnAt",
+	})
+}
+
+// readLimit reads a budget limit: a positive number, or {"limit": N,
+// "warnAt": R}.
+func readLimit(r *reader, path string, raw json.RawMessage) budget.Limit {
+	if kindOf(raw) != "an object" {
+		return budget.Limit{Value: r.positive(path, raw)}
+	}
+	ms, ok := r.object(path, raw)
+	if !ok {
+		return budget.Limit{}
+	}
+	var l budget.Limit
+	hasLimit := false
+	for _, m := range ms {
+		switch m.key {
+		case "limit":
+			l.Value, hasLimit = r.positive(join(path, m.key), m.val), true
+		case "warnAt":
+			l.WarnAt = r.ratio(join(path, m.key), m.val)
+		default:
+			r.unknown(path, m.key, []string{"limit", "warnAt"})
+		}
+	}
+	if !hasLimit {
+		r.failf(join(path, "limit"), "missing: a limit object needs a positive limit")
+	}
+	return l
+}
+
+func buildToolLimit(in Input) (guard.Detector, error) {
+	r := &reader{det: toollimit.Name}
+	caps := make(map[string]int, len(in.Tools))
+	for _, tool := range sortedMapKeys(in.Tools) {
+		if raw, ok := in.Tools[tool][fieldMaxCalls]; ok {
+			caps[tool] = r.integer(join(join(ToolsKey, tool), fieldMaxCalls), raw, 0)
+		}
+	}
+	if err := r.err(); err != nil {
+		return nil, err
+	}
+	if len(caps) == 0 {
+		return nil, nil
+	}
+	d, err := toollimit.New(toollimit.Options{MaxCalls: caps})
+	return built(d, err, fields{"MaxCalls": ToolsKey})
+}
+
+func buildRepeat(in Input) (guard.Detector, error) {
+	r := &reader{det: repeat.Name}
+	var o repeat.Options
+	on := true
+	if raw, ok := in.Values[keyRepeat]; ok {
+		var ms []member
+		ms, on = r.section(keyRepeat, raw)
+		for _, m := range ms {
+			path := join(keyRepeat, m.key)
+			switch m.key {
+			case "threshold":
+				o.Threshold = r.integer(path, m.val, 2)
+			case "requireIdenticalResults":
+				o.RequireIdenticalResults = r.boolean(path, m.val)
+			case "ignoreErrors":
+				o.IgnoreErrors = r.boolean(path, m.val)
+			default:
+				r.unknown(keyRepeat, m.key, []string{"ignoreErrors", "requireIdenticalResults", "threshold"})
+			}
+		}
+	}
+	for _, tool := range sortedMapKeys(in.Tools) {
+		tpath := join(ToolsKey, tool)
+		var p repeat.ToolPolicy
+		for _, field := range sortedMapKeys(in.Tools[tool]) {
+			raw, path := in.Tools[tool][field], join(tpath, field)
+			switch field {
+			case fieldRepeatThreshold:
+				p.RepeatThreshold = r.integer(path, raw, 2)
+			case fieldPolling:
+				p.Polling, p.MaxIdenticalResults = readPolling(r, path, raw)
+			}
+		}
+		if p != (repeat.ToolPolicy{}) { // a policy that changes nothing is left out
+			if o.Tools == nil {
+				o.Tools = make(map[string]repeat.ToolPolicy)
+			}
+			o.Tools[tool] = p
+		}
+	}
+	if err := r.err(); err != nil || !on {
+		return nil, err
+	}
+	d, err := repeat.New(o)
+	return built(d, err, fields{
+		"Threshold":               keyRepeat + ".threshold",
+		"RequireIdenticalResults": keyRepeat + ".requireIdenticalResults",
+		"IgnoreErrors":            keyRepeat + ".ignoreErrors",
+		"Tools":                   ToolsKey,
+	})
+}
+
+// readPolling reads a polling policy: true, false or {"maxIdenticalResults":
+// N}.
+func readPolling(r *reader, path string, raw json.RawMessage) (polling bool, maxIdentical int) {
+	if kindOf(raw) != "an object" {
+		if kindOf(raw) != "a boolean" {
+			r.failf(path, "must be true, false or an object, not %s", kindOf(raw))
+			return false, 0
+		}
+		return r.boolean(path, raw), 0
+	}
+	ms, ok := r.object(path, raw)
+	if !ok {
+		return false, 0
+	}
+	for _, m := range ms {
+		if m.key == "maxIdenticalResults" {
+			maxIdentical = r.integer(join(path, m.key), m.val, 2)
+			continue
+		}
+		r.unknown(path, m.key, []string{"maxIdenticalResults"})
+	}
+	return true, maxIdentical
+}
+
+func buildOscillation(in Input) (guard.Detector, error) {
+	r := &reader{det: oscillation.Name}
+	var o oscillation.Options
+	on := true
+	if raw, ok := in.Values[keyOscillation]; ok {
+		var ms []member
+		ms, on = r.section(keyOscillation, raw)
+		for _, m := range ms {
+			path := join(keyOscillation, m.key)
+			switch m.key {
+			case "maxPeriod":
+				o.MaxPeriod = r.integer(path, m.val, 2)
+			case "repeats":
+				o.Repeats = r.integer(path, m.val, 2)
+			default:
+				r.unknown(keyOscillation, m.key, []string{"maxPeriod", "repeats"})
+			}
+		}
+	}
+	if err := r.err(); err != nil || !on {
+		return nil, err
+	}
+	d, err := oscillation.New(o)
+	return built(d, err, fields{"MaxPeriod": keyOscillation + ".maxPeriod", "Repeats": keyOscillation + ".repeats"})
+}
+
+func buildNoProgress(in Input) (guard.Detector, error) {
+	r := &reader{det: noprogress.Name}
+	var o noprogress.Options
+	on := true
+	if raw, ok := in.Values[keyNoProgress]; ok {
+		var ms []member
+		ms, on = r.section(keyNoProgress, raw)
+		for _, m := range ms {
+			path := join(keyNoProgress, m.key)
+			switch m.key {
+			case "threshold":
+				o.Threshold = r.integer(path, m.val, 2)
+			default:
+				r.unknown(keyNoProgress, m.key, []string{"threshold"})
+			}
+		}
+	}
+	if err := r.err(); err != nil || !on {
+		return nil, err
+	}
+	d, err := noprogress.New(o)
+	return built(d, err, fields{"Threshold": keyNoProgress + ".threshold", "Window": keyNoProgress})
+}

@@ -1,0 +1,352 @@
+package detector
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/loopguard/loopguard/guard"
+)
+
+// The parts of an options document that the registry reads itself.
+const (
+	// ToolsKey is the top-level key of the per-tool policies.
+	ToolsKey = "tools"
+	// IgnoreField is the tool-policy field that leaves a tool out of every
+	// rule. It becomes [guard.Options.Ignore].
+	IgnoreField = "ignore"
+)
+
+// Input is what an [Entry] builds its detector from: the parts of the
+// options document that it registered, as raw JSON.
+type Input struct {
+	// Values holds the entry's top-level keys that are present in the
+	// document. A key set to false is present, with the value false.
+	Values map[string]json.RawMessage
+	// Tools maps a tool's name to the entry's tool-policy fields that are
+	// present under tools.<name>. Tools without any of them are left out.
+	Tools map[string]map[string]json.RawMessage
+	// Now is the clock for detectors that read the time; nil means
+	// time.Now.
+	Now func() time.Time
+}
+
+// An Entry tells a [Registry] how to build one detector from an options
+// document.
+type Entry struct {
+	// Keys are the top-level keys of the document that the entry reads,
+	// such as "maxSteps" and "budget". Names are exact and case-sensitive.
+	Keys []string
+	// ToolFields are the fields of tools.<name> that the entry reads,
+	// such as "repeatThreshold" and "polling".
+	ToolFields []string
+	// Default makes the entry build its detector even when none of its
+	// keys or tool fields is present (the built-in detectors are on by
+	// default). Without it, the entry is only built when the document
+	// mentions one of them.
+	Default bool
+	// Build returns the detector for these options, or nil and a nil error
+	// when the options switch it off. The detector's Name must be the
+	// entry's name. Errors should be *guard.OptionError values whose Field
+	// is the path in the document (repeatedToolCall.threshold); other
+	// errors are wrapped in one.
+	Build func(in Input) (guard.Detector, error)
+}
+
+// A Registry knows how to build detectors from a JSON options document: which
+// detector reads which keys. It holds no detector itself; every Build makes
+// new ones.
+//
+// A Registry is not safe for concurrent Register calls; once filled, Build may
+// be called from many goroutines.
+type Registry struct {
+	names     []string // in registration order
+	entries   map[string]Entry
+	keys      map[string]string // top-level key -> entry name
+	toolField map[string]string // tool-policy field -> entry name
+}
+
+// NewRegistry returns an empty registry: it builds no detector, and every key
+// but "tools" (with only "ignore" in its policies) is unknown to it.
+func NewRegistry() *Registry {
+	return &Registry{
+		entries:   make(map[string]Entry),
+		keys:      make(map[string]string),
+		toolField: make(map[string]string),
+	}
+}
+
+// Standard returns a new registry that holds the built-in detectors under the
+// reference's option names: finishReason, maxSteps and budget,
+// repeatedToolCall, oscillation, noProgress, and the per-tool fields
+// maxCalls, repeatThreshold and polling. Register detectors of your own on
+// it to read their options from the same document.
+func Standard() *Registry {
+	r := NewRegistry()
+	for _, b := range builtins() {
+		if err := r.Register(b.name, b.entry); err != nil {
+			panic("detector: built-in entry: " + err.Error()) // a bug in this package, never data
+		}
+	}
+	return r
+}
+
+// ErrRegistry is wrapped by every error of [Registry.Register].
+var ErrRegistry = errors.New("detector: cannot register")
+
+// Register adds an entry under a detector name (see [guard.ValidName]). It is
+// an error to register a name twice, to claim a key or tool field that
+// another entry reads (or the registry's own "tools" and "ignore"), or to give
+// an entry with no Build, or one that could never be built.
+func (r *Registry) Register(name string, e Entry) error {
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("%w %q: %s", ErrRegistry, name, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case !guard.ValidName(name):
+		return fail("%v", guard.ErrInvalidName)
+	case r.entries[name].Build != nil:
+		return fail("the name is taken")
+	case e.Build == nil:
+		return fail("Build is nil")
+	case !e.Default && len(e.Keys) == 0 && len(e.ToolFields) == 0:
+		return fail("no keys, no tool fields and not Default: it would never be built")
+	}
+	seen := make(map[string]bool)
+	for _, k := range e.Keys {
+		switch {
+		case k == "":
+			return fail("empty key")
+		case k == ToolsKey:
+			return fail("key %q is the registry's own", k)
+		case r.keys[k] != "":
+			return fail("key %q is read by %q", k, r.keys[k])
+		case seen[k]:
+			return fail("key %q is listed twice", k)
+		}
+		seen[k] = true
+	}
+	seen = make(map[string]bool)
+	for _, f := range e.ToolFields {
+		switch {
+		case f == "":
+			return fail("empty tool field")
+		case f == IgnoreField:
+			return fail("tool field %q is the registry's own", f)
+		case r.toolField[f] != "":
+			return fail("tool field %q is read by %q", f, r.toolField[f])
+		case seen[f]:
+			return fail("tool field %q is listed twice", f)
+		}
+		seen[f] = true
+	}
+	e.Keys = slices.Clone(e.Keys)
+	e.ToolFields = slices.Clone(e.ToolFields)
+	for _, k := range e.Keys {
+		r.keys[k] = name
+	}
+	for _, f := range e.ToolFields {
+		r.toolField[f] = name
+	}
+	r.entries[name] = e
+	r.names = append(r.names, name)
+	return nil
+}
+
+// Names returns the names of the registered entries, in registration order.
+func (r *Registry) Names() []string { return slices.Clone(r.names) }
+
+// Config is what an options document builds: the detectors and the guard's
+// own options. Pass them to [guard.Options.New]:
+//
+//	g, err := cfg.Guard.New(cfg.Detectors...)
+//
+// The detectors are fresh instances with state: a Config serves one guard.
+// Build again for the next one (or for [guard.Options.Restore]).
+type Config struct {
+	// Detectors are the detectors the document switches on.
+	Detectors []guard.Detector
+	// Guard holds the guard's options: Ignore lists the tools whose
+	// policy says "ignore": true, sorted.
+	Guard guard.Options
+}
+
+// BuildOptions tune [Registry.Build].
+type BuildOptions struct {
+	// Now is the clock handed to detectors that read the time (the
+	// duration budget); nil means time.Now. A frozen clock makes a replay
+	// count only the durations the steps report.
+	Now func() time.Time
+}
+
+// Build reads an options document and builds the detectors it asks for.
+//
+// The document is a JSON object. Every top-level key must be read by a
+// registered entry, or be "tools"; every field of tools.<name> must be read by
+// an entry, or be "ignore". Names are exact and case-sensitive, and a key may
+// appear only once. Each entry then builds its detector from the keys it
+// reads; entries marked Default are built even when none is present, others
+// only when one is. An entry's Build may switch its detector off.
+//
+// Every problem is reported, joined in one error: an unknown key (with the
+// name it was probably meant to be), a value of the wrong type or out of
+// range. Each is a *guard.OptionError whose Field is the path in the
+// document, such as tools.search.maxCalls; errors.Is(err,
+// guard.ErrInvalidOption) holds for all of them.
+func (r *Registry) Build(doc []byte, o BuildOptions) (Config, error) {
+	members, err := readObject(doc)
+	if err != nil {
+		return Config{}, fmt.Errorf("%w: the options are not a JSON object: %v", guard.ErrInvalidOption, err)
+	}
+	top := &reader{}
+	values := make(map[string]map[string]json.RawMessage)           // entry -> key -> value
+	tools := make(map[string]map[string]map[string]json.RawMessage) // entry -> tool -> field -> value
+	var ignore []string
+	for _, m := range members {
+		if m.key == ToolsKey {
+			ignore = r.readTools(top, m.val, tools)
+			continue
+		}
+		name, ok := r.keys[m.key]
+		if !ok {
+			top.unknown("", m.key, append(r.sortedKeys(), ToolsKey))
+			continue
+		}
+		if values[name] == nil {
+			values[name] = make(map[string]json.RawMessage)
+		}
+		values[name][m.key] = m.val
+	}
+	errs := top.errs
+	var dets []guard.Detector
+	for _, name := range r.names {
+		e := r.entries[name]
+		in := Input{Values: values[name], Tools: tools[name], Now: o.Now}
+		if !e.Default && len(in.Values) == 0 && len(in.Tools) == 0 {
+			continue
+		}
+		d, err := e.Build(in)
+		if err != nil {
+			errs = append(errs, asOptionError(name, in, err))
+			continue
+		}
+		if d == nil {
+			continue
+		}
+		if got := d.Name(); got != name {
+			errs = append(errs, fmt.Errorf("detector: entry %q built a detector named %q", name, got))
+			continue
+		}
+		dets = append(dets, d)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, err
+	}
+	return Config{Detectors: dets, Guard: guard.Options{Ignore: ignore}}, nil
+}
+
+// readTools reads the "tools" object into the entries' tool inputs and
+// returns the names of the ignored tools, sorted.
+func (r *Registry) readTools(top *reader, raw json.RawMessage, tools map[string]map[string]map[string]json.RawMessage) []string {
+	var ignore []string
+	toolMembers, ok := top.object(ToolsKey, raw)
+	if !ok {
+		return nil
+	}
+	for _, t := range toolMembers {
+		tpath := join(ToolsKey, t.key)
+		fields, ok := top.object(tpath, t.val)
+		if !ok {
+			continue
+		}
+		for _, f := range fields {
+			if f.key == IgnoreField {
+				if top.boolean(join(tpath, f.key), f.val) {
+					ignore = append(ignore, t.key)
+				}
+				continue
+			}
+			name, ok := r.toolField[f.key]
+			if !ok {
+				top.unknown(tpath, f.key, append(r.sortedToolFields(), IgnoreField))
+				continue
+			}
+			if tools[name] == nil {
+				tools[name] = make(map[string]map[string]json.RawMessage)
+			}
+			if tools[name][t.key] == nil {
+				tools[name][t.key] = make(map[string]json.RawMessage)
+			}
+			tools[name][t.key][f.key] = f.val
+		}
+	}
+	return ignore // in key order, since members are sorted
+}
+
+func (r *Registry) sortedKeys() []string {
+	out := make([]string, 0, len(r.keys))
+	for k := range r.keys {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (r *Registry) sortedToolFields() []string {
+	out := make([]string, 0, len(r.toolField))
+	for f := range r.toolField {
+		out = append(out, f)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// asOptionError makes sure that an entry's error says errors.Is(err,
+// guard.ErrInvalidOption) and names an option: errors that do not are
+// wrapped in an *guard.OptionError on the first key the entry was given.
+func asOptionError(name string, in Input, err error) error {
+	if errors.Is(err, guard.ErrInvalidOption) {
+		return err
+	}
+	field := name
+	if keys := sortedMapKeys(in.Values); len(keys) > 0 {
+		field = keys[0]
+	} else if tools := sortedMapKeys(in.Tools); len(tools) > 0 {
+		field = join(ToolsKey, tools[0])
+	}
+	return &guard.OptionError{Detector: name, Field: field, Err: err}
+}
+
+func sortedMapKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// FromJSON builds the standard detectors from an options document with the
+// reference's names. It is Standard().Build(doc, BuildOptions{}).
+//
+// The document, in full:
+//
+//	{"maxSteps": 50,
+//	 "repeatedToolCall": {"threshold": 3, "requireIdenticalResults": false, "ignoreErrors": false},
+//	 "oscillation": {"maxPeriod": 3, "repeats": 3},
+//	 "noProgress": {"threshold": 3},
+//	 "finishReason": {"terminal": ["stop", "length", "content-filter", "error"], "otherPolicy": "stop-if-text-only"},
+//	 "budget": {"maxTotalTokens": 1000, "maxInputTokens": 1000, "maxOutputTokens": 1000,
+//	            "maxCostUsd": 1, "maxDurationMs": 60000, "warnAt": 0.8},
+//	 "tools": {"search": {"maxCalls": 8, "repeatThreshold": 2, "polling": {"maxIdenticalResults": 6}, "ignore": false}}}
+//
+// An absent key means the detector's default, true means the defaults too,
+// and false switches the detector off ("maxSteps": false keeps the budget
+// limits without a step limit). A budget limit is a number or {"limit": N,
+// "warnAt": R}; polling is true, false or {"maxIdenticalResults": N}. The
+// empty document {} builds exactly [Defaults].
+func FromJSON(doc []byte) (Config, error) {
+	return Standard().Build(doc, BuildOptions{})
+}
