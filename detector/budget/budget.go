@@ -1,0 +1,409 @@
+// Package budget is the step limit and the usage budgets of loopguard: it
+// stops a run when it has taken its maximum number of steps, or when its
+// summed tokens, cost or duration reach a limit, and it warns as a limit
+// draws near.
+//
+// The guard sums the usage of the steps ([guard.Totals]); a step without a
+// total token count counts its input plus output tokens. A limit is spent
+// when it is reached (value >= limit): the rule judges a step after it has
+// happened, so waiting for the limit to be exceeded would always overshoot by
+// a step. The duration budget compares the larger of the summed step
+// durations and the wall-clock time since the detector was created or reset
+// (read from [Options.Now], so that tests can control it).
+//
+// The budgets are judged before the step limit, in this order: total, input
+// and output tokens, cost, duration, then steps. With a warning ratio
+// (WarnAt), every step whose value is at or past that fraction of a limit but
+// below it carries a BUDGET_WARNING, on stop verdicts too.
+//
+// In preflight, a call is refused when a limit is already reached by the
+// totals so far (and the wall clock), or when the steps recorded so far are
+// already at the step limit.
+//
+// The detector is a [guard.Limiter]: with [guard.Options.AllowLimitChanges], a
+// saved run can be restored under other limits, to give it more room.
+package budget
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/loopguard/loopguard/feedback"
+	"github.com/loopguard/loopguard/guard"
+)
+
+// Name is the detector's name, the key of its state in snapshots.
+const Name = "budget"
+
+// The codes of the rule's stops and warnings.
+const (
+	CodeTotalTokens  = "BUDGET_TOTAL_TOKENS"
+	CodeInputTokens  = "BUDGET_INPUT_TOKENS"
+	CodeOutputTokens = "BUDGET_OUTPUT_TOKENS"
+	CodeCostUSD      = "BUDGET_COST_USD"
+	CodeDurationMs   = "BUDGET_DURATION_MS"
+	CodeMaxSteps     = "MAX_STEPS"
+	CodeWarning      = "BUDGET_WARNING"
+)
+
+// The metrics, as evidence and warnings name them.
+const (
+	MetricTotalTokens  = "totalTokens"
+	MetricInputTokens  = "inputTokens"
+	MetricOutputTokens = "outputTokens"
+	MetricCostUSD      = "costUsd"
+	MetricDurationMs   = "durationMs"
+)
+
+// A Limit is one budget.
+type Limit struct {
+	// Value is the limit in the metric's unit (tokens, US dollars,
+	// milliseconds). Zero means no limit; it must be finite and not
+	// negative.
+	Value float64 `json:"limit"`
+	// WarnAt is the ratio of the limit, in (0, 1], from which the rule
+	// warns. Zero means Options.WarnAt.
+	WarnAt float64 `json:"warnAt"`
+}
+
+// Options tune the rule. The zero value limits nothing.
+type Options struct {
+	// MaxSteps is the most steps in a run: the step that reaches it stops
+	// the run. Zero means no step limit (the standard set of package
+	// detector uses 50).
+	MaxSteps int `json:"maxSteps"`
+	// MaxTotalTokens limits the summed total tokens (metric totalTokens).
+	MaxTotalTokens Limit `json:"maxTotalTokens"`
+	// MaxInputTokens limits the summed input tokens (metric inputTokens).
+	MaxInputTokens Limit `json:"maxInputTokens"`
+	// MaxOutputTokens limits the summed output tokens (metric
+	// outputTokens).
+	MaxOutputTokens Limit `json:"maxOutputTokens"`
+	// MaxCostUSD limits the summed cost in US dollars (metric costUsd).
+	MaxCostUSD Limit `json:"maxCostUsd"`
+	// MaxDurationMs limits the run's duration in milliseconds (metric
+	// durationMs): the larger of the summed step durations and the wall
+	// clock since the detector was created or reset.
+	MaxDurationMs Limit `json:"maxDurationMs"`
+	// WarnAt is the warning ratio of every limit that sets none, in
+	// [0, 1]. Zero means no warnings.
+	WarnAt float64 `json:"warnAt"`
+	// Now is the wall clock of the duration budget; nil means time.Now.
+	// It is read only when MaxDurationMs is set, and it is not part of
+	// the options' fingerprint.
+	Now func() time.Time `json:"-"`
+}
+
+// Evidence is the evidence of a budget stop.
+type Evidence struct {
+	// Metric names the spent budget, such as "totalTokens".
+	Metric string `json:"metric"`
+	// Value is the metric's value.
+	Value float64 `json:"value"`
+	// Limit is the budget's limit.
+	Limit float64 `json:"limit"`
+}
+
+// StepsEvidence is the evidence of a step-limit stop.
+type StepsEvidence struct {
+	// Steps is the number of steps recorded.
+	Steps int `json:"steps"`
+	// Limit is the step limit.
+	Limit int `json:"limit"`
+}
+
+// The metrics, in the order they are judged.
+const (
+	totalTokens = iota
+	inputTokens
+	outputTokens
+	costUSD
+	durationMs
+	numMetrics
+
+	maxSteps = numMetrics // the step limit, judged last
+	noStop   = -1
+)
+
+var metrics = [numMetrics]struct{ name, code, field string }{
+	{MetricTotalTokens, CodeTotalTokens, "MaxTotalTokens"},
+	{MetricInputTokens, CodeInputTokens, "MaxInputTokens"},
+	{MetricOutputTokens, CodeOutputTokens, "MaxOutputTokens"},
+	{MetricCostUSD, CodeCostUSD, "MaxCostUSD"},
+	{MetricDurationMs, CodeDurationMs, "MaxDurationMs"},
+}
+
+// A reading is what the rule measured of a step (or, in preflight, of the
+// run so far).
+type reading struct {
+	values [numMetrics]float64
+	steps  int
+	stop   int // the first limit reached, or noStop
+}
+
+// Detector is the step limit and usage budgets. Create it with New.
+type Detector struct {
+	maxSteps int
+	limits   [numMetrics]Limit // with the effective WarnAt; Value 0 is off
+	now      func() time.Time
+	start    time.Time // of the wall clock; set only with a duration limit
+
+	last    reading
+	scratch []byte // for the details of warnings
+}
+
+var (
+	_ guard.Detector = (*Detector)(nil)
+	_ guard.Limiter  = (*Detector)(nil)
+)
+
+// New returns the rule with these options, or an error (a
+// *guard.OptionError) naming every invalid field.
+func New(o Options) (*Detector, error) {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &guard.OptionError{Detector: Name, Field: field, Err: fmt.Errorf(format, args...)})
+	}
+	if o.MaxSteps < 0 {
+		bad("MaxSteps", "%d is negative", o.MaxSteps)
+	}
+	if !isRatio(o.WarnAt) {
+		bad("WarnAt", "%v is not a ratio between 0 and 1", o.WarnAt)
+	}
+	d := &Detector{maxSteps: o.MaxSteps, now: o.Now, last: reading{stop: noStop}}
+	if d.now == nil {
+		d.now = time.Now
+	}
+	for i, l := range [numMetrics]Limit{o.MaxTotalTokens, o.MaxInputTokens, o.MaxOutputTokens, o.MaxCostUSD, o.MaxDurationMs} {
+		field := metrics[i].field
+		if !(l.Value >= 0) || math.IsInf(l.Value, 0) {
+			bad(field+".Value", "%v is not a finite number of 0 or more", l.Value)
+		}
+		if !isRatio(l.WarnAt) {
+			bad(field+".WarnAt", "%v is not a ratio between 0 and 1", l.WarnAt)
+		}
+		switch {
+		case l.Value == 0:
+			l.WarnAt = 0 // no limit, no warning
+		case l.WarnAt == 0:
+			l.WarnAt = o.WarnAt
+		}
+		d.limits[i] = l
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	d.startClock(0)
+	return d, nil
+}
+
+func isRatio(f float64) bool { return f >= 0 && f <= 1 }
+
+// timed reports whether there is a duration limit, the only reason to read
+// the clock.
+func (d *Detector) timed() bool { return d.limits[durationMs].Value > 0 }
+
+// startClock starts the wall clock as if elapsed had already gone by.
+func (d *Detector) startClock(elapsed time.Duration) {
+	if d.timed() {
+		d.start = d.now().Add(-elapsed)
+	}
+}
+
+// wallClock returns the wall-clock time used so far.
+func (d *Detector) wallClock() time.Duration {
+	if e := d.now().Sub(d.start); e > 0 {
+		return e
+	}
+	return 0
+}
+
+// Name returns Name.
+func (d *Detector) Name() string { return Name }
+
+// Priority returns guard.PriorityBudget.
+func (d *Detector) Priority() int { return guard.PriorityBudget }
+
+// OnlyLimits returns true: the options are all limits, so a saved run may be
+// restored under other ones.
+func (d *Detector) OnlyLimits() bool { return true }
+
+// Options returns the options in effect: each limit with the warning ratio
+// that applies to it (zero for a limit that is off), the shared WarnAt zero
+// (it is folded into the limits) and Now nil.
+func (d *Detector) Options() any {
+	return Options{
+		MaxSteps:        d.maxSteps,
+		MaxTotalTokens:  d.limits[totalTokens],
+		MaxInputTokens:  d.limits[inputTokens],
+		MaxOutputTokens: d.limits[outputTokens],
+		MaxCostUSD:      d.limits[costUSD],
+		MaxDurationMs:   d.limits[durationMs],
+	}
+}
+
+// measure reads the totals of f (and the wall clock, with a duration limit)
+// and finds the first limit reached.
+func (d *Detector) measure(f *guard.Facts, r *reading) {
+	t := &f.Totals
+	r.values = [numMetrics]float64{
+		totalTokens:  float64(t.TotalTokens),
+		inputTokens:  float64(t.InputTokens),
+		outputTokens: float64(t.OutputTokens),
+		costUSD:      t.CostUSD,
+		durationMs:   t.DurationMs(),
+	}
+	if d.timed() {
+		r.values[durationMs] = max(r.values[durationMs], ms(d.wallClock()))
+	}
+	r.steps = f.Steps
+	r.stop = noStop
+	for i, l := range d.limits {
+		if l.Value > 0 && r.values[i] >= l.Value {
+			r.stop = i
+			return
+		}
+	}
+	if d.maxSteps > 0 && r.steps >= d.maxSteps {
+		r.stop = maxSteps
+	}
+}
+
+// warningDetail writes "totalTokens is at 8000 of its limit 10000 (80%)"
+// with one allocation: warnings repeat on every step while they apply.
+func (d *Detector) warningDetail(metric string, value, limit, ratio float64) string {
+	b := append(d.scratch[:0], metric...)
+	b = append(b, " is at "...)
+	b = strconv.AppendFloat(b, value, 'f', -1, 64)
+	b = append(b, " of its limit "...)
+	b = strconv.AppendFloat(b, limit, 'f', -1, 64)
+	b = append(b, " ("...)
+	b = strconv.AppendFloat(b, math.Round(ratio*1000)/10, 'f', -1, 64)
+	b = append(b, "%)"...)
+	d.scratch = b
+	return string(b)
+}
+
+func ms(e time.Duration) float64 { return float64(e) / float64(time.Millisecond) }
+
+// verdict turns a reading into a verdict.
+func (d *Detector) verdict(r *reading, p guard.Phase) guard.Verdict {
+	var v guard.Verdict
+	for i, l := range d.limits {
+		value := r.values[i]
+		if l.WarnAt > 0 && value < l.Value && value/l.Value >= l.WarnAt {
+			if v.Warnings == nil {
+				v.Warnings = make([]guard.Warning, 0, 2)
+			}
+			ratio := value / l.Value
+			v.Warnings = append(v.Warnings, guard.Warning{
+				Code: CodeWarning, Metric: metrics[i].name, Value: value, Limit: l.Value, Ratio: ratio,
+				Detail: d.warningDetail(metrics[i].name, value, l.Value, ratio),
+			})
+		}
+	}
+	switch {
+	case r.stop == noStop:
+		return v
+	case r.stop == maxSteps:
+		v.Reason, v.Code = guard.ReasonMaxSteps, CodeMaxSteps
+		v.Evidence = StepsEvidence{Steps: r.steps, Limit: d.maxSteps}
+		if p == guard.PhasePreflight {
+			v.Detail = fmt.Sprintf("%d steps are already recorded; the limit is %d", r.steps, d.maxSteps)
+		} else {
+			v.Detail = fmt.Sprintf("step %d reached the limit of %d steps", r.steps, d.maxSteps)
+		}
+	default:
+		m, value, limit := metrics[r.stop], r.values[r.stop], d.limits[r.stop].Value
+		v.Reason, v.Code = guard.ReasonBudget, m.code
+		v.Evidence = Evidence{Metric: m.name, Value: value, Limit: limit}
+		verb := "reached"
+		if p == guard.PhasePreflight {
+			verb = "has already reached"
+		}
+		v.Detail = fmt.Sprintf("%s %s its limit: %s of %s", m.name, verb, guard.FormatNumber(value), guard.FormatNumber(limit))
+	}
+	v.Stop = true
+	v.Feedback = feedback.For(v, p)
+	return v
+}
+
+// Observe measures the run's totals after the step.
+func (d *Detector) Observe(f *guard.Facts) { d.measure(f, &d.last) }
+
+// Verdict returns a stop when the last step reached a limit, and warnings for
+// the limits it came near.
+func (d *Detector) Verdict() guard.Verdict { return d.verdict(&d.last, guard.PhaseCheck) }
+
+// Preflight refuses calls when a limit is already reached by the totals so
+// far (and the wall clock) or the steps recorded so far are at the step
+// limit. It returns the warnings that apply either way.
+func (d *Detector) Preflight(f *guard.Facts) guard.Verdict {
+	var r reading
+	d.measure(f, &r)
+	return d.verdict(&r, guard.PhasePreflight)
+}
+
+// state is the JSON form of the rule's state.
+type state struct {
+	// WallClockMs is the wall-clock time used so far, in milliseconds.
+	WallClockMs *float64 `json:"wallClockMs"`
+}
+
+// maxWallClockMs is the longest wall-clock time a state may hold: what a
+// time.Duration holds.
+const maxWallClockMs = float64(math.MaxInt64) / float64(time.Millisecond)
+
+// Snapshot returns the wall-clock time used so far, {"wallClockMs": N}, when
+// there is a duration limit, and JSON null otherwise. The totals and the
+// step count are the guard's to save.
+func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
+	if !d.timed() {
+		return []byte("null"), nil
+	}
+	elapsed := ms(d.wallClock())
+	return json.Marshal(state{WallClockMs: &elapsed})
+}
+
+// Restore restarts the wall clock so that the time used goes on from the
+// saved one: the time between saving and restoring does not count. JSON null
+// starts it afresh. A state saved with a duration limit is accepted under
+// options without one (the limits may change on restore), and ignored.
+func (d *Detector) Restore(data []byte) error {
+	data = bytes.TrimSpace(data)
+	var elapsed time.Duration
+	if len(data) != 0 && string(data) != "null" {
+		if data[0] != '{' {
+			return fmt.Errorf("%s: state is not a JSON object", Name)
+		}
+		var s state
+		if err := json.Unmarshal(data, &s); err != nil {
+			return fmt.Errorf("%s: state: %v", Name, err)
+		}
+		if s.WallClockMs == nil {
+			return fmt.Errorf("%s: state has no wallClockMs", Name)
+		}
+		if w := *s.WallClockMs; !(w >= 0) || w > maxWallClockMs {
+			return fmt.Errorf("%s: wallClockMs %v is not a duration", Name, w)
+		}
+		if ns := *s.WallClockMs * float64(time.Millisecond); ns < math.MaxInt64 {
+			elapsed = time.Duration(ns)
+		} else {
+			elapsed = math.MaxInt64
+		}
+	}
+	d.last = reading{stop: noStop}
+	d.startClock(elapsed)
+	return nil
+}
+
+// Reset forgets the last step and restarts the wall clock.
+func (d *Detector) Reset() {
+	d.last = reading{stop: noStop}
+	d.startClock(0)
+}
