@@ -82,8 +82,12 @@ var (
 )
 
 // member is an object member in the buffer: buf[start:keyEnd] is the
-// encoded name, buf[keyEnd:end] the encoded value.
-type member struct{ start, keyEnd, end int }
+// encoded name, buf[keyEnd:end] the encoded value. prefix orders members
+// quickly: see keyPrefix.
+type member struct {
+	start, keyEnd, end int
+	prefix             uint64
+}
 
 // ref is a pointer, map or slice on the path from the root to the value
 // being encoded, for finding cycles.
@@ -239,21 +243,66 @@ func (e *encoder) pushRef(typ any, ptr uintptr, n int) bool {
 
 func (e *encoder) popRef() { e.refs = e.refs[:len(e.refs)-1] }
 
+// addMember records the member that starts at buf[start], whose name ends
+// at buf[keyEnd] and whose value ends at the end of buf.
+func (e *encoder) addMember(start, keyEnd int) {
+	e.members = append(e.members, member{start, keyEnd, len(e.buf), keyPrefix(e.buf[start:keyEnd])})
+}
+
+// keyPrefix returns a number that orders encoded names as compareKeys does
+// when the numbers differ: the first 8 bytes of the name, zero-padded and
+// big-endian, with the lead bytes of UTF-8 remapped so that byte order is
+// UTF-16 order (F0-F4 before EE-EF). Names that are not UTF-8 come last.
+func keyPrefix(key []byte) uint64 {
+	if key[0] != tagString {
+		return math.MaxUint64
+	}
+	name := key[1 : len(key)-1]
+	var p uint64
+	if len(name) >= 8 {
+		p = binary.BigEndian.Uint64(name)
+	} else {
+		for i, c := range name {
+			p |= uint64(c) << (56 - 8*i)
+		}
+	}
+	if p&0x8080808080808080 != 0 {
+		var q uint64
+		for i := 0; i < 8; i++ {
+			c := byte(p >> (56 - 8*i))
+			switch {
+			case c >= 0xF0:
+				c -= 2
+			case c >= 0xEE:
+				c += 5
+			}
+			q |= uint64(c) << (56 - 8*i)
+		}
+		p = q
+	}
+	return p
+}
+
+// compareMembers orders members by name.
+func (e *encoder) compareMembers(a, b *member) int {
+	if a.prefix != b.prefix {
+		if a.prefix < b.prefix {
+			return -1
+		}
+		return 1
+	}
+	return compareKeys(e.buf[a.start:a.keyEnd], e.buf[b.start:b.keyEnd])
+}
+
 // endObject sorts the members written since members[mark:] by name,
 // keeps the last of equal names, writes the object end and drops the
 // members from the stack.
 func (e *encoder) endObject(mark int, truncated bool) {
 	ms := e.members[mark:]
-	if len(ms) > 1 {
-		sorted := true
-		for i := 1; i < len(ms); i++ {
-			if compareKeys(e.key(ms[i-1]), e.key(ms[i])) >= 0 {
-				sorted = false
-				break
-			}
-		}
-		if !sorted {
+	for i := 1; i < len(ms); i++ {
+		if e.compareMembers(&ms[i-1], &ms[i]) >= 0 {
 			e.reorder(ms)
+			break
 		}
 	}
 	e.members = e.members[:mark]
@@ -263,22 +312,29 @@ func (e *encoder) endObject(mark int, truncated bool) {
 	e.buf = append(e.buf, tagObjectEnd)
 }
 
-func (e *encoder) key(m member) []byte { return e.buf[m.start:m.keyEnd] }
-
 // reorder rewrites the members ms, which lie one after the other at the end
 // of buf, sorted and de-duplicated.
 func (e *encoder) reorder(ms []member) {
-	slices.SortStableFunc(ms, func(a, b member) int { return compareKeys(e.key(a), e.key(b)) })
-	begin := len(e.buf)
-	for _, m := range ms {
-		begin = min(begin, m.start)
+	begin := ms[0].start
+	if len(ms) <= 16 {
+		// Insertion sort: stable, and quick for few members.
+		for i := 1; i < len(ms); i++ {
+			m := ms[i]
+			j := i
+			for ; j > 0 && e.compareMembers(&ms[j-1], &m) > 0; j-- {
+				ms[j] = ms[j-1]
+			}
+			ms[j] = m
+		}
+	} else {
+		slices.SortStableFunc(ms, func(a, b member) int { return e.compareMembers(&a, &b) })
 	}
 	e.tmp = e.tmp[:0]
-	for i, m := range ms {
-		if i+1 < len(ms) && compareKeys(e.key(m), e.key(ms[i+1])) == 0 {
+	for i := range ms {
+		if i+1 < len(ms) && e.compareMembers(&ms[i], &ms[i+1]) == 0 {
 			continue // a later member has the same name
 		}
-		e.tmp = append(e.tmp, e.buf[m.start:m.end]...)
+		e.tmp = append(e.tmp, e.buf[ms[i].start:ms[i].end]...)
 	}
 	e.buf = append(e.buf[:begin], e.tmp...)
 }

@@ -1,7 +1,9 @@
 package canonical
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"strconv"
 	"unicode/utf8"
 	"unsafe"
@@ -180,7 +182,7 @@ func (e *encoder) jsonObject(src []byte, i int) (int, bool) {
 		if i, ok = e.jsonValue(src, skipSpace(src, i+1)); !ok {
 			return i, false
 		}
-		e.members = append(e.members, member{start, keyEnd, len(e.buf)})
+		e.addMember(start, keyEnd)
 		i = skipSpace(src, i)
 		if i >= len(src) {
 			return i, false
@@ -204,13 +206,11 @@ func (e *encoder) jsonString(src []byte, i int) (int, bool) {
 	e.buf = append(e.buf, tagString)
 	i++
 	run := i // start of bytes not yet copied
-	for i < len(src) {
-		c := src[i]
-		if strSafe[c] {
-			i++
-			continue
+	for {
+		if i = skipSafe(src, i); i >= len(src) {
+			return i, false
 		}
-		switch {
+		switch c := src[i]; {
 		case c == '"':
 			e.buf = append(e.buf, src[run:i]...)
 			e.buf = append(e.buf, stringEnd)
@@ -232,7 +232,33 @@ func (e *encoder) jsonString(src []byte, i int) (int, bool) {
 			i += size
 		}
 	}
-	return i, false
+}
+
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// skipSafe returns the index of the first byte at or after src[i] that does
+// not stand for itself in a JSON string (below 0x20, above 0x7F, '"' or
+// '\\'), or len(src).
+func skipSafe(src []byte, i int) int {
+	// 8 bytes at a time. For ASCII bytes, x - 0x20 and y - 1 (y = x^'"' or
+	// x^'\\', zero for those) set the top bit for the bytes sought, and
+	// above them through borrows, so the lowest top bit set is exact; x
+	// itself sets it for bytes above 0x7F.
+	for i+8 <= len(src) {
+		w := binary.LittleEndian.Uint64(src[i:])
+		q, b := w^(lsb*'"'), w^(lsb*'\\')
+		if m := ((w - lsb*0x20) | (q - lsb) | (b - lsb) | w) & msb; m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		i += 8
+	}
+	for i < len(src) && strSafe[src[i]] {
+		i++
+	}
+	return i
 }
 
 // escape decodes the escape at src[i] (a backslash).

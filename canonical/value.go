@@ -123,7 +123,7 @@ func (e *encoder) mapStringAny(m map[string]any) {
 		e.str(k)
 		keyEnd := len(e.buf)
 		e.value(v)
-		e.members = append(e.members, member{start, keyEnd, len(e.buf)})
+		e.addMember(start, keyEnd)
 	}
 	e.depth--
 	e.endObject(mark, false)
@@ -378,7 +378,7 @@ fields:
 		e.buf = append(e.buf, f.key...)
 		keyEnd := len(e.buf)
 		e.reflectValue(fv, f.quoted)
-		e.members = append(e.members, member{start, keyEnd, len(e.buf)})
+		e.addMember(start, keyEnd)
 	}
 	e.depth--
 	e.endObject(mark, truncated)
@@ -421,7 +421,7 @@ func (e *encoder) mapValue(v reflect.Value, ti *typeInfo) {
 		}
 		keyEnd := len(e.buf)
 		e.reflectValue(it.Value(), false)
-		e.members = append(e.members, member{kstart, keyEnd, len(e.buf)})
+		e.addMember(kstart, keyEnd)
 	}
 	e.depth--
 	e.endObject(mark, false)

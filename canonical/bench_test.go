@@ -1,0 +1,145 @@
+package canonical
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// argsJSON is a typical arguments object of a tool call (about 150 bytes).
+var argsJSON = []byte(`{"path": "/workspace/src/server/handlers.go", "pattern": "func (h \\*Handler) Serve", "line": 128, "context": 3, "recursive": true, "exclude": ["vendor", "testdata"]}`)
+
+// docJSON is a nested document of about 10 KB.
+var docJSON = func() []byte {
+	var b strings.Builder
+	b.WriteString(`{"model": "gpt-x", "temperature": 0.7, "messages": [`)
+	for i := 0; b.Len() < 10_000-400; i++ {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, `{"role": "tool", "id": "call_%04d", "tokens": %d, "score": %g, "content": {"stdout": "line %d: ok\nline 2: done \u00e9t\u00e9", "exit": 0, "files": ["a/b/c.go", "d/e.go"], "meta": {"cached": false, "ms": %d.5}}}`, i, i*37, float64(i)/7, i, i*3)
+	}
+	b.WriteString(`], "tools": [{"name": "grep", "strict": true}], "stream": false}`)
+	return []byte(b.String())
+}()
+
+func decode(b []byte) any {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func BenchmarkHashJSONArgs(b *testing.B) {
+	b.SetBytes(int64(len(argsJSON)))
+	b.ReportAllocs()
+	for b.Loop() {
+		HashJSON(argsJSON)
+	}
+}
+
+func BenchmarkHashJSONDoc(b *testing.B) {
+	b.SetBytes(int64(len(docJSON)))
+	b.ReportAllocs()
+	for b.Loop() {
+		HashJSON(docJSON)
+	}
+}
+
+func BenchmarkUnmarshalArgs(b *testing.B) {
+	b.SetBytes(int64(len(argsJSON)))
+	b.ReportAllocs()
+	for b.Loop() {
+		decode(argsJSON)
+	}
+}
+
+func BenchmarkUnmarshalDoc(b *testing.B) {
+	b.SetBytes(int64(len(docJSON)))
+	b.ReportAllocs()
+	for b.Loop() {
+		decode(docJSON)
+	}
+}
+
+func BenchmarkHashMapArgs(b *testing.B) {
+	v := decode(argsJSON)
+	b.SetBytes(int64(len(argsJSON)))
+	b.ReportAllocs()
+	for b.Loop() {
+		Hash(v)
+	}
+}
+
+func BenchmarkHashMapDoc(b *testing.B) {
+	v := decode(docJSON)
+	b.SetBytes(int64(len(docJSON)))
+	b.ReportAllocs()
+	for b.Loop() {
+		Hash(v)
+	}
+}
+
+func BenchmarkHashStruct(b *testing.B) {
+	type args struct {
+		Path      string   `json:"path"`
+		Pattern   string   `json:"pattern"`
+		Line      int      `json:"line"`
+		Context   int      `json:"context"`
+		Recursive bool     `json:"recursive"`
+		Exclude   []string `json:"exclude"`
+	}
+	var v any = &args{"/workspace/src/server/handlers.go", `func (h \*Handler) Serve`, 128, 3, true, []string{"vendor", "testdata"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		Hash(v)
+	}
+}
+
+func BenchmarkHashString300(b *testing.B) {
+	var v any = strings.Repeat("tool output ", 25)
+	b.SetBytes(300)
+	b.ReportAllocs()
+	for b.Loop() {
+		Hash(v)
+	}
+}
+
+func BenchmarkHashRawMessage(b *testing.B) {
+	var v any = json.RawMessage(argsJSON)
+	b.SetBytes(int64(len(argsJSON)))
+	b.ReportAllocs()
+	for b.Loop() {
+		Hash(v)
+	}
+}
+
+func BenchmarkTransformArgs(b *testing.B) {
+	b.SetBytes(int64(len(argsJSON)))
+	b.ReportAllocs()
+	for b.Loop() {
+		Transform(argsJSON)
+	}
+}
+
+// The hash candidates, over the canonical encoding of the document.
+func BenchmarkHashFunc(b *testing.B) {
+	for _, size := range []int{150, 10_000} {
+		data := []byte(strings.Repeat("x", size))
+		b.Run(fmt.Sprintf("murmur3/%d", size), func(b *testing.B) {
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				murmur3(data)
+			}
+		})
+		b.Run(fmt.Sprintf("sha256/%d", size), func(b *testing.B) {
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				sha256.Sum256(data)
+			}
+		})
+	}
+}
