@@ -1,0 +1,81 @@
+package oscillation_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/loopguard/loopguard/canonical"
+	"github.com/loopguard/loopguard/detector/oscillation"
+	"github.com/loopguard/loopguard/guard"
+)
+
+// facts returns n one-call steps with distinct keys.
+func facts(n int) []guard.Facts {
+	out := make([]guard.Facts, n)
+	for i := range out {
+		k := canonical.HashString(fmt.Sprint(i))
+		out[i].Calls = []guard.Call{{Tool: "search", Key: k, Outcome: k}}
+	}
+	return out
+}
+
+// BenchmarkObserveNew measures the detector's own work per step when every
+// call is new.
+func BenchmarkObserveNew(b *testing.B) {
+	d, _ := oscillation.New(oscillation.Options{})
+	steps := facts(1024)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		f := &steps[i%len(steps)]
+		f.Index = i
+		d.Observe(f)
+		if d.Verdict().Stop {
+			b.Fatal("stop")
+		}
+	}
+}
+
+// BenchmarkObserveNearCycle measures a run that keeps coming back to the same
+// calls without completing three cycles (a b a c a b a c ...).
+func BenchmarkObserveNearCycle(b *testing.B) {
+	d, _ := oscillation.New(oscillation.Options{})
+	s := facts(3)
+	steps := []guard.Facts{s[0], s[1], s[0], s[2]}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		f := &steps[i%len(steps)]
+		f.Index = i
+		d.Observe(f)
+		if d.Verdict().Stop {
+			b.Fatal("stop")
+		}
+	}
+}
+
+// BenchmarkCheck measures a whole guard.Check with only this detector, on
+// repeating calls that never complete a cycle.
+func BenchmarkCheck(b *testing.B) {
+	g := newGuard(b, oscillation.Options{}, guard.Options{})
+	steps := []guard.Step{step(a), step(b0), step(a), step(c)}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if g.Check(steps[i%len(steps)]).Stop {
+			b.Fatal("stop")
+		}
+	}
+}
+
+// BenchmarkPreflight measures an allowed preflight of two calls.
+func BenchmarkPreflight(b *testing.B) {
+	g := newGuard(b, oscillation.Options{}, guard.Options{})
+	run(g, steps(a, b0, a, c))
+	b.ReportAllocs()
+	for b.Loop() {
+		if !g.Preflight(a, b0).Allow {
+			b.Fatal("refused")
+		}
+	}
+}
+
+var b0 = guard.ToolCall{Name: "read", Args: json.RawMessage(`{"path":"/x"}`)}

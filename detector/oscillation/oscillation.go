@@ -1,0 +1,427 @@
+// Package oscillation stops a run when the agent goes round in a short
+// circle of tool calls: search, read, search, read, search, read.
+//
+// The detector reads the run's tool calls as one sequence, across steps and in
+// order, each call reduced to its key (tool name plus canonical arguments,
+// guard.Call.Key); results are not considered. Calls of ignored tools (see
+// guard.Options.Ignore) are removed from the sequence first, and steps
+// without calls change nothing.
+//
+// At the end of every step that adds a call, the detector looks at the tail
+// of the sequence for each period p from 2 to Options.MaxPeriod, smallest
+// first: it stops when the last p calls have repeated for Options.Repeats
+// full cycles in a row (a b a b a b is period 2, three cycles). A cycle of one
+// distinct call (a a a a a a) is no oscillation: that is package repeat's
+// case. A cycle that keeps going stops again on every later step that adds a
+// call to it, with a growing count of cycles.
+//
+// In preflight, the proposed calls are appended to a copy of the sequence and
+// judged the same way: the calls that would complete a cycle are refused.
+//
+// Memory and snapshots are bounded by MaxPeriod: the detector keeps the last
+// MaxPeriod calls (key, tool name and, for calls that may end up in a cycle,
+// a short preview of the arguments for the evidence) and one counter per
+// period.
+package oscillation
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/loopguard/loopguard/canonical"
+	"github.com/loopguard/loopguard/feedback"
+	"github.com/loopguard/loopguard/guard"
+)
+
+// Name is the detector's name: the key of its state in snapshots.
+const Name = "oscillation"
+
+// Code is the code of the detector's stops.
+const Code = "OSCILLATION"
+
+// Defaults of the options, and the largest MaxPeriod.
+const (
+	DefaultMaxPeriod = 3
+	DefaultRepeats   = 3
+	MaxMaxPeriod     = 256
+)
+
+// MaxToolNameLen is the most bytes of a tool name that a snapshot keeps.
+const MaxToolNameLen = 256
+
+// Options tune the detector. The zero value is the reference's default:
+// cycles of 2 or 3 calls, repeated 3 times.
+type Options struct {
+	// MaxPeriod is the longest cycle looked for: 0 means 3, any other
+	// value must be from 2 to MaxMaxPeriod.
+	MaxPeriod int `json:"maxPeriod"`
+	// Repeats is how many full cycles in a row stop the run: 0 means 3,
+	// any other value must be at least 2.
+	Repeats int `json:"repeats"`
+}
+
+// Evidence is the evidence of a stop (and of a refusal in preflight).
+type Evidence struct {
+	// Period is the number of calls in one cycle.
+	Period int `json:"period"`
+	// Repeats is the number of full cycles at the end of the sequence. It
+	// may exceed Threshold when a cycle goes on.
+	Repeats int `json:"repeats"`
+	// Threshold is Options.Repeats.
+	Threshold int `json:"threshold"`
+	// Cycle lists the calls of one cycle, oldest first, each written
+	// tool(argsPreview).
+	Cycle []string `json:"cycle"`
+	// Tools lists the tool names of the cycle's calls, in the same order.
+	Tools []string `json:"tools"`
+}
+
+// entry is one call of the tail of the sequence.
+type entry struct {
+	key  canonical.Sum
+	tool string
+	// preview is the call's argument preview, or "" when it was not taken:
+	// it is taken only for a call whose key is already in the tail, since
+	// only such a call can be part of a reported cycle.
+	preview string
+	// redacted reports that preview was replaced by guard.Redacted in the
+	// snapshot the state was restored from.
+	redacted bool
+}
+
+// A Detector finds short cycles of calls. Create it with New.
+type Detector struct {
+	opts Options
+
+	// The last opts.MaxPeriod calls, a ring: tail[(start+i)%len(tail)] is
+	// the i-th oldest of the n held.
+	tail     []entry
+	start, n int
+	// runs[p] counts the consecutive positions i at the end of the
+	// sequence with seq[i] == seq[i-p] (runs[0] and runs[1] are unused).
+	// Positions without a call p places back do not match, so runs[p]
+	// stays 0 while fewer than p+1 calls have been seen.
+	// The tail then holds (runs[p]+p)/p full cycles of period p.
+	runs []int
+
+	// Scratch for preflight, reused.
+	simRuns []int
+	pending []int // indexes of the proposed calls that are not ignored
+
+	verdict guard.Verdict
+}
+
+var _ guard.Detector = (*Detector)(nil)
+
+// New returns a detector with these options, or an error (a
+// *guard.OptionError) for every invalid option.
+func New(o Options) (*Detector, error) {
+	var errs []error
+	if o.MaxPeriod != 0 && (o.MaxPeriod < 2 || o.MaxPeriod > MaxMaxPeriod) {
+		errs = append(errs, &guard.OptionError{Detector: Name, Field: "MaxPeriod",
+			Err: fmt.Errorf("must be 0 (the default, %d) or from 2 to %d, not %d", DefaultMaxPeriod, MaxMaxPeriod, o.MaxPeriod)})
+	}
+	if o.Repeats != 0 && o.Repeats < 2 {
+		errs = append(errs, &guard.OptionError{Detector: Name, Field: "Repeats",
+			Err: fmt.Errorf("must be 0 (the default, %d) or at least 2, not %d", DefaultRepeats, o.Repeats)})
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if o.MaxPeriod == 0 {
+		o.MaxPeriod = DefaultMaxPeriod
+	}
+	if o.Repeats == 0 {
+		o.Repeats = DefaultRepeats
+	}
+	return &Detector{
+		opts:    o,
+		tail:    make([]entry, o.MaxPeriod),
+		runs:    make([]int, o.MaxPeriod+1),
+		simRuns: make([]int, o.MaxPeriod+1),
+	}, nil
+}
+
+// Name returns "oscillation".
+func (d *Detector) Name() string { return Name }
+
+// Priority returns guard.PriorityOscillation.
+func (d *Detector) Priority() int { return guard.PriorityOscillation }
+
+// Options returns the options with the defaults filled in.
+func (d *Detector) Options() any { return d.opts }
+
+// at returns the i-th oldest call of the tail.
+func (d *Detector) at(i int) *entry { return &d.tail[(d.start+i)%len(d.tail)] }
+
+// maxRun caps the counters, so that they never overflow.
+const maxRun = 1 << 62
+
+// Observe appends the step's calls to the sequence and, if it added any,
+// judges the tail.
+func (d *Detector) Observe(f *guard.Facts) {
+	d.verdict = guard.Verdict{}
+	added := false
+	for i := range f.Calls {
+		if c := &f.Calls[i]; !c.Ignored {
+			d.push(c)
+			added = true
+		}
+	}
+	if !added {
+		return
+	}
+	if p, cycles := d.judge(d.runs); p > 0 {
+		cycle, tools := make([]string, p), make([]string, p)
+		for j := 0; j < p; j++ {
+			e := d.at(d.n - p + j)
+			cycle[j], tools[j] = e.tool+"("+e.preview+")", e.tool
+		}
+		d.verdict = d.stop(p, cycles, cycle, tools, guard.PhaseCheck)
+	}
+}
+
+// push appends a call to the tail and updates the counters.
+func (d *Detector) push(c *guard.Call) {
+	matched, shared := false, -1
+	for p := 1; p <= d.n; p++ {
+		e := d.at(d.n - p)
+		same := e.key == c.Key
+		if same {
+			matched = true
+			if shared < 0 && e.preview != "" && !e.redacted {
+				shared = d.n - p
+			}
+		}
+		if p >= 2 {
+			if !same {
+				d.runs[p] = 0
+			} else if d.runs[p] < maxRun {
+				d.runs[p]++
+			}
+		}
+	}
+	e := entry{key: c.Key, tool: c.Tool}
+	switch {
+	case shared >= 0:
+		e.preview = d.at(shared).preview // the same key has the same preview
+	case matched:
+		e.preview = c.Preview()
+	}
+	if d.n < len(d.tail) {
+		*d.at(d.n) = e
+		d.n++
+		return
+	}
+	d.tail[d.start] = e
+	d.start = (d.start + 1) % len(d.tail)
+}
+
+// judge returns the smallest period whose cycles at the tail reach the
+// threshold, and the number of those cycles; 0, 0 when there is none. The
+// tail's last calls are keyAt(n-1), keyAt(n-2), ...
+func (d *Detector) judge(runs []int) (period, cycles int) {
+	return d.judgeWith(runs, d.n, d.keyAt)
+}
+
+func (d *Detector) keyAt(i int) canonical.Sum { return d.at(i).key }
+
+func (d *Detector) judgeWith(runs []int, n int, keyAt func(int) canonical.Sum) (period, cycles int) {
+	for p := 2; p <= d.opts.MaxPeriod; p++ {
+		// (runs[p]+p)/p >= Repeats, written so as not to overflow.
+		if runs[p]/p < d.opts.Repeats-1 {
+			continue
+		}
+		last := keyAt(n - 1)
+		distinct := false
+		for j := 2; j <= p; j++ {
+			if keyAt(n-j) != last {
+				distinct = true
+				break
+			}
+		}
+		if distinct {
+			return p, runs[p]/p + 1
+		}
+	}
+	return 0, 0
+}
+
+// stop builds a stop verdict.
+func (d *Detector) stop(p, cycles int, cycle, tools []string, phase guard.Phase) guard.Verdict {
+	ev := Evidence{Period: p, Repeats: cycles, Threshold: d.opts.Repeats, Cycle: cycle, Tools: tools}
+	v := guard.Verdict{
+		Stop:   true,
+		Reason: guard.ReasonOscillation,
+		Code:   Code,
+		Detail: fmt.Sprintf("a cycle of %d calls repeated %d times in a row (threshold %d): %s",
+			p, cycles, d.opts.Repeats, strings.Join(cycle, " -> ")),
+		Evidence: ev,
+	}
+	v.Feedback = feedback.For(v, phase)
+	return v
+}
+
+// Verdict returns the stop found by the last Observe, if any.
+func (d *Detector) Verdict() guard.Verdict { return d.verdict }
+
+// Preflight appends the proposed calls to a copy of the sequence and refuses
+// them when the tail then is a cycle that reaches the threshold. It changes
+// nothing.
+func (d *Detector) Preflight(f *guard.Facts) guard.Verdict {
+	d.pending = d.pending[:0]
+	for i := range f.Calls {
+		if !f.Calls[i].Ignored {
+			d.pending = append(d.pending, i)
+		}
+	}
+	if len(d.pending) == 0 {
+		return guard.Verdict{}
+	}
+	// Position i of the simulated sequence is the tail's i-th call for
+	// i < d.n, then the proposed calls.
+	keyAt := func(i int) canonical.Sum {
+		if i < d.n {
+			return d.at(i).key
+		}
+		return f.Calls[d.pending[i-d.n]].Key
+	}
+	runs := d.simRuns
+	copy(runs, d.runs)
+	n := d.n
+	for range d.pending {
+		key := keyAt(n)
+		for p := 2; p < len(runs); p++ {
+			if p > n || keyAt(n-p) != key {
+				runs[p] = 0
+			} else if runs[p] < maxRun {
+				runs[p]++
+			}
+		}
+		n++
+	}
+	p, cycles := d.judgeWith(runs, n, keyAt)
+	if p == 0 {
+		return guard.Verdict{}
+	}
+	cycle, tools := make([]string, p), make([]string, p)
+	for j := 0; j < p; j++ {
+		i := n - p + j
+		if i < d.n {
+			e := d.at(i)
+			cycle[j], tools[j] = e.tool+"("+e.preview+")", e.tool
+			continue
+		}
+		c := &f.Calls[d.pending[i-d.n]]
+		cycle[j], tools[j] = c.Tool+"("+c.Preview()+")", c.Tool
+	}
+	return d.stop(p, cycles, cycle, tools, guard.PhasePreflight)
+}
+
+// Reset forgets the run.
+func (d *Detector) Reset() {
+	clear(d.tail)
+	clear(d.runs)
+	d.start, d.n = 0, 0
+	d.verdict = guard.Verdict{}
+}
+
+// state is the JSON form of the detector's state.
+type state struct {
+	// Calls are the tail's calls, oldest first.
+	Calls []callState `json:"calls"`
+	// Runs are the counters of the periods 2 to MaxPeriod.
+	Runs []int `json:"runs"`
+}
+
+type callState struct {
+	Key     canonical.Sum `json:"key"`
+	Tool    string        `json:"tool"`
+	Preview string        `json:"preview,omitempty"`
+}
+
+// Snapshot returns the tail and the counters as JSON, or null when no call
+// has been seen. With o.Redact, previews read guard.Redacted.
+func (d *Detector) Snapshot(o guard.SnapshotOptions) ([]byte, error) {
+	if d.n == 0 {
+		return []byte("null"), nil
+	}
+	s := state{Calls: make([]callState, d.n), Runs: append([]int(nil), d.runs[2:]...)}
+	for i := range s.Calls {
+		e := d.at(i)
+		cs := callState{Key: e.key, Tool: cutName(e.tool), Preview: e.preview}
+		if o.Redact && cs.Preview != "" {
+			cs.Preview = guard.Redacted
+		}
+		s.Calls[i] = cs
+	}
+	return json.Marshal(s)
+}
+
+// cutName cuts a tool name to MaxToolNameLen bytes, on a character boundary.
+func cutName(s string) string {
+	if len(s) <= MaxToolNameLen {
+		return s
+	}
+	i := MaxToolNameLen
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return strings.Clone(s[:i])
+}
+
+// Restore replaces the state by one that Snapshot returned. Besides the
+// shape, it checks that the counters agree with the calls held.
+func (d *Detector) Restore(data []byte) error {
+	var s *state
+	if err := json.Unmarshal(data, &s); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
+	if s == nil {
+		d.Reset()
+		return nil
+	}
+	m := d.opts.MaxPeriod
+	h := len(s.Calls)
+	switch {
+	case h == 0 || h > m:
+		return fmt.Errorf("%s: %d calls held (1 to %d allowed)", Name, h, m)
+	case len(s.Runs) != m-1:
+		return fmt.Errorf("%s: %d counters for periods 2 to %d", Name, len(s.Runs), m)
+	}
+	for i, c := range s.Calls {
+		if len(c.Tool) > MaxToolNameLen || !utf8.ValidString(c.Tool) {
+			return fmt.Errorf("%s: call %d: tool name too long or not UTF-8", Name, i)
+		}
+		if c.Preview != guard.Redacted && (!utf8.ValidString(c.Preview) || utf8.RuneCountInString(c.Preview) > guard.PreviewLen) {
+			return fmt.Errorf("%s: call %d: preview too long or not UTF-8", Name, i)
+		}
+	}
+	for k, r := range s.Runs {
+		p := k + 2
+		if r < 0 || r > maxRun {
+			return fmt.Errorf("%s: counter of period %d out of range", Name, p)
+		}
+		// The counter is the length of the matching stretch at the end of
+		// the sequence; the held calls must show it. Before the tail is
+		// full, they are the whole sequence.
+		if h < m && r > max(h-p, 0) {
+			return fmt.Errorf("%s: counter of period %d exceeds the calls seen", Name, p)
+		}
+		for j := 0; j < h-p && j <= r; j++ {
+			if same := s.Calls[h-1-j].Key == s.Calls[h-1-j-p].Key; same != (j < r) {
+				return fmt.Errorf("%s: counter of period %d disagrees with the calls held", Name, p)
+			}
+		}
+	}
+	d.Reset()
+	for i, c := range s.Calls {
+		d.tail[i] = entry{key: c.Key, tool: c.Tool, preview: c.Preview, redacted: c.Preview == guard.Redacted}
+	}
+	d.n = h
+	copy(d.runs[2:], s.Runs)
+	return nil
+}

@@ -1,0 +1,660 @@
+package oscillation_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"pgregory.net/rapid"
+
+	"github.com/loopguard/loopguard/detector/oscillation"
+	"github.com/loopguard/loopguard/feedback"
+	"github.com/loopguard/loopguard/guard"
+)
+
+func call(tool, args string) guard.ToolCall {
+	return guard.ToolCall{Name: tool, Args: json.RawMessage(args)}
+}
+
+func withResult(c guard.ToolCall, result string) guard.ToolCall {
+	c.Result = json.RawMessage(result)
+	return c
+}
+
+func step(calls ...guard.ToolCall) guard.Step { return guard.Step{ToolCalls: calls} }
+
+// steps returns one step per call.
+func steps(calls ...guard.ToolCall) []guard.Step {
+	out := make([]guard.Step, len(calls))
+	for i, c := range calls {
+		out[i] = step(c)
+	}
+	return out
+}
+
+var (
+	a     = call("search", `{"q":"a"}`)
+	b     = call("read", `{"path":"/x"}`)
+	c     = call("search", `{"q":"c"}`)
+	think = call("think", `{}`)
+)
+
+const (
+	sa = `search({"q":"a"})`
+	sb = `read({"path":"/x"})`
+	sc = `search({"q":"c"})`
+)
+
+func ev(period, repeats, threshold int, cycle ...string) oscillation.Evidence {
+	e := oscillation.Evidence{Period: period, Repeats: repeats, Threshold: threshold, Cycle: cycle}
+	for _, s := range cycle {
+		e.Tools = append(e.Tools, s[:strings.IndexByte(s, '(')])
+	}
+	return e
+}
+
+func stop(e oscillation.Evidence, phase guard.Phase) guard.Verdict {
+	v := guard.Verdict{Stop: true, Reason: guard.ReasonOscillation, Code: oscillation.Code, Evidence: e}
+	v.Feedback = feedback.For(v, phase)
+	v.Detector = oscillation.Name
+	return v
+}
+
+var ignoreDetail = cmpopts.IgnoreFields(guard.Verdict{}, "Detail")
+
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+}
+
+func newGuard(t tb, o oscillation.Options, g guard.Options) *guard.Guard {
+	t.Helper()
+	d, err := oscillation.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gd, err := g.New(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gd
+}
+
+func run(g *guard.Guard, steps []guard.Step) []guard.Verdict {
+	out := make([]guard.Verdict, len(steps))
+	for i, s := range steps {
+		out[i] = g.Check(s)
+	}
+	return out
+}
+
+func goOn(n int) []guard.Verdict { return make([]guard.Verdict, n) }
+
+func cat(vs ...[]guard.Verdict) []guard.Verdict {
+	var out []guard.Verdict
+	for _, v := range vs {
+		out = append(out, v...)
+	}
+	return out
+}
+
+func one(v guard.Verdict) []guard.Verdict { return []guard.Verdict{v} }
+
+func TestCheck(t *testing.T) {
+	check := guard.PhaseCheck
+	tests := []struct {
+		name  string
+		opts  oscillation.Options
+		gopts guard.Options
+		steps []guard.Step
+		want  []guard.Verdict
+	}{
+		{
+			name:  "two and a half cycles go on",
+			steps: steps(a, b, a, b, a),
+			want:  goOn(5),
+		},
+		{
+			name:  "three cycles of two stop",
+			steps: steps(a, b, a, b, a, b),
+			want:  cat(goOn(5), one(stop(ev(2, 3, 3, sa, sb), check))),
+		},
+		{
+			name:  "a cycle that goes on stops again with more cycles",
+			steps: steps(a, b, a, b, a, b, a, b),
+			want: cat(goOn(5), one(stop(ev(2, 3, 3, sa, sb), check)),
+				one(stop(ev(2, 3, 3, sb, sa), check)), one(stop(ev(2, 4, 3, sa, sb), check))),
+		},
+		{
+			name:  "one distinct call is no oscillation",
+			steps: steps(a, a, a, a, a, a, a),
+			want:  goOn(7),
+		},
+		{
+			name:  "three cycles of three stop",
+			steps: steps(a, b, c, a, b, c, a, b, c),
+			want:  cat(goOn(8), one(stop(ev(3, 3, 3, sa, sb, sc), check))),
+		},
+		{
+			name:  "a cycle may repeat a call",
+			steps: steps(a, a, b, a, a, b, a, a, b),
+			want:  cat(goOn(8), one(stop(ev(3, 3, 3, sa, sa, sb), check))),
+		},
+		{
+			name:  "periods above MaxPeriod are not looked for",
+			opts:  oscillation.Options{MaxPeriod: 2},
+			steps: steps(a, b, c, a, b, c, a, b, c),
+			want:  goOn(9),
+		},
+		{
+			name:  "MaxPeriod 4",
+			opts:  oscillation.Options{MaxPeriod: 4, Repeats: 2},
+			steps: steps(a, b, c, think, a, b, c, think),
+			want:  cat(goOn(7), one(stop(ev(4, 2, 2, sa, sb, sc, `think({})`), check))),
+		},
+		{
+			name:  "Repeats 2: one and a half cycles go on, two stop",
+			opts:  oscillation.Options{Repeats: 2},
+			steps: steps(a, b, a, b),
+			want:  cat(goOn(3), one(stop(ev(2, 2, 2, sa, sb), check))),
+		},
+		{
+			name:  "Repeats 4: three and a half cycles go on, four stop",
+			opts:  oscillation.Options{Repeats: 4},
+			steps: steps(a, b, a, b, a, b, a, b),
+			want:  cat(goOn(7), one(stop(ev(2, 4, 4, sa, sb), check))),
+		},
+		{
+			name:  "the smallest period is reported",
+			opts:  oscillation.Options{MaxPeriod: 4, Repeats: 2},
+			steps: []guard.Step{step(a, b, a, b, a, b, a, b)},
+			want:  one(stop(ev(2, 4, 2, sa, sb), check)),
+		},
+		{
+			name:  "parallel calls count one by one",
+			steps: []guard.Step{step(a, b), step(a, b, a), step(b)},
+			want:  cat(goOn(2), one(stop(ev(2, 3, 3, sa, sb), check))),
+		},
+		{
+			name:  "the tail is judged at the end of the step",
+			steps: []guard.Step{step(a, b, a, b), step(a, b, c), step(a, b)},
+			want:  goOn(3),
+		},
+		{
+			name:  "a break ends the cycle",
+			steps: steps(a, b, a, b, c, a, b, a, b),
+			want:  goOn(9),
+		},
+		{
+			name:  "results are not considered",
+			steps: steps(withResult(a, `1`), withResult(b, `2`), withResult(a, `3`), withResult(b, `4`), withResult(a, `5`), withResult(b, `6`)),
+			want:  cat(goOn(5), one(stop(ev(2, 3, 3, sa, sb), check))),
+		},
+		{
+			name:  "steps without calls neither break a cycle nor fire again",
+			steps: []guard.Step{step(a), step(b), {}, step(a), step(b), {Text: "x"}, step(a), step(b), {}},
+			want:  cat(goOn(7), one(stop(ev(2, 3, 3, sa, sb), check)), goOn(1)),
+		},
+		{
+			name:  "ignored calls neither break a cycle nor fire again",
+			gopts: guard.Options{Ignore: []string{"think"}},
+			steps: []guard.Step{step(a, think), step(b), step(think, a, think), step(b), step(a), step(think, b), step(think)},
+			want:  cat(goOn(5), one(stop(ev(2, 3, 3, sa, sb), check)), goOn(1)),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newGuard(t, tt.opts, tt.gopts)
+			if diff := cmp.Diff(tt.want, run(g, tt.steps), ignoreDetail); diff != "" {
+				t.Errorf("verdicts (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDetail(t *testing.T) {
+	g := newGuard(t, oscillation.Options{}, guard.Options{})
+	v := run(g, steps(a, b, a, b, a, b))[5]
+	want := `a cycle of 2 calls repeated 3 times in a row (threshold 3): search({"q":"a"}) -> read({"path":"/x"})`
+	if v.Detail != want {
+		t.Errorf("detail = %q, want %q", v.Detail, want)
+	}
+	if v.Feedback == "" {
+		t.Error("no feedback")
+	}
+}
+
+func TestPreflight(t *testing.T) {
+	pre := guard.PhasePreflight
+	tests := []struct {
+		name  string
+		opts  oscillation.Options
+		gopts guard.Options
+		steps []guard.Step
+		calls []guard.ToolCall
+		want  guard.Verdict
+	}{
+		{name: "nothing recorded", calls: []guard.ToolCall{a, b}},
+		{name: "no calls", steps: steps(a, b, a, b, a)},
+		{
+			name:  "the call that completes the cycle is refused",
+			steps: steps(a, b, a, b, a),
+			calls: []guard.ToolCall{b},
+			want:  stop(ev(2, 3, 3, sa, sb), pre),
+		},
+		{
+			name:  "another call is allowed",
+			steps: steps(a, b, a, b, a),
+			calls: []guard.ToolCall{c},
+		},
+		{
+			name:  "parallel calls are judged at the end",
+			steps: steps(a, b, a, b, a),
+			calls: []guard.ToolCall{b, c},
+		},
+		{
+			name:  "parallel calls that complete a cycle",
+			steps: steps(a, b, a),
+			calls: []guard.ToolCall{b, a, b},
+			want:  stop(ev(2, 3, 3, sa, sb), pre),
+		},
+		{
+			name:  "a cycle entirely in the proposal",
+			calls: []guard.ToolCall{c, a, b, a, b, a, b},
+			want:  stop(ev(2, 3, 3, sa, sb), pre),
+		},
+		{
+			name:  "a cycle that goes on is refused with its count",
+			steps: steps(a, b, a, b, a, b, a),
+			calls: []guard.ToolCall{b},
+			want:  stop(ev(2, 4, 3, sa, sb), pre),
+		},
+		{
+			name:  "a longer period, reaching back past the proposal",
+			opts:  oscillation.Options{MaxPeriod: 3, Repeats: 2},
+			steps: steps(a, b, c, a),
+			calls: []guard.ToolCall{b, c},
+			want:  stop(ev(3, 2, 2, sa, sb, sc), pre),
+		},
+		{
+			name:  "ignored calls are skipped",
+			gopts: guard.Options{Ignore: []string{"think"}},
+			steps: []guard.Step{step(a, think), step(b), step(a, b), step(a)},
+			calls: []guard.ToolCall{think, b, think},
+			want:  stop(ev(2, 3, 3, sa, sb), pre),
+		},
+		{
+			name:  "only ignored calls",
+			gopts: guard.Options{Ignore: []string{"think"}},
+			steps: steps(a, b, a, b, a, b),
+			calls: []guard.ToolCall{think},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newGuard(t, tt.opts, tt.gopts)
+			run(g, tt.steps)
+			before, _ := g.Snapshot(guard.SnapshotOptions{})
+			got := g.Preflight(tt.calls...)
+			if diff := cmp.Diff(tt.want, got.Verdict(), ignoreDetail); diff != "" {
+				t.Errorf("preflight (-want +got):\n%s", diff)
+			}
+			after, _ := g.Snapshot(guard.SnapshotOptions{})
+			if diff := cmp.Diff(string(before), string(after)); diff != "" {
+				t.Errorf("preflight changed the state (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+// pool is the calls the property tests draw from: few keys, so that cycles
+// happen, and one tool that the guard ignores.
+var pool = []guard.ToolCall{a, b, c, withResult(a, `1`), think, call(strings.Repeat("é", 200), `[1]`)}
+
+// model is a plain implementation of the rule over the whole sequence.
+type model struct {
+	maxPeriod, repeats int
+	keys               []string // tool + canonical args, as the test knows them
+	calls              []guard.ToolCall
+}
+
+func keyOf(c guard.ToolCall) string { return c.Name + "\x00" + string(c.Args.(json.RawMessage)) }
+
+// judge returns the evidence of a stop after the given calls, or nil.
+func (m *model) judge(calls []guard.ToolCall) *oscillation.Evidence {
+	keys := append([]string(nil), m.keys...)
+	all := append([]guard.ToolCall(nil), m.calls...)
+	added := false
+	for _, c := range calls {
+		if c.Name == "think" {
+			continue
+		}
+		keys, all, added = append(keys, keyOf(c)), append(all, c), true
+	}
+	if !added {
+		return nil
+	}
+	n := len(keys)
+	for p := 2; p <= m.maxPeriod; p++ {
+		run := 0
+		for i := n - 1; i-p >= 0 && keys[i] == keys[i-p]; i-- {
+			run++
+		}
+		cycles := (run + p) / p
+		if cycles < m.repeats {
+			continue
+		}
+		distinct := false
+		for j := 2; j <= p; j++ {
+			distinct = distinct || keys[n-j] != keys[n-1]
+		}
+		if !distinct {
+			continue
+		}
+		e := &oscillation.Evidence{Period: p, Repeats: cycles, Threshold: m.repeats}
+		for _, c := range all[n-p:] {
+			args, _ := json.Marshal(c.Args) // the pool's arguments are canonical already
+			e.Cycle = append(e.Cycle, c.Name+"("+string(args)+")")
+			e.Tools = append(e.Tools, c.Name)
+		}
+		return e
+	}
+	return nil
+}
+
+func (m *model) add(calls []guard.ToolCall) {
+	for _, c := range calls {
+		if c.Name != "think" {
+			m.keys, m.calls = append(m.keys, keyOf(c)), append(m.calls, c)
+		}
+	}
+}
+
+// TestAgainstModel runs random sequences through the detector (with a
+// snapshot, a redacted one, and a restore at random points) and through the
+// plain model, and compares every verdict and every preflight.
+func TestAgainstModel(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		opts := oscillation.Options{MaxPeriod: rapid.IntRange(2, 5).Draw(t, "maxPeriod"), Repeats: rapid.IntRange(2, 4).Draw(t, "repeats")}
+		gopts := guard.Options{Ignore: []string{"think"}}
+		g := newGuard(t, opts, gopts)
+		m := &model{maxPeriod: opts.MaxPeriod, repeats: opts.Repeats}
+		redacted := false // whether previews before a restore read [redacted]
+		for i := range rapid.IntRange(1, 40).Draw(t, "steps") {
+			calls := rapid.SliceOfN(rapid.SampledFrom(pool), 0, 4).Draw(t, fmt.Sprintf("calls%d", i))
+			if rapid.IntRange(0, 9).Draw(t, fmt.Sprintf("restore%d", i)) == 0 {
+				redact := rapid.Bool().Draw(t, fmt.Sprintf("redact%d", i))
+				data, err := g.Snapshot(guard.SnapshotOptions{Redact: redact})
+				if err != nil {
+					t.Fatal(err)
+				}
+				d, _ := oscillation.New(opts)
+				if g, err = gopts.Restore(data, d); err != nil {
+					t.Fatalf("restore: %v\n%s", err, data)
+				}
+				redacted = redacted || redact
+			}
+			want := m.judge(calls)
+			checkEvidence := func(what string, stop bool, got any) {
+				if (want != nil) != stop {
+					t.Fatalf("step %d %s: stop = %v, model says %v", i, what, stop, want != nil)
+				}
+				if want == nil {
+					return
+				}
+				w, e := *want, got.(oscillation.Evidence)
+				w.Tools, w.Cycle = append([]string(nil), w.Tools...), append([]string(nil), w.Cycle...)
+				for j := range w.Tools {
+					// A snapshot cuts tool names to 256 bytes, and a
+					// redacted one hides the previews of the calls
+					// before it.
+					if j < len(e.Tools) && len(w.Tools[j]) > 256 && e.Tools[j] == w.Tools[j][:256] {
+						w.Cycle[j] = strings.Replace(w.Cycle[j], w.Tools[j], e.Tools[j], 1)
+						w.Tools[j] = e.Tools[j]
+					}
+					if redacted && j < len(e.Cycle) && e.Cycle[j] == w.Tools[j]+"([redacted])" {
+						w.Cycle[j] = e.Cycle[j]
+					}
+				}
+				if diff := cmp.Diff(w, e); diff != "" {
+					t.Fatalf("step %d %s evidence (-model +got):\n%s", i, what, diff)
+				}
+			}
+			d := g.Preflight(calls...)
+			checkEvidence("preflight", !d.Allow, d.Evidence)
+			v := g.Check(step(calls...))
+			checkEvidence("check", v.Stop, v.Evidence)
+			m.add(calls)
+		}
+	})
+}
+
+func TestRedact(t *testing.T) {
+	g := newGuard(t, oscillation.Options{}, guard.Options{})
+	run(g, steps(a, b, a, b, a))
+	data, err := g.Snapshot(guard.SnapshotOptions{Redact: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), `\"q\"`) || strings.Contains(string(data), "/x") {
+		t.Errorf("redacted snapshot holds a preview: %s", data)
+	}
+	d, _ := oscillation.New(oscillation.Options{})
+	g, err = guard.Restore(data, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := stop(ev(2, 3, 3, `search([redacted])`, sb), guard.PhasePreflight)
+	if diff := cmp.Diff(want, g.Preflight(b).Verdict(), ignoreDetail); diff != "" {
+		t.Errorf("preflight after a redacted restore (-want +got):\n%s", diff)
+	}
+	want = stop(ev(2, 3, 3, `search([redacted])`, sb), guard.PhaseCheck)
+	if diff := cmp.Diff(want, g.Check(step(b)), ignoreDetail); diff != "" {
+		t.Errorf("check after a redacted restore (-want +got):\n%s", diff)
+	}
+	want = stop(ev(2, 3, 3, sb, sa), guard.PhaseCheck)
+	if diff := cmp.Diff(want, g.Check(step(a)), ignoreDetail); diff != "" {
+		t.Errorf("next check (-want +got):\n%s", diff)
+	}
+}
+
+func TestSnapshotState(t *testing.T) {
+	d, _ := oscillation.New(oscillation.Options{})
+	g, _ := guard.New(d)
+	if s, err := d.Snapshot(guard.SnapshotOptions{}); err != nil || string(s) != "null" {
+		t.Errorf("fresh state = %s, %v; want null", s, err)
+	}
+	long := call(strings.Repeat("x", 300), `{}`)
+	run(g, steps(long, a, b, a))
+	s, err := d.Snapshot(guard.SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Calls []struct{ Key, Tool, Preview string }
+		Runs  []int
+	}
+	if err := json.Unmarshal(s, &got); err != nil {
+		t.Fatal(err)
+	}
+	// Only the second a has a preview: the first had no twin when it came.
+	type short struct{ Tool, Preview string }
+	var calls []short
+	for _, c := range got.Calls {
+		calls = append(calls, short{c.Tool, c.Preview})
+	}
+	want := []short{{"search", ""}, {"read", ""}, {"search", `{"q":"a"}`}}
+	if diff := cmp.Diff(want, calls); diff != "" {
+		t.Errorf("calls held (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]int{1, 0}, got.Runs); diff != "" {
+		t.Errorf("runs (-want +got):\n%s", diff)
+	}
+
+	// A long tool name is cut in the snapshot.
+	g.Reset()
+	run(g, steps(long, long))
+	s, _ = d.Snapshot(guard.SnapshotOptions{})
+	if strings.Contains(string(s), strings.Repeat("x", 257)) || !strings.Contains(string(s), strings.Repeat("x", 256)) {
+		t.Errorf("snapshot does not cut the tool name to 256 bytes: %s", s)
+	}
+}
+
+func TestRestoreRejects(t *testing.T) {
+	key := func(s string) string { return fmt.Sprintf("%032x", s) }
+	callJSON := func(k, tool, preview string) string {
+		b, _ := json.Marshal(struct {
+			Key     string `json:"key"`
+			Tool    string `json:"tool"`
+			Preview string `json:"preview,omitempty"`
+		}{key(k), tool, preview})
+		return string(b)
+	}
+	ca, cb := callJSON("a", "search", ""), callJSON("b", "read", "")
+	bad := []string{
+		``, `[]`, `{`, `"x"`,
+		`{"calls":[],"runs":[0,0]}`,
+		`{"calls":[` + ca + `],"runs":[0]}`,
+		`{"calls":[` + ca + `],"runs":[0,0,0]}`,
+		`{"calls":[` + ca + `,` + cb + `,` + ca + `,` + cb + `],"runs":[0,0]}`,
+		`{"calls":[` + ca + `],"runs":[-1,0]}`,
+		`{"calls":[` + ca + `],"runs":[1,0]}`,                           // no call two places back
+		`{"calls":[` + ca + `,` + cb + `,` + ca + `],"runs":[0,0]}`,     // a matches two places back
+		`{"calls":[` + ca + `,` + cb + `,` + cb + `],"runs":[1,0]}`,     // b does not
+		`{"calls":[` + ca + `,` + cb + `],"runs":[1,0]}`,                // nothing two places back
+		`{"calls":[` + ca + `,` + cb + `,` + ca + `],"runs":[1e300,0]}`, // not an int
+		`{"calls":[{"key":"zz","tool":"x"}],"runs":[0,0]}`,
+		`{"calls":[` + callJSON("a", strings.Repeat("x", 257), "") + `],"runs":[0,0]}`,
+		`{"calls":[` + callJSON("a", "x", strings.Repeat("y", 81)) + `],"runs":[0,0]}`,
+		`{"calls":[{"key":"` + key("a") + `","tool":"\xff"}],"runs":[0,0]}`,
+	}
+	for _, s := range bad {
+		d, _ := oscillation.New(oscillation.Options{})
+		g, _ := guard.New(d)
+		run(g, steps(a, b, a, b, a))
+		if err := d.Restore([]byte(s)); err == nil {
+			t.Errorf("Restore(%s) succeeded", s)
+		}
+		if !g.Check(step(b)).Stop {
+			t.Errorf("after Restore(%s) failed, the state was lost", s)
+		}
+	}
+	good := []string{
+		`{"calls":[` + ca + `,` + cb + `,` + ca + `],"runs":[1,0]}`,
+		// A full tail may stand for a longer sequence.
+		`{"calls":[` + ca + `,` + cb + `,` + ca + `],"runs":[7,0]}`,
+		`{"calls":[` + callJSON("a", "search", guard.Redacted) + `],"runs":[0,0]}`,
+	}
+	for _, s := range good {
+		d, _ := oscillation.New(oscillation.Options{})
+		if err := d.Restore([]byte(s)); err != nil {
+			t.Errorf("Restore(%s): %v", s, err)
+		}
+		if got, _ := d.Snapshot(guard.SnapshotOptions{}); string(got) != s {
+			t.Errorf("snapshot after restore = %s, want %s", got, s)
+		}
+	}
+}
+
+func TestRestoreNullAndResetAreFresh(t *testing.T) {
+	seq := steps(a, b, a, b, a, b, c, a, c, a, c, a)
+	fresh := run(newGuard(t, oscillation.Options{}, guard.Options{}), seq)
+
+	g := newGuard(t, oscillation.Options{}, guard.Options{})
+	run(g, seq)
+	g.Reset()
+	if diff := cmp.Diff(fresh, run(g, seq)); diff != "" {
+		t.Errorf("after Reset (-fresh +got):\n%s", diff)
+	}
+
+	d, _ := oscillation.New(oscillation.Options{})
+	g, _ = guard.New(d)
+	run(g, seq)
+	if err := d.Restore([]byte("null")); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(fresh, run(g, seq)); diff != "" {
+		t.Errorf("after Restore(null) (-fresh +got):\n%s", diff)
+	}
+}
+
+func TestOptions(t *testing.T) {
+	for _, tt := range []struct {
+		opts   oscillation.Options
+		fields []string
+	}{
+		{oscillation.Options{MaxPeriod: 1}, []string{"MaxPeriod"}},
+		{oscillation.Options{MaxPeriod: -2}, []string{"MaxPeriod"}},
+		{oscillation.Options{MaxPeriod: oscillation.MaxMaxPeriod + 1}, []string{"MaxPeriod"}},
+		{oscillation.Options{Repeats: 1}, []string{"Repeats"}},
+		{oscillation.Options{MaxPeriod: 1, Repeats: -1}, []string{"MaxPeriod", "Repeats"}},
+	} {
+		d, err := oscillation.New(tt.opts)
+		if d != nil || !errors.Is(err, guard.ErrInvalidOption) {
+			t.Errorf("New(%+v) = %v, %v; want an invalid option", tt.opts, d, err)
+			continue
+		}
+		var fields []string
+		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+			var oe *guard.OptionError
+			if errors.As(e, &oe) && oe.Detector == oscillation.Name {
+				fields = append(fields, oe.Field)
+			}
+		}
+		if diff := cmp.Diff(tt.fields, fields); diff != "" {
+			t.Errorf("New(%+v) fields (-want +got):\n%s", tt.opts, diff)
+		}
+	}
+	for _, o := range []oscillation.Options{{MaxPeriod: 2, Repeats: 2}, {MaxPeriod: oscillation.MaxMaxPeriod}} {
+		if _, err := oscillation.New(o); err != nil {
+			t.Errorf("New(%+v): %v", o, err)
+		}
+	}
+	fp := func(o oscillation.Options) string {
+		d, err := oscillation.New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return guard.Fingerprint(d).String()
+	}
+	if fp(oscillation.Options{}) != fp(oscillation.Options{MaxPeriod: 3, Repeats: 3}) {
+		t.Error("the zero options and the explicit defaults fingerprint differently")
+	}
+	if fp(oscillation.Options{MaxPeriod: 4}) == fp(oscillation.Options{Repeats: 4}) {
+		t.Error("different options fingerprint alike")
+	}
+	d, _ := oscillation.New(oscillation.Options{})
+	if diff := cmp.Diff(oscillation.Options{MaxPeriod: 3, Repeats: 3}, d.Options()); diff != "" {
+		t.Errorf("Options (-want +got):\n%s", diff)
+	}
+	if d.Name() != "oscillation" || d.Priority() != guard.PriorityOscillation {
+		t.Errorf("Name, Priority = %q, %d", d.Name(), d.Priority())
+	}
+}
+
+func ExampleNew() {
+	d, err := oscillation.New(oscillation.Options{}) // cycles of 2 or 3 calls, 3 times
+	if err != nil {
+		panic(err)
+	}
+	g, err := guard.New(d)
+	if err != nil {
+		panic(err)
+	}
+	search := guard.ToolCall{Name: "search", Args: json.RawMessage(`{"q": "flights"}`)}
+	open := guard.ToolCall{Name: "open", Args: json.RawMessage(`{"url": "https://example.com"}`)}
+	for i := 0; i < 3; i++ {
+		g.Check(guard.Step{ToolCalls: []guard.ToolCall{search}})
+		v := g.Check(guard.Step{ToolCalls: []guard.ToolCall{open}})
+		if v.Stop {
+			ev := v.Evidence.(oscillation.Evidence)
+			fmt.Println(v.Code, ev.Period, ev.Repeats, ev.Cycle)
+		}
+	}
+	// Output:
+	// OSCILLATION 2 3 [search({"q":"flights"}) open({"url":"https://example.com"})]
+}
