@@ -151,8 +151,10 @@ func normaliseText(dst []byte, s string) []byte {
 	return dst
 }
 
-// normaliseFinish trims, lower-cases and turns '_' into '-'.
-func normaliseFinish(s string) string {
+// NormalizeFinishReason returns a finish reason as the guard compares it:
+// trimmed, lower-cased, with '_' turned into '-' ("Tool_Calls " becomes
+// "tool-calls").
+func NormalizeFinishReason(s string) string {
 	start, end := 0, len(s)
 	for start < end && isASCIISpace(s[start]) {
 		start++

@@ -136,7 +136,7 @@ func (g *Guard) Check(s Step) Verdict {
 	f.HasText = len(f.text) > 0
 	f.TextHash = canonical.HashBytes(f.text)
 	f.RawFinishReason = s.FinishReason
-	f.FinishReason = normaliseFinish(s.FinishReason)
+	f.FinishReason = NormalizeFinishReason(s.FinishReason)
 	f.NewInput = s.Input != ""
 	f.Usage = s.Usage.sanitize()
 	g.totals.add(f.Usage)

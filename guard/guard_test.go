@@ -322,7 +322,8 @@ func TestIsFault(t *testing.T) {
 	}{
 		{guard.Verdict{}, false},
 		{guard.Verdict{Stop: true, Reason: guard.ReasonRepeatedToolCall}, true},
-		{guard.Verdict{Stop: true, Reason: guard.ReasonFinishReason, Evidence: map[string]any{"normalized": "stop"}}, false},
+		{guard.Verdict{Stop: true, Reason: guard.ReasonFinishReason, Code: "FINISH_TERMINAL", Evidence: map[string]any{"normalized": "stop"}}, false},
+		{guard.Verdict{Stop: true, Reason: guard.ReasonFinishReason, Code: "FINISH_OTHER", Evidence: map[string]any{"normalized": "stop"}}, true},
 		{guard.Verdict{Stop: true, Reason: guard.ReasonFinishReason, Evidence: map[string]any{"normalized": "length"}}, true},
 		{guard.Verdict{Stop: true, Reason: guard.ReasonFinishReason}, true},
 	}

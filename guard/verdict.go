@@ -142,7 +142,7 @@ func IsFault(v Verdict) bool {
 	case NormalFinisher:
 		return !ev.NormalFinish()
 	case map[string]any: // evidence that went through JSON
-		return ev["normalized"] != "stop"
+		return v.Code != "FINISH_TERMINAL" || ev["normalized"] != "stop"
 	}
 	return true
 }

@@ -19,9 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
@@ -148,24 +145,7 @@ func New(o Options) (*Detector, error) {
 
 // Normalize normalises a finish reason as the guard does: trimmed of ASCII
 // white space, lower-cased, '_' made '-'.
-func Normalize(s string) string {
-	s = strings.TrimFunc(s, func(r rune) bool { return r < utf8.RuneSelf && isASCIISpace(byte(r)) })
-	var b strings.Builder
-	for _, r := range s { // invalid bytes come out as U+FFFD
-		switch {
-		case r == '_':
-			r = '-'
-		case r != utf8.RuneError:
-			r = unicode.ToLower(r)
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-func isASCIISpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
-}
+func Normalize(s string) string { return guard.NormalizeFinishReason(s) }
 
 // Name returns Name.
 func (d *Detector) Name() string { return Name }
