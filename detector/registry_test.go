@@ -677,7 +677,7 @@ func TestEntryNameMismatch(t *testing.T) {
 // clock that jumps an hour per reading, a one-second duration budget is spent
 // at once, while a frozen clock counts only the durations steps report.
 func TestFrozenClock(t *testing.T) {
-	doc := []byte(`{"maxSteps": false, "budget": {"maxDurationMs": 1000}}`)
+	doc := []byte(`{"maxSteps": false, "noProgress": false, "budget": {"maxDurationMs": 1000}}`)
 	step := guard.Step{Text: "thinking", FinishReason: "tool-calls", Usage: guard.Usage{Duration: 10 * time.Millisecond}}
 
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/loopguard/loopguard/detector"
+	"github.com/loopguard/loopguard/guard"
+)
+
+// This file holds what the subcommands share: reading the options document,
+// building guards from it, and parsing flags that may come after the
+// positional arguments.
+
+// epoch is the frozen time of a replay: the detectors' clock always reads it,
+// so that only the durations the steps report count, and the output never
+// depends on how fast the machine is.
+var epoch = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
+
+func frozenClock() time.Time { return epoch }
+
+// guardConfig is an options document and the registry that reads it; it
+// builds any number of guards with the same options.
+type guardConfig struct {
+	registry *detector.Registry
+	doc      []byte
+}
+
+// loadConfig reads the options document at path ("" for none: the defaults)
+// and checks it by building it once. Its errors are meant to follow
+// "config: " in a message.
+func loadConfig(path string) (*guardConfig, error) {
+	c := &guardConfig{registry: detector.Standard(), doc: []byte("{}")}
+	if path != "" {
+		doc, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		c.doc = doc
+	}
+	if _, err := c.build(); err != nil {
+		if path != "" {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// build returns fresh detectors and guard options, with the frozen clock.
+func (c *guardConfig) build() (detector.Config, error) {
+	return c.registry.Build(c.doc, detector.BuildOptions{Now: frozenClock})
+}
+
+// newGuard returns a fresh guard.
+func (c *guardConfig) newGuard() (*guard.Guard, error) {
+	cfg, err := c.build()
+	if err != nil {
+		return nil, err
+	}
+	return cfg.Guard.New(cfg.Detectors...)
+}
+
+// restore returns a guard restored from a snapshot, with fresh detectors
+// built from the same options.
+func (c *guardConfig) restore(snapshot []byte) (*guard.Guard, error) {
+	cfg, err := c.build()
+	if err != nil {
+		return nil, err
+	}
+	return cfg.Guard.Restore(snapshot, cfg.Detectors...)
+}
+
+// reportConfigError writes err, one "config: " line per problem.
+func reportConfigError(w io.Writer, err error) {
+	for _, line := range strings.Split(err.Error(), "\n") {
+		fmt.Fprintf(w, "config: %s\n", line)
+	}
+}
+
+// parseFlags parses flags that may stand before, between or after the
+// positional arguments, and returns the positional ones. Everything after
+// "--" is positional.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}

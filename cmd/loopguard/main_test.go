@@ -1,0 +1,428 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/loopguard/loopguard/detector"
+	"github.com/loopguard/loopguard/guard"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// examples is the folder of the bundled traces.
+const examples = "../../testdata/examples/"
+
+// result is what one run of the command did.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func runCmd(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(args, strings.NewReader(stdin), &stdout, &stderr)
+	return result{code, stdout.String(), stderr.String()}
+}
+
+// TestGolden replays the bundled traces and compares the output with
+// testdata/NAME.golden. Run "go test ./cmd/loopguard -update" to rewrite them
+// after a deliberate change, and read the diff.
+func TestGolden(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"search-loop", []string{"replay", examples + "search-loop.jsonl"}},
+		{"search-loop-all", []string{"replay", "--all", examples + "search-loop.jsonl"}},
+		{"search-loop-all-json", []string{"replay", "--all", "--format", "json", examples + "search-loop.jsonl"}},
+		{"search-loop-json", []string{"replay", "--format=json", examples + "search-loop.jsonl"}},
+		{"ping-pong-all", []string{"replay", "--all", examples + "ping-pong.jsonl"}},
+		{"ping-pong-all-json", []string{"replay", "--all", "--format", "json", examples + "ping-pong.jsonl"}},
+		{"mixed", []string{"replay", examples + "mixed.jsonl"}},
+		{"mixed-all", []string{"replay", "--all", examples + "mixed.jsonl"}},
+		{"mixed-all-json", []string{"replay", "--format", "json", examples + "mixed.jsonl", "--all"}},
+		{"mixed-polling-all", []string{"replay", "--config", examples + "polling.json", "--all", examples + "mixed.jsonl"}},
+		{"mixed-polling-all-json", []string{"replay", "--config", examples + "polling.json", "--all", "--format", "json", examples + "mixed.jsonl"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := runCmd(t, "", tt.args...)
+			if res.code != exitOK || res.stderr != "" {
+				t.Fatalf("run(%q) = %d, stderr %q; want 0 and nothing", tt.args, res.code, res.stderr)
+			}
+			golden := filepath.Join("testdata", tt.name+".golden")
+			if *update {
+				if err := os.WriteFile(golden, []byte(res.stdout), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if diff := cmp.Diff(string(want), res.stdout); diff != "" {
+				t.Errorf("run(%q) output differs from %s (-want +got):\n%s", tt.args, golden, diff)
+			}
+		})
+	}
+}
+
+// TestJSONOutputIsOneObjectPerLine checks the contract of --format json on
+// every bundled trace: one object per non-blank input line, in order, each
+// with its line number and kind, until the first stop unless --all.
+func TestJSONOutputIsOneObjectPerLine(t *testing.T) {
+	traces, err := filepath.Glob(examples + "*.jsonl")
+	if err != nil || len(traces) < 3 {
+		t.Fatalf("bundled traces: %v, %v", traces, err)
+	}
+	for _, trace := range traces {
+		in, err := os.ReadFile(trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wantLines []int
+		for i, line := range strings.Split(strings.TrimRight(string(in), "\n"), "\n") {
+			if strings.TrimSpace(line) != "" {
+				wantLines = append(wantLines, i+1)
+			}
+		}
+		res := runCmd(t, "", "replay", "--all", "--format", "json", trace)
+		recs := decodeRecords(t, res.stdout)
+		var gotLines []int
+		for _, r := range recs {
+			gotLines = append(gotLines, r.Line)
+			switch r.Kind {
+			case kindCheck:
+				if r.Step == nil || r.Verdict == nil {
+					t.Errorf("%s: a check record without step or verdict: %+v", trace, r)
+				}
+			case kindPreflight:
+				if r.Decision == nil {
+					t.Errorf("%s: a preflight record without decision", trace)
+				}
+			case kindSnapshot:
+				if r.Bytes == nil || *r.Bytes <= 0 {
+					t.Errorf("%s: a snapshot record without bytes", trace)
+				}
+			case kindReset:
+			default:
+				t.Errorf("%s: unknown kind %q", trace, r.Kind)
+			}
+		}
+		if diff := cmp.Diff(wantLines, gotLines); diff != "" {
+			t.Errorf("%s: line numbers of the records (-want +got):\n%s", trace, diff)
+		}
+	}
+}
+
+// jsonRecord is a record as a reader of the JSON output sees it.
+type jsonRecord struct {
+	Line     int             `json:"line"`
+	Kind     string          `json:"kind"`
+	Step     *int            `json:"step"`
+	Verdict  json.RawMessage `json:"verdict"`
+	Decision json.RawMessage `json:"decision"`
+	Bytes    *int            `json:"bytes"`
+}
+
+func decodeRecords(t *testing.T, out string) []jsonRecord {
+	t.Helper()
+	var recs []jsonRecord
+	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		var r jsonRecord
+		dec := json.NewDecoder(strings.NewReader(line))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&r); err != nil {
+			t.Fatalf("output line %q: %v", line, err)
+		}
+		recs = append(recs, r)
+	}
+	return recs
+}
+
+// TestSnapshotChangesNothing replays each bundled trace twice, the second
+// time with a snapshot (a real JSON round trip into fresh detectors) after
+// every line, and checks that every verdict and decision is the same.
+func TestSnapshotChangesNothing(t *testing.T) {
+	traces, _ := filepath.Glob(examples + "*.jsonl")
+	for _, trace := range traces {
+		for _, config := range []string{"", examples + "polling.json"} {
+			in, err := os.ReadFile(trace)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var withSnapshots strings.Builder
+			for _, line := range strings.SplitAfter(string(in), "\n") {
+				withSnapshots.WriteString(line)
+				withSnapshots.WriteString("\n{\"snapshot\": true}\n")
+			}
+			args := []string{"replay", "--all", "--format", "json", "-"}
+			if config != "" {
+				args = append(args, "--config", config)
+			}
+			plain := runCmd(t, string(in), args...)
+			snapped := runCmd(t, withSnapshots.String(), args...)
+			if plain.code != 0 || snapped.code != 0 {
+				t.Fatalf("%s: exit %d / %d, stderr %q / %q", trace, plain.code, snapped.code, plain.stderr, snapped.stderr)
+			}
+			if diff := cmp.Diff(answers(t, plain.stdout), answers(t, snapped.stdout)); diff != "" {
+				t.Errorf("%s (config %q): verdicts differ after snapshots (-plain +with snapshots):\n%s", trace, config, diff)
+			}
+		}
+	}
+}
+
+// answers returns the verdicts and decisions of a JSON output, without line
+// numbers.
+func answers(t *testing.T, out string) []string {
+	var got []string
+	snapshots := 0
+	for _, r := range decodeRecords(t, out) {
+		switch r.Kind {
+		case kindCheck:
+			got = append(got, string(r.Verdict))
+		case kindPreflight:
+			got = append(got, string(r.Decision))
+		case kindSnapshot:
+			snapshots++
+		default:
+			got = append(got, r.Kind)
+		}
+	}
+	return got
+}
+
+func TestExitPaths(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	notJSON := write("not-json.json", "maxSteps: 3\n")
+	twoProblems := write("two.json", `{"maxStep": 3, "tools": {"search": {"maxCalls": -1}}}`)
+	good := write("good.json", `{"maxSteps": 2}`)
+	trace := write("trace.jsonl", "{\"text\": \"a\"}\n\n[1, 2]\n")
+	usage := "usage: loopguard replay [--config FILE] [--all] [--format text|json] TRACE.jsonl\n"
+
+	tests := []struct {
+		name   string
+		args   []string
+		stdin  string
+		code   int
+		stdout string // exact, unless prefixed with "~" (contains)
+		stderr string // likewise
+	}{
+		{"no arguments", nil, "", exitUsage, "", "~Commands:"},
+		{"help", []string{"help"}, "", exitOK, "~replay   feed a trace", ""},
+		{"--help", []string{"--help"}, "", exitOK, "~Commands:", ""},
+		{"help replay", []string{"help", "replay"}, "", exitOK, "~Usage: loopguard replay [--config FILE]", ""},
+		{"help of an unknown command", []string{"help", "nope"}, "", exitUsage, "", "~loopguard help: unknown command \"nope\""},
+		{"unknown command", []string{"nope"}, "", exitUsage, "", "~loopguard: unknown command \"nope\"\n"},
+		{"replay -h", []string{"replay", "-h"}, "", exitOK, "", "~-format format"},
+		{"replay without a trace", []string{"replay"}, "", exitUsage, "",
+			"loopguard replay: want one trace file (or - for standard input), got 0 arguments\n" + usage},
+		{"replay with two traces", []string{"replay", "a", "b"}, "", exitUsage, "",
+			"loopguard replay: want one trace file (or - for standard input), got 2 arguments\n" + usage},
+		{"replay with a bad format", []string{"replay", "--format", "yaml", "-"}, "", exitUsage, "",
+			"loopguard replay: --format must be text or json, not \"yaml\"\n" + usage},
+		{"replay with an unknown flag", []string{"replay", "--bogus", "-"}, "", exitUsage, "", "~flag provided but not defined: -bogus"},
+		{"replay of a missing file", []string{"replay", filepath.Join(dir, "missing.jsonl")}, "", exitUsage, "",
+			"loopguard replay: open " + filepath.Join(dir, "missing.jsonl") + ": no such file or directory\n"},
+		{"a missing config", []string{"replay", "--config", filepath.Join(dir, "missing.json"), "-"}, "", exitUsage, "",
+			"config: open " + filepath.Join(dir, "missing.json") + ": no such file or directory\n"},
+		{"a config that is not JSON", []string{"replay", "--config", notJSON, "-"}, "", exitUsage, "",
+			"config: " + notJSON + ": invalid option: the options are not a JSON object: invalid character 'm' looking for beginning of value\n"},
+		{"a config with two problems", []string{"replay", "--config", twoProblems, "-"}, "", exitUsage, "",
+			"config: " + twoProblems + ": option maxStep: unknown option (did you mean \"maxSteps\"?)\n" +
+				"config: toollimit: option tools.search.maxCalls: must be a whole number >= 0, not -1\n"},
+		{"a good config", []string{"replay", "--config", good, "-"}, "{}\n{}\n{}\n", exitOK,
+			"line 1: step 0: go on\nline 2: step 1: stop: max-steps (MAX_STEPS): ~", ""},
+
+		{"a line that is not JSON", []string{"replay", "-"}, "{\"text\": \"a\"}\n{\"text\": }\n", exitUsage,
+			"line 1: step 0: go on\n", "<stdin>:2: not valid JSON: invalid character '}' looking for beginning of value (at byte 10)\n"},
+		{"a line that is an array, after a blank line", []string{"replay", trace}, "", exitUsage,
+			"line 1: step 0: go on\n", trace + ":3: not a JSON object\n"},
+		{"a line that is a string", []string{"replay", "-"}, "\"hello\"\n", exitUsage, "", "<stdin>:1: not a JSON object\n"},
+		{"a line that is a number", []string{"replay", "-"}, "42\n", exitUsage, "", "<stdin>:1: not a JSON object\n"},
+		{"two objects on a line", []string{"replay", "-"}, "{} {}\n", exitUsage, "", "<stdin>:1: not valid JSON: invalid character '{' after top-level value (at byte 4)\n"},
+		{"a truncated last line", []string{"replay", "-"}, "{}\n{\"text\": \"a", exitUsage, "line 1: step 0: go on\n", "~<stdin>:2: not valid JSON: unexpected end of JSON input"},
+		{"an unreadable line after a stop is not read", []string{"replay", "-"}, "{\"finishReason\": \"stop\"}\nnot json\n", exitOK,
+			"line 1: step 0: stop: finish-reason (FINISH_TERMINAL): finish reason \"stop\" is terminal\n", ""},
+		{"an unreadable line after a stop, with --all", []string{"replay", "--all", "-"}, "{\"finishReason\": \"stop\"}\nnot json\n", exitUsage,
+			"~line 1: step 0: stop", "<stdin>:2: not a JSON object\n"},
+
+		{"an empty trace", []string{"replay", "-"}, "", exitOK, "", ""},
+		{"only blank lines", []string{"replay", "-"}, "\n  \n\t\n", exitOK, "", ""},
+		{"odd values are ignored", []string{"replay", "-"},
+			`{"text": 5, "toolCalls": "x", "finishReason": 7, "usage": {"inputTokens": -1, "costUsd": "free", "durationMs": 1e999}}` + "\n" +
+				`{"toolCalls": [1, "a", null, {"name": 3}, {"args": {}}, {"name": "ok", "args": "not json", "error": {"code": 1}}], "usage": []}` + "\n" +
+				`{"text": null, "input": 3, "userReply": [], "unknown": {"deep": [1, 2]}}` + "\n",
+			exitOK, "line 1: step 0: go on\nline 2: step 1: go on\nline 3: step 2: go on\n", ""},
+		{"a byte order mark and CRLF line ends", []string{"replay", "-"}, "\uFEFF{\"text\": \"a\"}\r\n{\"text\": \"b\"}\r\n", exitOK,
+			"line 1: step 0: go on\nline 2: step 1: go on\n", ""},
+		{"preflight of odd values", []string{"replay", "-"}, "{\"preflight\": null}\n{\"preflight\": \"search\"}\n{\"preflight\": []}\n{\"preflight\": [3, {\"name\": 1}]}\n", exitOK,
+			"line 1: preflight: allow\nline 2: preflight: allow\nline 3: preflight: allow\nline 4: preflight: allow\n", ""},
+		{"a refused preflight does not end the replay", []string{"replay", "-"},
+			strings.Repeat(`{"toolCalls": [{"name": "s", "args": {"q": 1}}]}`+"\n", 2) + `{"preflight": {"name": "s", "args": {"q": 1}}}` + "\n" + `{"text": "done"}` + "\n",
+			exitOK, "line 1: step 0: go on\nline 2: step 1: go on\nline 3: preflight: refuse: repeated-tool-call (REPEATED_TOOL_CALL): ~line 4: step 2: go on\n", ""},
+		{"snapshot and reset only when true", []string{"replay", "-"}, "{\"snapshot\": false}\n{\"reset\": 1}\n{\"reset\": true}\n{\"snapshot\": true}\n", exitOK,
+			"line 1: step 0: go on\nline 2: step 1: go on\nline 3: reset\nline 4: snapshot: saved and restored (~", ""},
+		{"flags after the trace", []string{"replay", "-", "--format", "json"}, "{}\n", exitOK,
+			"{\"line\":1,\"kind\":\"check\",\"step\":0,\"verdict\":{\"stop\":false}}\n", ""},
+		{"a trace named like a flag, after --", []string{"replay", "--", "-"}, "{}\n", exitOK, "line 1: step 0: go on\n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := runCmd(t, tt.stdin, tt.args...)
+			if res.code != tt.code {
+				t.Errorf("exit status %d, want %d (stderr %q)", res.code, tt.code, res.stderr)
+			}
+			check := func(what, got, want string) {
+				if rest, ok := strings.CutPrefix(want, "~"); ok {
+					// Contains, or for an exact start followed by "~", starts with.
+					if head, tail, ok := strings.Cut(rest, "~"); ok {
+						if !strings.HasPrefix(got, head) || !strings.Contains(got, tail) {
+							t.Errorf("%s = %q, want it to start with %q and contain %q", what, got, head, tail)
+						}
+						return
+					}
+					if !strings.Contains(got, rest) {
+						t.Errorf("%s = %q, want it to contain %q", what, got, rest)
+					}
+					return
+				}
+				if head, tail, ok := strings.Cut(want, "~"); ok {
+					if !strings.HasPrefix(got, head) || !strings.Contains(got[len(head):], tail) {
+						t.Errorf("%s = %q, want it to start with %q, then contain %q", what, got, head, tail)
+					}
+					return
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("%s (-want +got):\n%s", what, diff)
+				}
+			}
+			check("stdout", res.stdout, tt.stdout)
+			check("stderr", res.stderr, tt.stderr)
+		})
+	}
+}
+
+func TestLineTooLong(t *testing.T) {
+	defer func(n int) { maxLineBytes = n }(maxLineBytes)
+	maxLineBytes = 100
+	res := runCmd(t, "{}\n{\"text\": \""+strings.Repeat("x", 200)+"\"}\n", "replay", "-")
+	want := result{exitUsage, "line 1: step 0: go on\n", "<stdin>:2: line longer than 100 bytes\n"}
+	if diff := cmp.Diff(want, res, cmp.AllowUnexported(result{})); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// failingReader returns some lines, then an error.
+type failingReader struct{ data io.Reader }
+
+func (r *failingReader) Read(p []byte) (int, error) {
+	n, err := r.data.Read(p)
+	if err == io.EOF {
+		return n, errors.New("disk on fire")
+	}
+	return n, err
+}
+
+func TestReadError(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"replay", "-"}, &failingReader{strings.NewReader("{}\n")}, &stdout, &stderr)
+	got := result{code, stdout.String(), stderr.String()}
+	want := result{exitUsage, "line 1: step 0: go on\n", "<stdin>:2: disk on fire\n"}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(result{})); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("pipe closed") }
+
+func TestWriteError(t *testing.T) {
+	var stderr bytes.Buffer
+	code := run([]string{"replay", "-"}, strings.NewReader("{}\n"), failingWriter{}, &stderr)
+	if code != exitFailed || stderr.String() != "loopguard replay: writing the output: pipe closed\n" {
+		t.Errorf("run = %d, stderr %q; want %d and a message about the output", code, stderr.String(), exitFailed)
+	}
+}
+
+// brittle is a detector whose snapshots cannot be restored.
+type brittle struct{}
+
+func (brittle) Name() string                                   { return "brittle" }
+func (brittle) Priority() int                                  { return guard.PriorityCustom }
+func (brittle) Options() any                                   { return nil }
+func (brittle) Observe(*guard.Facts)                           {}
+func (brittle) Verdict() guard.Verdict                         { return guard.Verdict{} }
+func (brittle) Preflight(*guard.Facts) guard.Verdict           { return guard.Verdict{} }
+func (brittle) Snapshot(guard.SnapshotOptions) ([]byte, error) { return []byte(`"x"`), nil }
+func (brittle) Restore([]byte) error                           { return errors.New("cannot restore") }
+func (brittle) Reset()                                         {}
+
+func TestSnapshotFailure(t *testing.T) {
+	r := detector.Standard()
+	err := r.Register("brittle", detector.Entry{Default: true, Build: func(detector.Input) (guard.Detector, error) { return brittle{}, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	rp := &replayer{conf: &guardConfig{registry: r, doc: []byte(`{}`)}, name: "t.jsonl", stderr: &stderr,
+		emit: func(rec record) error { stdout.WriteString(textRecord(rec) + "\n"); return nil }}
+	code := rp.run(strings.NewReader("{}\n{\"snapshot\": true}\n{}\n"))
+	if code != exitFailed {
+		t.Errorf("exit status %d, want %d", code, exitFailed)
+	}
+	if got, want := stderr.String(), "t.jsonl:2: restoring the snapshot: "; !strings.HasPrefix(got, want) || !strings.Contains(got, "cannot restore") {
+		t.Errorf("stderr = %q, want it to start with %q and say why", got, want)
+	}
+	if got, want := stdout.String(), "line 1: step 0: go on\n"; got != want {
+		t.Errorf("stdout = %q, want %q", got, want)
+	}
+}
+
+// TestFrozenClock checks that a replay's duration budget counts only the
+// durations the steps report, however slowly the replay runs.
+func TestFrozenClock(t *testing.T) {
+	dir := t.TempDir()
+	config := filepath.Join(dir, "d.json")
+	if err := os.WriteFile(config, []byte(`{"budget": {"maxDurationMs": 1000}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := runCmd(t, "{\"usage\": {\"durationMs\": 400}, \"text\": \"a\"}\n{\"usage\": {\"durationMs\": 400}, \"text\": \"b\"}\n{\"usage\": {\"durationMs\": 400}, \"text\": \"c\"}\n",
+		"replay", "--config", config, "--format", "json", "-")
+	recs := decodeRecords(t, res.stdout)
+	if len(recs) != 3 {
+		t.Fatalf("%d records, want 3: %s", len(recs), res.stdout)
+	}
+	var v struct {
+		Stop bool   `json:"stop"`
+		Code string `json:"code"`
+	}
+	for i, r := range recs[:2] {
+		if json.Unmarshal(r.Verdict, &v); v.Stop {
+			t.Errorf("step %d stopped: %s", i, r.Verdict)
+		}
+	}
+	if json.Unmarshal(recs[2].Verdict, &v); !v.Stop || v.Code != "BUDGET_DURATION_MS" {
+		t.Errorf("step 2 = %s, want a BUDGET_DURATION_MS stop", recs[2].Verdict)
+	}
+}
