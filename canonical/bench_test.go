@@ -25,6 +25,19 @@ var docJSON = func() []byte {
 	return []byte(b.String())
 }()
 
+// chatJSON is a 10 KB chat request as an agent sends it: messages with
+// text content and tool calls whose arguments are JSON in strings.
+var chatJSON = func() []byte {
+	var b strings.Builder
+	b.WriteString(`{"model": "gpt-x", "temperature": 0.2, "max_tokens": 4096, "messages": [{"role": "system", "content": "You are a coding agent. Use the tools to read, search and edit files in the repository; run the tests after every change and stop when they pass."}`)
+	for i := 0; b.Len() < 10_000-700; i++ {
+		fmt.Fprintf(&b, `, {"role": "assistant", "content": null, "tool_calls": [{"id": "call_%04d", "type": "function", "function": {"name": "grep", "arguments": "{\"pattern\": \"func Serve\", \"path\": \"src/server\", \"context\": %d}"}}]}`, i, i%5)
+		fmt.Fprintf(&b, `, {"role": "tool", "tool_call_id": "call_%04d", "content": "src/server/handlers.go:%d: func (h *Handler) Serve(w http.ResponseWriter, r *http.Request) {\n\tctx := r.Context()\n\tif err := h.auth(ctx, r); err != nil {\n\t\thttp.Error(w, err.Error(), http.StatusUnauthorized)\n\t\treturn\n\t}"}`, i, 100+i)
+	}
+	b.WriteString(`], "tools": [{"type": "function", "function": {"name": "grep", "description": "Search files", "parameters": {"type": "object", "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}}}}}], "stream": false}`)
+	return []byte(b.String())
+}()
+
 func decode(b []byte) any {
 	var v any
 	if err := json.Unmarshal(b, &v); err != nil {
@@ -46,6 +59,31 @@ func BenchmarkHashJSONDoc(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		HashJSON(docJSON)
+	}
+}
+
+func BenchmarkHashJSONChat(b *testing.B) {
+	b.SetBytes(int64(len(chatJSON)))
+	b.ReportAllocs()
+	for b.Loop() {
+		HashJSON(chatJSON)
+	}
+}
+
+func BenchmarkUnmarshalChat(b *testing.B) {
+	b.SetBytes(int64(len(chatJSON)))
+	b.ReportAllocs()
+	for b.Loop() {
+		decode(chatJSON)
+	}
+}
+
+func BenchmarkHashMapChat(b *testing.B) {
+	v := decode(chatJSON)
+	b.SetBytes(int64(len(chatJSON)))
+	b.ReportAllocs()
+	for b.Loop() {
+		Hash(v)
 	}
 }
 
@@ -141,5 +179,14 @@ func BenchmarkHashFunc(b *testing.B) {
 				sha256.Sum256(data)
 			}
 		})
+	}
+}
+
+func TestBenchmarkInputs(t *testing.T) {
+	for name, b := range map[string][]byte{"args": argsJSON, "doc": docJSON, "chat": chatJSON} {
+		if _, err := Transform(b); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		t.Logf("%s: %d bytes", name, len(b))
 	}
 }

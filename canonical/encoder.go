@@ -246,27 +246,31 @@ func (e *encoder) popRef() { e.refs = e.refs[:len(e.refs)-1] }
 // addMember records the member that starts at buf[start], whose name ends
 // at buf[keyEnd] and whose value ends at the end of buf.
 func (e *encoder) addMember(start, keyEnd int) {
-	e.members = append(e.members, member{start, keyEnd, len(e.buf), keyPrefix(e.buf[start:keyEnd])})
+	e.members = append(e.members, member{start, keyEnd, len(e.buf), e.keyPrefix(start, keyEnd)})
 }
 
 // keyPrefix returns a number that orders encoded names as compareKeys does
 // when the numbers differ: the first 8 bytes of the name, zero-padded and
 // big-endian, with the lead bytes of UTF-8 remapped so that byte order is
 // UTF-16 order (F0-F4 before EE-EF). Names that are not UTF-8 come last.
-func keyPrefix(key []byte) uint64 {
-	if key[0] != tagString {
+func (e *encoder) keyPrefix(start, keyEnd int) uint64 {
+	if e.buf[start] != tagString {
 		return math.MaxUint64
 	}
-	name := key[1 : len(key)-1]
+	n := keyEnd - start - 2 // the name's length
 	var p uint64
-	if len(name) >= 8 {
-		p = binary.BigEndian.Uint64(name)
-	} else {
-		for i, c := range name {
+	switch {
+	case n >= 8:
+		p = binary.BigEndian.Uint64(e.buf[start+1:])
+	case start+9 <= len(e.buf):
+		// Load 8 bytes (the value follows the name) and keep n of them.
+		p = binary.BigEndian.Uint64(e.buf[start+1:]) &^ (math.MaxUint64 >> (8 * n))
+	default:
+		for i, c := range e.buf[start+1 : keyEnd-1] {
 			p |= uint64(c) << (56 - 8*i)
 		}
 	}
-	if p&0x8080808080808080 != 0 {
+	if p&msb != 0 {
 		var q uint64
 		for i := 0; i < 8; i++ {
 			c := byte(p >> (56 - 8*i))
@@ -294,13 +298,18 @@ func (e *encoder) compareMembers(a, b *member) int {
 	return compareKeys(e.buf[a.start:a.keyEnd], e.buf[b.start:b.keyEnd])
 }
 
+// lessMembers reports whether a's name orders before b's.
+func (e *encoder) lessMembers(a, b *member) bool {
+	return a.prefix < b.prefix || a.prefix == b.prefix && e.compareMembers(a, b) < 0
+}
+
 // endObject sorts the members written since members[mark:] by name,
 // keeps the last of equal names, writes the object end and drops the
 // members from the stack.
 func (e *encoder) endObject(mark int, truncated bool) {
 	ms := e.members[mark:]
 	for i := 1; i < len(ms); i++ {
-		if e.compareMembers(&ms[i-1], &ms[i]) >= 0 {
+		if !e.lessMembers(&ms[i-1], &ms[i]) {
 			e.reorder(ms)
 			break
 		}
@@ -321,7 +330,7 @@ func (e *encoder) reorder(ms []member) {
 		for i := 1; i < len(ms); i++ {
 			m := ms[i]
 			j := i
-			for ; j > 0 && e.compareMembers(&ms[j-1], &m) > 0; j-- {
+			for ; j > 0 && e.lessMembers(&m, &ms[j-1]); j-- {
 				ms[j] = ms[j-1]
 			}
 			ms[j] = m
@@ -331,7 +340,7 @@ func (e *encoder) reorder(ms []member) {
 	}
 	e.tmp = e.tmp[:0]
 	for i := range ms {
-		if i+1 < len(ms) && e.compareMembers(&ms[i], &ms[i+1]) == 0 {
+		if i+1 < len(ms) && ms[i].prefix == ms[i+1].prefix && e.compareMembers(&ms[i], &ms[i+1]) == 0 {
 			continue // a later member has the same name
 		}
 		e.tmp = append(e.tmp, e.buf[ms[i].start:ms[i].end]...)

@@ -239,6 +239,13 @@ const (
 	msb = 0x8080808080808080
 )
 
+// unsafeBytes returns a word with the top bit set in the lowest byte of w
+// that needs care in a JSON string, if any (and perhaps in higher bytes).
+func unsafeBytes(w uint64) uint64 {
+	q, b := w^(lsb*'"'), w^(lsb*'\\')
+	return ((w - lsb*0x20) | (q - lsb) | (b - lsb) | w) & msb
+}
+
 // skipSafe returns the index of the first byte at or after src[i] that does
 // not stand for itself in a JSON string (below 0x20, above 0x7F, '"' or
 // '\\'), or len(src).
@@ -247,10 +254,19 @@ func skipSafe(src []byte, i int) int {
 	// x^'\\', zero for those) set the top bit for the bytes sought, and
 	// above them through borrows, so the lowest top bit set is exact; x
 	// itself sets it for bytes above 0x7F.
-	for i+8 <= len(src) {
-		w := binary.LittleEndian.Uint64(src[i:])
-		q, b := w^(lsb*'"'), w^(lsb*'\\')
-		if m := ((w - lsb*0x20) | (q - lsb) | (b - lsb) | w) & msb; m != 0 {
+	for i+16 <= len(src) {
+		m1 := unsafeBytes(binary.LittleEndian.Uint64(src[i:]))
+		m2 := unsafeBytes(binary.LittleEndian.Uint64(src[i+8:]))
+		if m1|m2 != 0 {
+			if m1 != 0 {
+				return i + bits.TrailingZeros64(m1)>>3
+			}
+			return i + 8 + bits.TrailingZeros64(m2)>>3
+		}
+		i += 16
+	}
+	if i+8 <= len(src) {
+		if m := unsafeBytes(binary.LittleEndian.Uint64(src[i:])); m != 0 {
 			return i + bits.TrailingZeros64(m)>>3
 		}
 		i += 8
