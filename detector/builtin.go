@@ -327,7 +327,9 @@ func buildOscillation(in Input) (guard.Detector, error) {
 			path := join(keyOscillation, m.key)
 			switch m.key {
 			case "maxPeriod":
-				o.MaxPeriod = r.integer(path, m.val, 2)
+				if o.MaxPeriod = r.integer(path, m.val, 2); o.MaxPeriod > oscillation.MaxMaxPeriod {
+					r.failf(path, "must be at most %d, not %d", oscillation.MaxMaxPeriod, o.MaxPeriod)
+				}
 			case "repeats":
 				o.Repeats = r.integer(path, m.val, 2)
 			default:

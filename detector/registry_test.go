@@ -186,6 +186,8 @@ func TestBuild(t *testing.T) {
 			with(map[string]guard.Detector{"oscillation": osc(oscillation.Options{MaxPeriod: 4, Repeats: 2})}), nil},
 		{"oscillation maxPeriod only", `{"oscillation": {"maxPeriod": 2}}`,
 			with(map[string]guard.Detector{"oscillation": osc(oscillation.Options{MaxPeriod: 2})}), nil},
+		{"oscillation longest maxPeriod", `{"oscillation": {"maxPeriod": 256}}`,
+			with(map[string]guard.Detector{"oscillation": osc(oscillation.Options{MaxPeriod: 256})}), nil},
 		{"oscillation false", `{"oscillation": false}`, with(map[string]guard.Detector{"oscillation": off}), nil},
 		{"oscillation true", `{"oscillation": true}`, with(nil), nil},
 
@@ -340,8 +342,13 @@ func TestBuildErrors(t *testing.T) {
 		{"maxCalls fraction", `{"tools": {"search": {"maxCalls": 0.5}}}`, []problem{{"toollimit", "tools.search.maxCalls", atLeast0}}},
 		{"maxCalls true", `{"tools": {"search": {"maxCalls": true}}}`, []problem{{"toollimit", "tools.search.maxCalls", atLeast0 + ", not a boolean"}}},
 
+		// A constructor's own error comes through, renamed to the JSON path.
+		{"tool name too long for a cap", `{"tools": {"` + strings.Repeat("a", 300) + `": {"maxCalls": 1}}}`,
+			[]problem{{"toollimit", `tools["` + strings.Repeat("a", 32) + `..."]`, "tool name is longer than 256 bytes"}}},
+
 		// oscillation and noProgress.
 		{"oscillation maxPeriod 1", `{"oscillation": {"maxPeriod": 1}}`, []problem{{"oscillation", "oscillation.maxPeriod", atLeast2}}},
+		{"oscillation maxPeriod too long", `{"oscillation": {"maxPeriod": 257}}`, []problem{{"oscillation", "oscillation.maxPeriod", "must be at most 256, not 257"}}},
 		{"oscillation repeats 1", `{"oscillation": {"repeats": 1}}`, []problem{{"oscillation", "oscillation.repeats", atLeast2}}},
 		{"oscillation array", `{"oscillation": [3, 3]}`, []problem{{"oscillation", "oscillation", section + ", not an array"}}},
 		{"noProgress threshold 1", `{"noProgress": {"threshold": 1}}`, []problem{{"noprogress", "noProgress.threshold", atLeast2}}},
