@@ -1,0 +1,123 @@
+package trace
+
+import (
+	"encoding/json"
+	"io"
+	"strings"
+)
+
+// detectLimit is how many items Detect looks at before it gives up on
+// telling OpenAI and Anthropic apart.
+const detectLimit = 1000
+
+// Detect returns the format of a log, or Unknown when data is not JSON or
+// holds none of the formats' shapes.
+//
+// An object with "role" is a message; it is OpenAI's when it has a role
+// only OpenAI uses (system, developer, tool, function) or fields or parts
+// only OpenAI has (tool_calls, tool_call_id, image_url, ...), Anthropic's
+// when it has blocks only Anthropic has (tool_use, tool_result, thinking,
+// ...). A chat completion object ("choices") is OpenAI's, a message object
+// ("type": "message") Anthropic's. An object with loopguard's step fields
+// (text, toolCalls, finishReason, usage, input, userReply) and no role is a
+// step. Items are looked at in order until one decides; a transcript of
+// plain user and assistant text, which both providers read alike, is OpenAI's.
+func Detect(data []byte) Format {
+	it := newItems(trimBOM(data))
+	messages := false
+	for n := 0; n < detectLimit; n++ {
+		raw, _, err := it.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return Unknown
+		}
+		f, isMessage := detectItem(raw)
+		if f != Unknown {
+			return f
+		}
+		messages = messages || isMessage
+	}
+	if messages {
+		return OpenAI
+	}
+	return Unknown
+}
+
+// probe holds the fields that tell the formats apart.
+type probe struct {
+	Role         *json.RawMessage `json:"role"`
+	Type         *json.RawMessage `json:"type"`
+	Content      json.RawMessage  `json:"content"`
+	ToolCalls    *json.RawMessage `json:"tool_calls"`
+	ToolCallID   *json.RawMessage `json:"tool_call_id"`
+	FunctionCall *json.RawMessage `json:"function_call"`
+	Refusal      *json.RawMessage `json:"refusal"`
+	Choices      *json.RawMessage `json:"choices"`
+	Object       *json.RawMessage `json:"object"`
+	StopReason   *json.RawMessage `json:"stop_reason"`
+
+	StepText         *json.RawMessage `json:"text"`
+	StepToolCalls    *json.RawMessage `json:"toolCalls"`
+	StepFinishReason *json.RawMessage `json:"finishReason"`
+	StepUsage        *json.RawMessage `json:"usage"`
+	StepInput        *json.RawMessage `json:"input"`
+	StepUserReply    *json.RawMessage `json:"userReply"`
+}
+
+// detectItem returns the format an item decides, and whether it is a
+// message at all.
+func detectItem(raw json.RawMessage) (Format, bool) {
+	if len(raw) == 0 || raw[0] != '{' {
+		return Unknown, false
+	}
+	var p probe
+	if json.Unmarshal(raw, &p) != nil {
+		return Unknown, false
+	}
+	switch {
+	case p.Choices != nil || p.Object != nil && strings.HasPrefix(str(*p.Object), "chat.completion"):
+		return OpenAI, true
+	case p.Type != nil && str(*p.Type) == "message" || p.StopReason != nil:
+		return Anthropic, true
+	case p.Role == nil:
+		if p.StepText != nil || p.StepToolCalls != nil || p.StepFinishReason != nil || p.StepUsage != nil ||
+			p.StepInput != nil || p.StepUserReply != nil {
+			return Steps, false
+		}
+		return Unknown, false
+	}
+	switch str(*p.Role) {
+	case "system", "developer", "tool", "function":
+		return OpenAI, true
+	}
+	if p.ToolCalls != nil || p.ToolCallID != nil || p.FunctionCall != nil || p.Refusal != nil {
+		return OpenAI, true
+	}
+	var parts []struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(p.Content, &parts) == nil {
+		for _, part := range parts {
+			switch part.Type {
+			case "image_url", "input_audio", "file", "refusal":
+				return OpenAI, true
+			case "text":
+			default:
+				if part.Type != "" {
+					// tool_use, tool_result, thinking, image, document, ...
+					return Anthropic, true
+				}
+			}
+		}
+	}
+	return Unknown, true
+}
+
+// str returns the JSON string raw holds, or "".
+func str(raw json.RawMessage) string {
+	var s string
+	_ = json.Unmarshal(raw, &s)
+	return s
+}

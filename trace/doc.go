@@ -1,0 +1,67 @@
+// Package trace reads agent logs into [guard.Step] values, so that a finished
+// run can be replayed through a guard (the loopguard audit command does this)
+// and so that adapters for agent SDKs can share one mapping of the providers'
+// shapes onto steps.
+//
+// Three formats are read:
+//
+//   - [Steps]: loopguard's own step lines, one JSON object per line (see
+//     [guard.Step.UnmarshalJSON]), or a JSON array of them.
+//   - [OpenAI]: OpenAI Chat Completions messages.
+//   - [Anthropic]: Anthropic Messages API messages.
+//
+// [Detect] tells the formats apart; [Parse] reads any of them and keeps, for
+// each step, the line it starts on. [ReadSteps], [ReadOpenAI] and
+// [ReadAnthropic] read one format from an io.Reader.
+//
+// # Layout of a transcript
+//
+// An OpenAI or Anthropic transcript is a sequence of items, each a message or
+// a whole API response. The sequence may be given as
+//
+//   - a JSON array of items (the messages parameter of a request),
+//   - a JSON object with a "messages" array (a request body),
+//   - one item per line (JSON Lines), or several JSON values one after the
+//     other; a line may itself be an array or an object with "messages".
+//
+// An OpenAI response is a chat completion object ("choices"; the first choice
+// is read), an Anthropic response is a message object ("type": "message").
+// Responses carry the finish reason and usage that bare messages lack, so a
+// log that interleaves responses with the tool and user messages sent back
+// gives the most complete steps. Streaming chunks are not read: log the
+// assembled response. OpenAI's Responses API is not read either.
+//
+// # From messages to steps
+//
+// Each assistant message (or response) is one step: its text, and its tool
+// calls in order, parallel calls one by one. A tool result is paired with its
+// call by id (OpenAI's tool_call_id, Anthropic's tool_use_id) wherever it
+// comes later in the transcript; a result for an id that no earlier call
+// made, or a second result for one call, is an error. A call with no result
+// has none (Result and Err are nil). A user message that follows a step (and
+// is not only tool results) is new input: its text becomes that step's
+// [guard.Step.Input], as a user's reply to the step. System and developer
+// messages, and user messages before the first step, are not part of any step.
+//
+// OpenAI tool messages have no error flag, so a failed tool's message is a
+// result like any other. Anthropic's "is_error": true makes the call fail:
+// [guard.ToolCall.Err] holds the result's text.
+//
+// Arguments: OpenAI delivers them as a JSON string; when that string holds
+// valid JSON it becomes a json.RawMessage, otherwise the string itself is the
+// argument. Anthropic's "input" object is kept as a json.RawMessage. A result
+// given as a string is kept as a string; any other content (an array of
+// parts or blocks) is kept as a json.RawMessage.
+//
+// Finish reasons are mapped onto the names the guard's finish-reason rule
+// uses: see [OpenAIFinishReason] and [AnthropicFinishReason]. Usage is mapped
+// onto [guard.Usage]: see [ReadOpenAI] and [ReadAnthropic]. Missing usage is
+// zero usage.
+//
+// # Errors
+//
+// Every error that is about the data is an *[Error] naming the 1-based line
+// where the offending value starts. Odd values that do not stop a step from
+// being read (an unknown field, a content part of a kind not listed here) are
+// ignored.
+package trace

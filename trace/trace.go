@@ -1,0 +1,193 @@
+package trace
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/loopguard/loopguard/guard"
+)
+
+// A Format is a kind of agent log.
+type Format uint8
+
+// The formats. The zero value, Unknown, asks [Parse] to detect the format.
+const (
+	Unknown Format = iota
+	Steps
+	OpenAI
+	Anthropic
+)
+
+var formatNames = [...]string{Unknown: "unknown", Steps: "steps", OpenAI: "openai", Anthropic: "anthropic"}
+
+// String returns the format's name: "steps", "openai", "anthropic" or
+// "unknown".
+func (f Format) String() string {
+	if int(f) < len(formatNames) {
+		return formatNames[f]
+	}
+	return fmt.Sprintf("Format(%d)", f)
+}
+
+// ParseFormat returns the format named name ("steps", "openai" or
+// "anthropic"; "auto" and "" give Unknown, which detects the format).
+func ParseFormat(name string) (Format, error) {
+	switch strings.ToLower(name) {
+	case "", "auto":
+		return Unknown, nil
+	case "steps":
+		return Steps, nil
+	case "openai":
+		return OpenAI, nil
+	case "anthropic":
+		return Anthropic, nil
+	}
+	return Unknown, fmt.Errorf("trace: unknown format %q (want steps, openai or anthropic)", name)
+}
+
+// An Error is a problem with the data of a log: the 1-based line where the
+// offending value starts (0 when there is none, as for empty input) and what
+// is wrong with it.
+type Error struct {
+	Line int
+	Err  error
+}
+
+func (e *Error) Error() string {
+	if e.Line <= 0 {
+		return "trace: " + e.Err.Error()
+	}
+	return fmt.Sprintf("trace: line %d: %v", e.Line, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *Error) Unwrap() error { return e.Err }
+
+// ErrUnknownFormat is wrapped by the error of [Parse] when it cannot tell
+// which format the data is in.
+var ErrUnknownFormat = errors.New("not loopguard steps, OpenAI chat messages or Anthropic messages")
+
+// A Trace is a parsed log: one run of an agent.
+type Trace struct {
+	// Format is the format the log was read as.
+	Format Format
+	// Steps are the run's steps, in order.
+	Steps []guard.Step
+	// Lines holds, for each step, the 1-based line of the input where the
+	// step starts: its step line, or the assistant message or response it
+	// was made from.
+	Lines []int
+}
+
+// Parse reads a log in format f, or, when f is Unknown, in the format that
+// [Detect] finds. Blank input is a run with no steps. A leading UTF-8 byte
+// order mark is skipped.
+func Parse(data []byte, f Format) (*Trace, error) {
+	data = trimBOM(data)
+	if len(bytes.TrimSpace(data)) == 0 {
+		if f == Unknown {
+			f = Steps
+		}
+		return &Trace{Format: f}, nil
+	}
+	if f == Unknown {
+		f = Detect(data)
+	}
+	var t *Trace
+	var err error
+	switch f {
+	case Steps:
+		t, err = parseSteps(data)
+	case OpenAI:
+		t, err = parseOpenAI(data)
+	case Anthropic:
+		t, err = parseAnthropic(data)
+	default:
+		return nil, unknownFormat(data)
+	}
+	if err != nil {
+		return nil, err
+	}
+	t.Format = f
+	return t, nil
+}
+
+// trimBOM removes a UTF-8 byte order mark. It keeps line numbers as they are.
+func trimBOM(data []byte) []byte {
+	return bytes.TrimPrefix(data, []byte("\uFEFF"))
+}
+
+// unknownFormat explains why data matches no format: a syntax error, or a
+// shape that no format has.
+func unknownFormat(data []byte) error {
+	it := newItems(data)
+	for {
+		_, _, err := it.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return &Error{Line: lineOf(data, firstNonSpace(data)), Err: ErrUnknownFormat}
+}
+
+// Read reads a log from r in the format [Detect] finds.
+func Read(r io.Reader) (*Trace, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data, Unknown)
+}
+
+func read(r io.Reader, f Format) ([]guard.Step, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	t, err := Parse(data, f)
+	if err != nil {
+		return nil, err
+	}
+	return t.Steps, nil
+}
+
+// ReadSteps reads loopguard step lines: one JSON object per line in the shape
+// [guard.Step.UnmarshalJSON] reads (blank lines are skipped), or a JSON array
+// of such objects. A line that is not a JSON object is an *Error.
+func ReadSteps(r io.Reader) ([]guard.Step, error) { return read(r, Steps) }
+
+// ReadOpenAI reads an OpenAI Chat Completions transcript (see the package
+// documentation for the layouts it accepts).
+//
+// Assistant messages are steps. Their "content" (a string or text parts) and
+// "refusal" are the step's text; "tool_calls" are its calls (function calls
+// and custom tool calls; the deprecated "function_call" too), paired with the
+// "tool" messages that answer them by "tool_call_id" (a legacy "function"
+// message answers the function_call before it). A chat completion object
+// gives the first choice's message, its "finish_reason" and the response's
+// "usage": prompt_tokens, completion_tokens and total_tokens become
+// InputTokens, OutputTokens and TotalTokens. A message that carries
+// "finish_reason" or "usage" fields itself (as some loggers write) is read the
+// same way.
+func ReadOpenAI(r io.Reader) ([]guard.Step, error) { return read(r, OpenAI) }
+
+// ReadAnthropic reads an Anthropic Messages transcript (see the package
+// documentation for the layouts it accepts).
+//
+// Assistant messages are steps. Their "text" blocks are the step's text
+// (thinking blocks are not); "tool_use" blocks (and server_tool_use and
+// mcp_tool_use blocks) are its calls, paired with the "tool_result" blocks
+// (and the server tools' result blocks) that answer them by "tool_use_id". A
+// result with "is_error": true makes the call fail. Text and other non-result
+// blocks of a user message that follows a step are that step's input. A
+// message object from the API gives "stop_reason" (see
+// [AnthropicFinishReason]) and "usage": input_tokens plus
+// cache_creation_input_tokens plus cache_read_input_tokens (which Anthropic
+// counts apart) become InputTokens, and output_tokens OutputTokens.
+func ReadAnthropic(r io.Reader) ([]guard.Step, error) { return read(r, Anthropic) }
