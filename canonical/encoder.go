@@ -106,6 +106,7 @@ type encoder struct {
 	refs    []ref
 
 	depth     int  // containers open around the current value
+	hops      int  // pointers followed to reach the current value
 	count     int  // values read so far
 	maxDepth  int  // containers nested deeper are cut
 	maxValues int  // values past this are cut
@@ -131,7 +132,7 @@ func (e *encoder) reset() {
 	e.buf = e.buf[:0]
 	e.members = e.members[:0]
 	e.refs = e.refs[:0]
-	e.depth, e.count = 0, 0
+	e.depth, e.count, e.hops = 0, 0, 0
 	e.maxDepth, e.maxValues = MaxDepth, MaxValues
 	e.careful = false
 }

@@ -109,7 +109,7 @@ func literal(src []byte, i int, lit string) (int, bool) {
 
 func (e *encoder) jsonArray(src []byte, i int) (int, bool) {
 	if !e.open() {
-		return skipContainer(src, i, e.depth+1)
+		return e.skipContainer(src, i, e.depth+1)
 	}
 	e.depth++
 	e.buf = append(e.buf, tagArray)
@@ -123,7 +123,7 @@ func (e *encoder) jsonArray(src []byte, i int) (int, bool) {
 		if !e.next() {
 			e.depth--
 			e.buf = append(e.buf, tagArrayEnd)
-			return skipRest(src, i, e.depth+1, ']')
+			return e.skipRest(src, i, e.depth+1, ']')
 		}
 		var ok bool
 		if i, ok = e.jsonValue(src, i); !ok {
@@ -148,7 +148,7 @@ func (e *encoder) jsonArray(src []byte, i int) (int, bool) {
 
 func (e *encoder) jsonObject(src []byte, i int) (int, bool) {
 	if !e.open() {
-		return skipContainer(src, i, e.depth+1)
+		return e.skipContainer(src, i, e.depth+1)
 	}
 	e.depth++
 	e.buf = append(e.buf, tagObject)
@@ -167,7 +167,7 @@ func (e *encoder) jsonObject(src []byte, i int) (int, bool) {
 			e.buf = e.buf[:len(e.buf)-1] // endObject writes the marker
 			e.depth--
 			e.endObject(mark, true)
-			return skipRest(src, i, e.depth+1, '}')
+			return e.skipRest(src, i, e.depth+1, '}')
 		}
 		start := len(e.buf)
 		var ok bool
@@ -436,31 +436,32 @@ func (e *encoder) jsonNumber(src []byte, i int) (int, bool) {
 
 // skipContainer validates the array or object at src[i] without encoding
 // it; depth is its nesting level.
-func skipContainer(src []byte, i, depth int) (int, bool) {
+func (e *encoder) skipContainer(src []byte, i, depth int) (int, bool) {
 	end := byte(']')
 	if src[i] == '{' {
 		end = '}'
 	}
-	return skipRest(src, skipSpace(src, i+1), depth, end)
+	return e.skipRest(src, skipSpace(src, i+1), depth, end)
 }
 
 // skipRest validates the rest of a container, from src[i] (an element, a
 // member or the end) to its end byte, without encoding it.
-func skipRest(src []byte, i, depth int, end byte) (int, bool) {
+func (e *encoder) skipRest(src []byte, i, depth int, end byte) (int, bool) {
 	if depth > maxTextDepth {
 		return i, false
 	}
-	var s encoder // discards strings and numbers into s.buf
 	if i < len(src) && src[i] == end {
 		return i + 1, true
 	}
+	n, count := len(e.buf), e.count
+	defer func() { e.buf, e.count = e.buf[:n], count }()
 	for {
 		var ok bool
 		if end == '}' {
 			if i >= len(src) || src[i] != '"' {
 				return i, false
 			}
-			if i, ok = s.jsonString(src, i); !ok {
+			if i, ok = e.jsonString(src, i); !ok {
 				return i, false
 			}
 			i = skipSpace(src, i)
@@ -474,14 +475,14 @@ func skipRest(src []byte, i, depth int, end byte) (int, bool) {
 		}
 		switch src[i] {
 		case '[', '{':
-			i, ok = skipContainer(src, i, depth+1)
+			i, ok = e.skipContainer(src, i, depth+1)
 		default:
-			i, ok = s.jsonValue(src, i)
+			i, ok = e.jsonValue(src, i)
 		}
 		if !ok {
 			return i, false
 		}
-		s.buf = s.buf[:0]
+		e.buf = e.buf[:n]
 		i = skipSpace(src, i)
 		if i >= len(src) {
 			return i, false

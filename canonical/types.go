@@ -175,7 +175,10 @@ func typeFields(t reflect.Type) []field {
 		}
 		out = append(out, f0)
 	}
-	slices.SortFunc(out, func(a, b field) int { return slices.Compare(a.index, b.index) })
+	// encoding/json writes the fields in index order; here they are read in
+	// canonical order, so that the value limit cuts the same members as
+	// for the equivalent map, and the object needs no sorting.
+	slices.SortFunc(out, func(a, b field) int { return compareKeys(a.key, b.key) })
 	return out
 }
 

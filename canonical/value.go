@@ -254,7 +254,15 @@ func (e *encoder) reflectValue(v reflect.Value, quoted bool) {
 		if !e.pushRef(t, uintptr(v.UnsafePointer()), 0) {
 			return
 		}
-		e.reflectValue(v.Elem(), quoted)
+		if e.hops >= maxTextDepth {
+			// A chain of 10,000 distinct pointers: cut it, to bound the
+			// recursion.
+			e.scalar(tagMaxDepth)
+		} else {
+			e.hops++
+			e.reflectValue(v.Elem(), quoted)
+			e.hops--
+		}
 		e.popRef()
 	case reflect.Struct:
 		e.structValue(v, ti)
