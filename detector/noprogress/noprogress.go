@@ -1,0 +1,269 @@
+// Package noprogress stops a run whose steps change nothing: the agent says
+// the same thing again and again while no new tool outcome comes back.
+//
+// A step is stalled when none of its tool outcomes (a call's arguments plus
+// its result or error, guard.Call.Outcome) is new in this run. A step without
+// calls is stalled, and so is a step that only calls ignored tools (see
+// guard.Options.Ignore): their calls are not outcomes. A step that brings new
+// input other than tool results (guard.Step.Input, such as a user's reply) is
+// not stalled.
+//
+// The detector stops after Options.Threshold stalled steps in a row that all
+// have the same normalised text (guard.Facts.TextHash). An empty text counts
+// as a text, so steps with only tool calls are judged on their outcomes
+// alone. A new outcome, or another text, starts the count again; a stalled
+// step with another text starts a new count of one. A stall that goes on
+// stops again on every later stalled step with the same text.
+//
+// To bound memory and snapshots, the detector remembers the newest
+// Options.Window distinct outcomes, in the order they were first seen: an
+// outcome seen again is not new and does not move; an outcome older than the
+// window counts as new again.
+//
+// The rule needs finished steps, so it judges nothing in preflight.
+package noprogress
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/loopguard/loopguard/canonical"
+	"github.com/loopguard/loopguard/feedback"
+	"github.com/loopguard/loopguard/guard"
+)
+
+// Name is the detector's name: the key of its state in snapshots.
+const Name = "noprogress"
+
+// Code is the code of the detector's stops.
+const Code = "NO_PROGRESS"
+
+// Defaults of the options, and the largest window.
+const (
+	DefaultThreshold = 3
+	DefaultWindow    = 1024
+	MaxWindow        = 1 << 20
+)
+
+// Options tune the detector. The zero value is the reference's default: three
+// stalled steps with the same text stop, the newest 1024 distinct outcomes
+// are remembered.
+type Options struct {
+	// Threshold is how many stalled steps in a row, with the same text,
+	// stop the run: 0 means 3, any other value must be at least 2.
+	Threshold int `json:"threshold"`
+	// Window is how many distinct outcomes are remembered: 0 means 1024,
+	// any other value must be from 1 to MaxWindow.
+	Window int `json:"window"`
+}
+
+// Evidence is the evidence of a stop.
+type Evidence struct {
+	// Steps is the number of stalled steps in a row with the same text.
+	Steps int `json:"steps"`
+	// Threshold is Options.Threshold.
+	Threshold int `json:"threshold"`
+	// TextPreview is a short preview of the normalised text that the
+	// stalled steps share.
+	TextPreview string `json:"textPreview"`
+}
+
+// A Detector finds runs of stalled steps. Create it with New.
+type Detector struct {
+	opts Options
+	seen outcomeSet
+
+	// stalled is the number of stalled steps in a row with the text whose
+	// hash is text.
+	stalled int
+	text    canonical.Sum
+
+	verdict guard.Verdict
+}
+
+var (
+	_ guard.Detector   = (*Detector)(nil)
+	_ guard.Summarizer = (*Detector)(nil)
+)
+
+// New returns a detector with these options, or an error (a
+// *guard.OptionError) for every invalid option.
+func New(o Options) (*Detector, error) {
+	var errs []error
+	if o.Threshold != 0 && o.Threshold < 2 {
+		errs = append(errs, &guard.OptionError{Detector: Name, Field: "Threshold",
+			Err: fmt.Errorf("must be 0 (the default, %d) or at least 2, not %d", DefaultThreshold, o.Threshold)})
+	}
+	if o.Window < 0 || o.Window > MaxWindow {
+		errs = append(errs, &guard.OptionError{Detector: Name, Field: "Window",
+			Err: fmt.Errorf("must be 0 (the default, %d) or from 1 to %d, not %d", DefaultWindow, MaxWindow, o.Window)})
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if o.Threshold == 0 {
+		o.Threshold = DefaultThreshold
+	}
+	if o.Window == 0 {
+		o.Window = DefaultWindow
+	}
+	d := &Detector{opts: o}
+	d.seen.init(o.Window)
+	return d, nil
+}
+
+// Name returns "noprogress".
+func (d *Detector) Name() string { return Name }
+
+// Priority returns guard.PriorityNoProgress.
+func (d *Detector) Priority() int { return guard.PriorityNoProgress }
+
+// Options returns the options with the defaults filled in.
+func (d *Detector) Options() any { return d.opts }
+
+// maxStalled caps the count, so that it never overflows.
+const maxStalled = 1 << 62
+
+// Observe records the step's outcomes and counts it if it is stalled.
+func (d *Detector) Observe(f *guard.Facts) {
+	d.verdict = guard.Verdict{}
+	stalled := !f.NewInput
+	for i := range f.Calls {
+		c := &f.Calls[i]
+		if !c.Ignored && d.seen.add(c.Outcome) {
+			stalled = false
+		}
+	}
+	switch {
+	case !stalled:
+		d.stalled = 0
+		return
+	case d.stalled > 0 && d.text == f.TextHash:
+		if d.stalled < maxStalled {
+			d.stalled++
+		}
+	default:
+		d.stalled, d.text = 1, f.TextHash
+	}
+	if d.stalled < d.opts.Threshold {
+		return
+	}
+	ev := Evidence{Steps: d.stalled, Threshold: d.opts.Threshold, TextPreview: f.TextPreview()}
+	text := "no text"
+	if f.HasText {
+		text = fmt.Sprintf("the same text %q", ev.TextPreview)
+	}
+	v := guard.Verdict{
+		Stop:   true,
+		Reason: guard.ReasonNoProgress,
+		Code:   Code,
+		Detail: fmt.Sprintf("%d steps in a row brought no new tool outcome and had %s (threshold %d)",
+			ev.Steps, text, ev.Threshold),
+		Evidence: ev,
+	}
+	v.Feedback = feedback.For(v, guard.PhaseCheck)
+	d.verdict = v
+}
+
+// Verdict returns the stop found by the last Observe, if any.
+func (d *Detector) Verdict() guard.Verdict { return d.verdict }
+
+// Preflight judges nothing: the rule needs finished steps.
+func (d *Detector) Preflight(*guard.Facts) guard.Verdict { return guard.Verdict{} }
+
+// Reset forgets the run.
+func (d *Detector) Reset() {
+	d.seen.reset()
+	d.stalled, d.text = 0, canonical.Sum{}
+	d.verdict = guard.Verdict{}
+}
+
+// state is the JSON form of the detector's state.
+type state struct {
+	// Stalled is the number of stalled steps in a row, and Text the hash
+	// of their text (absent when Stalled is 0).
+	Stalled int            `json:"stalled"`
+	Text    *canonical.Sum `json:"text,omitempty"`
+	// Outcomes are the remembered outcomes, oldest first: their 16-byte
+	// sums concatenated and encoded in base64 without padding.
+	Outcomes string `json:"outcomes"`
+}
+
+// Snapshot returns the count and the remembered outcomes as JSON, or null
+// for a fresh state. The state holds no preview, so redaction changes
+// nothing.
+func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
+	if d.stalled == 0 && d.seen.len() == 0 {
+		return []byte("null"), nil
+	}
+	s := state{Stalled: d.stalled}
+	if d.stalled > 0 {
+		text := d.text
+		s.Text = &text
+	}
+	s.Outcomes = base64.RawStdEncoding.EncodeToString(d.seen.appendOldestFirst(make([]byte, 0, 16*d.seen.len())))
+	return json.Marshal(s)
+}
+
+// Restore replaces the state by one that Snapshot returned: the outcomes
+// must be whole sums, at most Window of them, without duplicates.
+func (d *Detector) Restore(data []byte) error {
+	var s *state
+	if err := json.Unmarshal(data, &s); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
+	if s == nil {
+		d.Reset()
+		return nil
+	}
+	switch {
+	case s.Stalled < 0 || s.Stalled > maxStalled:
+		return fmt.Errorf("%s: stalled count %d out of range", Name, s.Stalled)
+	case s.Stalled > 0 && s.Text == nil:
+		return fmt.Errorf("%s: stalled steps without a text", Name)
+	case s.Stalled == 0 && s.Text != nil:
+		return fmt.Errorf("%s: a text without stalled steps", Name)
+	}
+	// Window sums take Window*16 bytes, 4 characters of base64 for every
+	// 3 of them (and a partial group at the end).
+	if max := (d.opts.Window*16*4 + 2) / 3; len(s.Outcomes) > max {
+		return fmt.Errorf("%s: more than %d outcomes", Name, d.opts.Window)
+	}
+	raw, err := base64.RawStdEncoding.Strict().DecodeString(s.Outcomes)
+	if err != nil {
+		return fmt.Errorf("%s: outcomes: %w", Name, err)
+	}
+	if len(raw)%16 != 0 {
+		return fmt.Errorf("%s: outcomes are %d bytes, not a multiple of 16", Name, len(raw))
+	}
+	var seen outcomeSet
+	seen.init(d.opts.Window)
+	for i := 0; i < len(raw)/16; i++ {
+		if !seen.add(canonical.Sum(raw[16*i : 16*i+16])) {
+			return fmt.Errorf("%s: outcome %d appears twice", Name, i)
+		}
+	}
+	d.Reset()
+	d.seen = seen
+	d.stalled = s.Stalled
+	if s.Text != nil {
+		d.text = *s.Text
+	}
+	return nil
+}
+
+// Summary describes the detector's state.
+type Summary struct {
+	// StalledSteps is the number of stalled steps in a row with the same
+	// text.
+	StalledSteps int `json:"stalledSteps"`
+	// Outcomes is the number of distinct outcomes remembered.
+	Outcomes int `json:"outcomes"`
+}
+
+// Summary returns the detector's state (a Summary).
+func (d *Detector) Summary() any {
+	return Summary{StalledSteps: d.stalled, Outcomes: d.seen.len()}
+}

@@ -1,0 +1,552 @@
+package noprogress_test
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"pgregory.net/rapid"
+
+	"github.com/loopguard/loopguard/detector"
+	"github.com/loopguard/loopguard/detector/noprogress"
+	"github.com/loopguard/loopguard/detector/oscillation"
+	"github.com/loopguard/loopguard/detector/repeat"
+	"github.com/loopguard/loopguard/feedback"
+	"github.com/loopguard/loopguard/guard"
+)
+
+func call(tool, args string) guard.ToolCall {
+	return guard.ToolCall{Name: tool, Args: json.RawMessage(args)}
+}
+
+func withResult(c guard.ToolCall, result string) guard.ToolCall {
+	c.Result = json.RawMessage(result)
+	return c
+}
+
+func failed(c guard.ToolCall, msg string) guard.ToolCall {
+	c.Err = errors.New(msg)
+	return c
+}
+
+func step(text string, calls ...guard.ToolCall) guard.Step {
+	return guard.Step{Text: text, ToolCalls: calls}
+}
+
+var (
+	a     = withResult(call("search", `{"q":"a"}`), `["r1"]`)
+	a2    = withResult(call("search", `{"q":"a"}`), `["r2"]`)
+	b     = withResult(call("read", `{"path":"/x"}`), `"text"`)
+	think = call("think", `{}`)
+)
+
+func stop(steps, threshold int, preview string) guard.Verdict {
+	v := guard.Verdict{Stop: true, Reason: guard.ReasonNoProgress, Code: noprogress.Code,
+		Evidence: noprogress.Evidence{Steps: steps, Threshold: threshold, TextPreview: preview}}
+	v.Feedback = feedback.For(v, guard.PhaseCheck)
+	v.Detector = noprogress.Name
+	return v
+}
+
+var ignoreDetail = cmpopts.IgnoreFields(guard.Verdict{}, "Detail")
+
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+}
+
+func newGuard(t tb, o noprogress.Options, g guard.Options) *guard.Guard {
+	t.Helper()
+	d, err := noprogress.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gd, err := g.New(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gd
+}
+
+func run(g *guard.Guard, steps []guard.Step) []guard.Verdict {
+	out := make([]guard.Verdict, len(steps))
+	for i, s := range steps {
+		out[i] = g.Check(s)
+	}
+	return out
+}
+
+func goOn(n int) []guard.Verdict { return make([]guard.Verdict, n) }
+
+func cat(vs ...[]guard.Verdict) []guard.Verdict {
+	var out []guard.Verdict
+	for _, v := range vs {
+		out = append(out, v...)
+	}
+	return out
+}
+
+func one(v guard.Verdict) []guard.Verdict { return []guard.Verdict{v} }
+
+func TestCheck(t *testing.T) {
+	same := step("Let me look again.")
+	tests := []struct {
+		name  string
+		opts  noprogress.Options
+		gopts guard.Options
+		steps []guard.Step
+		want  []guard.Verdict
+	}{
+		{
+			name:  "two stalled steps go on, the third stops",
+			steps: []guard.Step{same, same, same},
+			want:  cat(goOn(2), one(stop(3, 3, "let me look again."))),
+		},
+		{
+			name:  "text is compared normalised",
+			steps: []guard.Step{step("Let me  look\tagain."), step(" let ME look again. "), same},
+			want:  cat(goOn(2), one(stop(3, 3, "let me look again."))),
+		},
+		{
+			name:  "a stall that goes on stops again",
+			steps: []guard.Step{same, same, same, same},
+			want:  cat(goOn(2), one(stop(3, 3, "let me look again.")), one(stop(4, 3, "let me look again."))),
+		},
+		{
+			name:  "threshold 2",
+			opts:  noprogress.Options{Threshold: 2},
+			steps: []guard.Step{same, same},
+			want:  cat(goOn(1), one(stop(2, 2, "let me look again."))),
+		},
+		{
+			name:  "threshold 5: four go on, five stop",
+			opts:  noprogress.Options{Threshold: 5},
+			steps: []guard.Step{same, same, same, same, same},
+			want:  cat(goOn(4), one(stop(5, 5, "let me look again."))),
+		},
+		{
+			name:  "another text starts a new count of one",
+			steps: []guard.Step{same, same, step("something else"), same, same, step("something else")},
+			want:  goOn(6),
+		},
+		{
+			name:  "a new outcome restarts the count",
+			steps: []guard.Step{same, same, step("Let me look again.", a), same, same, same},
+			want:  cat(goOn(5), one(stop(3, 3, "let me look again."))),
+		},
+		{
+			name:  "the first step with an outcome is progress, the same outcome again is not",
+			steps: []guard.Step{step("", a), step("", a), step("", a), step("", a)},
+			want:  cat(goOn(3), one(stop(3, 3, ""))),
+		},
+		{
+			name:  "a new result of the same call is progress",
+			steps: []guard.Step{step("", a), step("", a2), step("", a), step("", a2), step("", a)},
+			want:  cat(goOn(4), one(stop(3, 3, ""))),
+		},
+		{
+			name:  "a step is progress when any of its outcomes is new",
+			steps: []guard.Step{step("", a), step("", a), step("", a), step("", a), step("", a, b), step("", b, a)},
+			want:  cat(goOn(3), one(stop(3, 3, "")), goOn(2)),
+		},
+		{
+			name:  "errors are outcomes",
+			steps: []guard.Step{step("", a), step("", failed(a, "timeout")), step("", failed(a, "timeout")), step("", failed(a, "503")), step("", failed(a, "503"))},
+			want:  goOn(5),
+		},
+		{
+			name:  "calls without a result are outcomes, once",
+			steps: []guard.Step{step("", think), step("", think), step("", think), step("", think)},
+			want:  cat(goOn(3), one(stop(3, 3, ""))),
+		},
+		{
+			name:  "ignored calls are not outcomes",
+			gopts: guard.Options{Ignore: []string{"think"}},
+			steps: []guard.Step{step("", think), step("", withResult(think, `1`)), step("", withResult(think, `2`))},
+			want:  cat(goOn(2), one(stop(3, 3, ""))),
+		},
+		{
+			name: "new input is progress",
+			steps: []guard.Step{same, same, {Text: "Let me look again.", Input: "try harder"}, same, same,
+				{Text: "Let me look again.", Input: "try harder"}, same, same, same},
+			want: cat(goOn(8), one(stop(3, 3, "let me look again."))),
+		},
+		{
+			name:  "a step with text differs from one without",
+			steps: []guard.Step{step("", a), step(""), step(".", a), step("")},
+			want:  goOn(4),
+		},
+		{
+			name:  "the preview is cut",
+			steps: []guard.Step{step(strings.Repeat("ab ", 40)), step(strings.Repeat("AB ", 40)), step(strings.Repeat("ab ", 40))},
+			want:  cat(goOn(2), one(stop(3, 3, strings.Repeat("ab ", 25)+"ab..."))),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newGuard(t, tt.opts, tt.gopts)
+			if diff := cmp.Diff(tt.want, run(g, tt.steps), ignoreDetail); diff != "" {
+				t.Errorf("verdicts (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// distinct returns a step whose only outcome is the i-th of a series.
+func distinct(i int) guard.Step {
+	return step("", withResult(call("fetch", fmt.Sprintf(`{"page":%d}`, i)), `"ok"`))
+}
+
+func TestWindow(t *testing.T) {
+	tests := []struct {
+		name  string
+		steps []guard.Step
+		want  []guard.Verdict
+	}{
+		{
+			name:  "an outcome within the window is not new",
+			steps: []guard.Step{distinct(0), distinct(1), distinct(2), distinct(0), distinct(1), distinct(2)},
+			want:  cat(goOn(5), one(stop(3, 3, ""))),
+		},
+		{
+			name:  "an outcome older than the window is new again",
+			steps: []guard.Step{distinct(0), distinct(1), distinct(2), distinct(3), distinct(0), distinct(1), distinct(2), distinct(3)},
+			want:  goOn(8),
+		},
+		{
+			name: "an outcome seen again does not move in the window",
+			// 0 stays the oldest though seen again, so 3 evicts it
+			// and 1, 2, 3 are all remembered.
+			steps: []guard.Step{distinct(0), distinct(1), distinct(2), distinct(0), distinct(3), distinct(1), distinct(2), distinct(3)},
+			want:  cat(goOn(7), one(stop(3, 3, ""))),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newGuard(t, noprogress.Options{Window: 3}, guard.Options{})
+			if diff := cmp.Diff(tt.want, run(g, tt.steps), ignoreDetail); diff != "" {
+				t.Errorf("verdicts (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestOverlap checks the reference's overlap: a b a b a with identical results
+// and no text is reported by no-progress a step before oscillation would fire.
+func TestOverlap(t *testing.T) {
+	np, _ := noprogress.New(noprogress.Options{})
+	osc, _ := oscillation.New(oscillation.Options{})
+	rep, _ := repeat.New(repeat.Options{})
+	g, err := guard.New(np, osc, rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range []guard.ToolCall{a, b, a, b, a, b} {
+		v := g.Check(step("", c))
+		got = append(got, string(v.Reason))
+	}
+	want := []string{"", "", "", "", "no-progress", "oscillation"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("reasons (-want +got):\n%s", diff)
+	}
+
+	osc, _ = oscillation.New(oscillation.Options{})
+	g, _ = guard.New(osc)
+	for i, c := range []guard.ToolCall{a, b, a, b, a} {
+		if v := g.Check(step("", c)); v.Stop {
+			t.Errorf("oscillation alone stops at step %d", i)
+		}
+	}
+}
+
+func TestDetail(t *testing.T) {
+	g := newGuard(t, noprogress.Options{}, guard.Options{})
+	v := run(g, []guard.Step{step("Hm"), step("hm"), step("HM")})[2]
+	if want := `3 steps in a row brought no new tool outcome and had the same text "hm" (threshold 3)`; v.Detail != want {
+		t.Errorf("detail = %q, want %q", v.Detail, want)
+	}
+	g = newGuard(t, noprogress.Options{}, guard.Options{})
+	v = run(g, []guard.Step{step(""), step(" "), step("")})[2]
+	if want := `3 steps in a row brought no new tool outcome and had no text (threshold 3)`; v.Detail != want {
+		t.Errorf("detail = %q, want %q", v.Detail, want)
+	}
+	if v.Feedback == "" {
+		t.Error("no feedback")
+	}
+}
+
+func TestPreflightJudgesNothing(t *testing.T) {
+	g := newGuard(t, noprogress.Options{}, guard.Options{})
+	run(g, []guard.Step{step("x", a), step("x", a), step("x", a)})
+	if d := g.Preflight(a); !d.Allow {
+		t.Errorf("preflight refused: %v", d.Verdict())
+	}
+}
+
+// TestSnapshotRestoreContinues cuts random runs at random points, restores
+// and checks that the restored guard gives the same verdicts.
+func TestSnapshotRestoreContinues(t *testing.T) {
+	pool := []guard.Step{step("x", a), step("x", a2), step("X", b), step("y"), step("x"), step(""),
+		{Input: "hi"}, step("", think), distinct(0), distinct(1), distinct(2), distinct(3)}
+	rapid.Check(t, func(t *rapid.T) {
+		opts := noprogress.Options{Window: rapid.IntRange(1, 4).Draw(t, "window"), Threshold: rapid.IntRange(2, 4).Draw(t, "threshold")}
+		gopts := guard.Options{Ignore: []string{"think"}}
+		steps := rapid.SliceOfN(rapid.SampledFrom(pool), 1, 30).Draw(t, "steps")
+		cut := rapid.IntRange(0, len(steps)).Draw(t, "cut")
+		orig := newGuard(t, opts, gopts)
+		run(orig, steps[:cut])
+		data, err := orig.Snapshot(guard.SnapshotOptions{Redact: rapid.Bool().Draw(t, "redact")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _ := noprogress.New(opts)
+		restored, err := gopts.Restore(data, d)
+		if err != nil {
+			t.Fatalf("restore: %v\n%s", err, data)
+		}
+		again, _ := restored.Snapshot(guard.SnapshotOptions{})
+		if diff := cmp.Diff(string(data), string(again)); diff != "" {
+			t.Fatalf("snapshot of the restored guard (-saved +restored):\n%s", diff)
+		}
+		if diff := cmp.Diff(run(orig, steps[cut:]), run(restored, steps[cut:])); diff != "" {
+			t.Fatalf("verdicts after the cut (-original +restored):\n%s", diff)
+		}
+	})
+}
+
+func TestSnapshotState(t *testing.T) {
+	d, _ := noprogress.New(noprogress.Options{Window: 2})
+	g, _ := guard.New(d)
+	if s, err := d.Snapshot(guard.SnapshotOptions{}); err != nil || string(s) != "null" {
+		t.Errorf("fresh state = %s, %v; want null", s, err)
+	}
+	run(g, []guard.Step{distinct(0), distinct(1), distinct(2), distinct(1)})
+	s, err := d.Snapshot(guard.SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Stalled  int
+		Text     string
+		Outcomes string
+	}
+	if err := json.Unmarshal(s, &got); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := base64.RawStdEncoding.DecodeString(got.Outcomes)
+	if got.Stalled != 1 || len(got.Text) != 32 || err != nil || len(raw) != 32 {
+		t.Errorf("state = %s", s)
+	}
+	if r, _ := d.Snapshot(guard.SnapshotOptions{Redact: true}); string(r) != string(s) {
+		t.Errorf("redacted state %s differs from %s, but holds no preview", r, s)
+	}
+	// The oldest outcome comes first: after evicting 0, the window holds 1
+	// then 2. Restoring it and adding 3 evicts 1, so 1 is new again.
+	d2, _ := noprogress.New(noprogress.Options{Window: 2})
+	g2, _ := guard.New(d2)
+	if err := d2.Restore(s); err != nil {
+		t.Fatal(err)
+	}
+	want := []bool{false, false, false} // 2 is old; 3 is new; 1 is new again
+	var stops []bool
+	for _, v := range run(g2, []guard.Step{distinct(2), distinct(3), distinct(1)}) {
+		stops = append(stops, v.Stop)
+	}
+	if diff := cmp.Diff(want, stops); diff != "" {
+		t.Errorf("stops (-want +got):\n%s", diff)
+	}
+	if got := g2.Summary().Detectors[noprogress.Name]; !cmp.Equal(got, noprogress.Summary{StalledSteps: 0, Outcomes: 2}) {
+		t.Errorf("summary = %+v", got)
+	}
+}
+
+func TestRestoreRejects(t *testing.T) {
+	sums := func(ids ...byte) string {
+		var raw []byte
+		for _, id := range ids {
+			var s [16]byte
+			s[0] = id
+			raw = append(raw, s[:]...)
+		}
+		return base64.RawStdEncoding.EncodeToString(raw)
+	}
+	const text = `"0123456789abcdef0123456789abcdef"`
+	bad := []string{
+		``, `[]`, `{`, `"x"`,
+		`{"stalled":-1,"outcomes":""}`,
+		`{"stalled":1,"outcomes":""}`,
+		`{"stalled":0,"text":` + text + `,"outcomes":""}`,
+		`{"stalled":1,"text":"abc","outcomes":""}`,
+		`{"stalled":0,"outcomes":"` + sums(1, 2, 3, 4) + `"}`,
+		`{"stalled":0,"outcomes":"` + sums(1, 2, 1) + `"}`,
+		`{"stalled":0,"outcomes":"` + sums(1)[:20] + `"}`,
+		`{"stalled":0,"outcomes":"` + sums(1) + `=="}`,
+		`{"stalled":0,"outcomes":"` + base64.RawStdEncoding.EncodeToString(make([]byte, 15)) + `"}`,
+		`{"stalled":0,"outcomes":"***"}`,
+		`{"stalled":0,"outcomes":"` + sums(1)[:21] + `B"}`, // bits past the 16 bytes must be zero
+		`{"stalled":0,"outcomes":5}`,
+		`{"stalled":1e300,"text":` + text + `,"outcomes":""}`,
+	}
+	for _, s := range bad {
+		d, _ := noprogress.New(noprogress.Options{Window: 3})
+		g, _ := guard.New(d)
+		run(g, []guard.Step{step("x"), step("x")})
+		if err := d.Restore([]byte(s)); err == nil {
+			t.Errorf("Restore(%s) succeeded", s)
+		}
+		if !g.Check(step("x")).Stop {
+			t.Errorf("after Restore(%s) failed, the state was lost", s)
+		}
+	}
+	good := []string{
+		`{"stalled":0,"outcomes":"` + sums(1, 2, 3) + `"}`,
+		`{"stalled":2,"text":` + text + `,"outcomes":""}`,
+		`{"stalled":0,"outcomes":"` + sums(0) + `"}`,
+	}
+	for _, s := range good {
+		d, _ := noprogress.New(noprogress.Options{Window: 3})
+		if err := d.Restore([]byte(s)); err != nil {
+			t.Errorf("Restore(%s): %v", s, err)
+		}
+		if got, _ := d.Snapshot(guard.SnapshotOptions{}); string(got) != s {
+			t.Errorf("snapshot after restore = %s, want %s", got, s)
+		}
+	}
+}
+
+func TestRestoreNullAndResetAreFresh(t *testing.T) {
+	seq := []guard.Step{step("", a), step("x"), step("x"), step("", a), step("x"), step("", b), step("", a)}
+	fresh := run(newGuard(t, noprogress.Options{}, guard.Options{}), seq)
+
+	g := newGuard(t, noprogress.Options{}, guard.Options{})
+	run(g, seq)
+	g.Reset()
+	if diff := cmp.Diff(fresh, run(g, seq)); diff != "" {
+		t.Errorf("after Reset (-fresh +got):\n%s", diff)
+	}
+	d, _ := noprogress.New(noprogress.Options{})
+	g, _ = guard.New(d)
+	run(g, seq)
+	if err := d.Restore([]byte("null")); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(fresh, run(g, seq)); diff != "" {
+		t.Errorf("after Restore(null) (-fresh +got):\n%s", diff)
+	}
+}
+
+// TestSnapshotSize checks that a guard's snapshot stays small however long
+// the run: 6,000 steps, each with a new 2 KB argument, a 3 KB result and 500
+// characters of text, under the default options of the standard set.
+func TestSnapshotSize(t *testing.T) {
+	g, err := guard.New(detector.Defaults()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pad := func(n int, i int) string { return fmt.Sprintf("%0*d", n, i) }
+	var size int
+	for i := 0; i < 6000; i++ {
+		g.Check(guard.Step{
+			Text: strings.Repeat("x", 490) + pad(10, i),
+			ToolCalls: []guard.ToolCall{{Name: "search",
+				Args:   map[string]string{"q": pad(2000, i)},
+				Result: map[string]string{"body": pad(3000, i)}}},
+		})
+		if i == 1499 || i == 5999 {
+			data, err := g.Snapshot(guard.SnapshotOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(data) > 24<<10 {
+				t.Errorf("snapshot after %d steps is %d bytes, more than 24 KB", i+1, len(data))
+			}
+			if i == 1499 {
+				size = len(data)
+			} else if len(data) != size {
+				t.Errorf("snapshot grew from %d to %d bytes between 1,500 and 6,000 steps", size, len(data))
+			}
+		}
+	}
+	t.Logf("snapshot: %d bytes", size)
+}
+
+func TestOptions(t *testing.T) {
+	for _, tt := range []struct {
+		opts   noprogress.Options
+		fields []string
+	}{
+		{noprogress.Options{Threshold: 1}, []string{"Threshold"}},
+		{noprogress.Options{Threshold: -1}, []string{"Threshold"}},
+		{noprogress.Options{Window: -1}, []string{"Window"}},
+		{noprogress.Options{Window: noprogress.MaxWindow + 1}, []string{"Window"}},
+		{noprogress.Options{Threshold: 1, Window: -5}, []string{"Threshold", "Window"}},
+	} {
+		d, err := noprogress.New(tt.opts)
+		if d != nil || !errors.Is(err, guard.ErrInvalidOption) {
+			t.Errorf("New(%+v) = %v, %v; want an invalid option", tt.opts, d, err)
+			continue
+		}
+		var fields []string
+		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+			var oe *guard.OptionError
+			if errors.As(e, &oe) && oe.Detector == noprogress.Name {
+				fields = append(fields, oe.Field)
+			}
+		}
+		if diff := cmp.Diff(tt.fields, fields); diff != "" {
+			t.Errorf("New(%+v) fields (-want +got):\n%s", tt.opts, diff)
+		}
+	}
+	for _, o := range []noprogress.Options{{Threshold: 2, Window: 1}, {Window: noprogress.MaxWindow}} {
+		if _, err := noprogress.New(o); err != nil {
+			t.Errorf("New(%+v): %v", o, err)
+		}
+	}
+	fp := func(o noprogress.Options) string {
+		d, err := noprogress.New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return guard.Fingerprint(d).String()
+	}
+	if fp(noprogress.Options{}) != fp(noprogress.Options{Threshold: 3, Window: 1024}) {
+		t.Error("the zero options and the explicit defaults fingerprint differently")
+	}
+	if fp(noprogress.Options{Threshold: 4}) == fp(noprogress.Options{Window: 4}) {
+		t.Error("different options fingerprint alike")
+	}
+	d, _ := noprogress.New(noprogress.Options{})
+	if diff := cmp.Diff(noprogress.Options{Threshold: 3, Window: 1024}, d.Options()); diff != "" {
+		t.Errorf("Options (-want +got):\n%s", diff)
+	}
+	if d.Name() != "noprogress" || d.Priority() != guard.PriorityNoProgress {
+		t.Errorf("Name, Priority = %q, %d", d.Name(), d.Priority())
+	}
+}
+
+func ExampleNew() {
+	d, err := noprogress.New(noprogress.Options{}) // three stalled steps with the same text
+	if err != nil {
+		panic(err)
+	}
+	g, err := guard.New(d)
+	if err != nil {
+		panic(err)
+	}
+	status := guard.ToolCall{Name: "status", Args: json.RawMessage(`{}`), Result: json.RawMessage(`"pending"`)}
+	for i := 0; i < 4; i++ {
+		v := g.Check(guard.Step{Text: "Still waiting.", ToolCalls: []guard.ToolCall{status}})
+		fmt.Printf("step %d: %v\n", i, v)
+	}
+	// Output:
+	// step 0: go on
+	// step 1: go on
+	// step 2: go on
+	// step 3: stop: no-progress (NO_PROGRESS): 3 steps in a row brought no new tool outcome and had the same text "still waiting." (threshold 3); hint: the agent repeats itself while nothing new comes back
+}

@@ -1,0 +1,104 @@
+package noprogress
+
+import (
+	"slices"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/loopguard/loopguard/canonical"
+)
+
+// TestOutcomeSet compares the set with a plain slice, on few distinct values
+// (so that sums come back) and on sums crafted to share their home slot.
+func TestOutcomeSet(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		limit := rapid.IntRange(1, 30).Draw(t, "limit")
+		var s outcomeSet
+		s.init(limit)
+		pool := spread
+		if rapid.Bool().Draw(t, "colliding") {
+			s.seed, pool = 0, colliding
+		}
+		var model []canonical.Sum // oldest first
+		value := rapid.SampledFrom(pool)
+		t.Repeat(map[string]func(*rapid.T){
+			"add": func(t *rapid.T) {
+				x := value.Draw(t, "x")
+				isNew := !slices.Contains(model, x)
+				if got := s.add(x); got != isNew {
+					t.Fatalf("add(%s) = %v, want %v", x, got, isNew)
+				}
+				if isNew {
+					model = append(model, x)
+					if len(model) > limit {
+						model = model[1:]
+					}
+				}
+			},
+			"contains": func(t *rapid.T) {
+				x := value.Draw(t, "x")
+				if got, want := s.contains(x), slices.Contains(model, x); got != want {
+					t.Fatalf("contains(%s) = %v, want %v", x, got, want)
+				}
+			},
+			"reset": func(t *rapid.T) {
+				if rapid.IntRange(0, 9).Draw(t, "p") == 0 {
+					s.reset()
+					model = nil
+				}
+			},
+			"": func(t *rapid.T) {
+				var want []byte
+				for _, x := range model {
+					want = append(want, x[:]...)
+				}
+				if got := s.appendOldestFirst(nil); !slices.Equal(got, want) {
+					t.Fatalf("contents %v, want %v", got, want)
+				}
+				for _, x := range model {
+					if !s.contains(x) {
+						t.Fatalf("%s was lost", x)
+					}
+				}
+				n := 0
+				for _, x := range s.table {
+					if !x.IsZero() {
+						n++
+					}
+				}
+				if s.hasZero {
+					n++
+				}
+				if n != len(model) || s.len() != len(model) {
+					t.Fatalf("table holds %d sums, fifo %d, want %d", n, s.len(), len(model))
+				}
+			},
+		})
+	})
+}
+
+// spread are 60 sums and the zero Sum.
+var spread = func() []canonical.Sum {
+	out := make([]canonical.Sum, 61)
+	for i := range out {
+		out[i][15] = byte(i)
+	}
+	return out
+}()
+
+// colliding are 40 sums whose home slots, with seed 0, are 62, 63, 0 and 1 in
+// every table of up to 64 slots, so that probes wrap around and deletions
+// must shift entries back across the end of the table.
+var colliding = func() []canonical.Sum {
+	var s outcomeSet
+	var out []canonical.Sum
+	for i := 1; len(out) < 40; i++ {
+		var x canonical.Sum
+		x[0], x[1] = byte(i), byte(i>>8)
+		if h := s.slot(x, 63); h >= 62 || h <= 1 {
+			out = append(out, x)
+		}
+	}
+	return out
+}()
