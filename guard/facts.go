@@ -213,7 +213,7 @@ func combine(scratch []byte, kind byte, name string, sums ...canonical.Sum) ([]b
 // preflight) the result and error are not read.
 func (g *Guard) callFacts(tc *ToolCall, withOutcome bool) Call {
 	c := Call{Tool: tc.Name, raw: tc, Ignored: g.ignore[tc.Name]}
-	c.Args = canonical.Hash(tc.Args)
+	c.Args = g.hashArgs(tc.Name, tc.Args)
 	g.scratch, c.Key = combine(g.scratch, kindKey, tc.Name, c.Args)
 	c.Outcome = c.Key
 	if !withOutcome {

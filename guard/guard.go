@@ -2,8 +2,10 @@ package guard
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
@@ -29,6 +31,32 @@ type Options struct {
 	// guard's lock held, so it must not call the guard.
 	Feedback func(v Verdict, phase Phase) string
 
+	// DropArgs lists top-level argument fields that every tool's calls
+	// leave out before their arguments are hashed, such as "request_id",
+	// "timestamp" or a nonce: two calls that differ only in them are the
+	// same call. Tools adds fields per tool.
+	DropArgs []string
+
+	// Key, when set, replaces a call's arguments by what it returns before
+	// they are hashed (after DropArgs), for every tool without a
+	// ToolOptions.Key of its own. It must be deterministic. Functions are
+	// not part of the fingerprint: restore a snapshot with the same ones.
+	Key func(tool string, args any) any
+
+	// Tools holds options per tool name: argument fields to drop and key
+	// functions.
+	Tools map[string]ToolOptions
+
+	// Observer, when set, is told of every verdict of Check and every
+	// decision of Preflight, so that stops and warnings reach logs and
+	// metrics without wrapper code. It is called after the guard's lock is
+	// released, on the goroutine that called Check or Preflight, with the
+	// context of CheckContext or PreflightContext (context.Background()
+	// otherwise). A panic in it is recovered and dropped. One that blocks
+	// holds up only that call, never other callers of the guard; hand
+	// slow work to a goroutine of your own.
+	Observer func(ctx context.Context, e Event)
+
 	// AllowLimitChanges lets [Options.Restore] accept detectors that
 	// implement [Limiter] (step and budget limits) under options that
 	// differ from those the snapshot was taken with. Other detectors must
@@ -42,6 +70,7 @@ type Guard struct {
 	mu     sync.Mutex
 	opts   Options
 	ignore map[string]bool
+	keys   *keyer // nil: arguments are hashed as they are
 	dets   []Detector
 
 	steps, toolCalls, failedCalls int
@@ -103,7 +132,9 @@ func (o Options) New(detectors ...Detector) (*Guard, error) {
 		return cmp.Or(cmp.Compare(a.Priority(), b.Priority()), cmp.Compare(a.Name(), b.Name()))
 	})
 	o.Ignore = slices.Clone(o.Ignore)
-	return &Guard{opts: o, ignore: ignore, dets: dets}, nil
+	o.DropArgs = slices.Clone(o.DropArgs)
+	o.Tools = maps.Clone(o.Tools)
+	return &Guard{opts: o, ignore: ignore, keys: newKeyer(&o), dets: dets}, nil
 }
 
 // Detectors returns the guard's detectors in the order they are asked.
@@ -117,6 +148,11 @@ func (g *Guard) Detectors() []Detector {
 // gathered. Check never panics on odd step data; a custom detector that
 // panics is not recovered from.
 func (g *Guard) Check(s Step) Verdict {
+	return g.CheckContext(context.Background(), s)
+}
+
+// check is Check without the observer; it also returns the step's index.
+func (g *Guard) check(s Step) (Verdict, int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.cur = s
@@ -161,7 +197,7 @@ func (g *Guard) Check(s Step) Verdict {
 		g.remember(s)
 	}
 	g.last, g.hasLast = v, true
-	return v
+	return v, f.Index
 }
 
 // Preflight asks whether running calls now, as the next step's calls, would
@@ -172,6 +208,12 @@ func (g *Guard) Check(s Step) Verdict {
 // are gathered. Preflight with no calls judges only the step and budget
 // limits.
 func (g *Guard) Preflight(calls ...ToolCall) Decision {
+	return g.PreflightContext(context.Background(), calls...)
+}
+
+// preflight is Preflight without the observer; it also returns the index of
+// the step the calls would belong to.
+func (g *Guard) preflight(calls []ToolCall) (Decision, int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.pre = append(g.pre[:0], calls...)
@@ -197,7 +239,7 @@ func (g *Guard) Preflight(calls ...ToolCall) Decision {
 		}
 	}
 	d.Warnings = warnings
-	return d
+	return d, f.Index
 }
 
 // resetFacts clears the reusable facts for a new step.

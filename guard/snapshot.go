@@ -48,7 +48,9 @@ func (o Options) fingerprint() canonical.Sum {
 	ignore := slices.Clone(o.Ignore)
 	slices.Sort(ignore)
 	ignore = slices.Compact(ignore)
-	return canonical.Hash(map[string]any{"ignore": ignore})
+	fp := o.keyFingerprint()
+	fp["ignore"] = ignore
+	return canonical.Hash(fp)
 }
 
 // Snapshot saves the run: a versioned JSON document with the counters, the

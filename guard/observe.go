@@ -1,0 +1,92 @@
+package guard
+
+import (
+	"context"
+	"log/slog"
+)
+
+// An Event is what an observer is told after each Check and Preflight.
+type Event struct {
+	// Phase is PhaseCheck for a verdict and PhasePreflight for a decision.
+	Phase Phase
+	// Step is the index of the step checked, or, in preflight, of the step
+	// the calls would belong to.
+	Step int
+	// Verdict is the verdict of Check, or for Preflight the decision as a
+	// verdict (Stop when the call was refused): see [Decision.Verdict].
+	Verdict Verdict
+}
+
+// LogValue makes an Event print well with log/slog.
+func (e Event) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("phase", e.Phase.String()), slog.Int("step", e.Step),
+		slog.Any("verdict", e.Verdict))
+}
+
+// notify calls the observer, if any, after the guard's lock is released. A
+// panic in the observer is recovered and dropped: an observer can never
+// break the guard. An observer that blocks holds up only the call that
+// notifies it, never the guard's other callers.
+func (g *Guard) notify(ctx context.Context, e Event) {
+	if g.opts.Observer == nil {
+		return
+	}
+	defer func() { _ = recover() }()
+	g.opts.Observer(ctx, e)
+}
+
+// CheckContext is Check, with a context that is handed to the observer
+// ([Options.Observer]).
+func (g *Guard) CheckContext(ctx context.Context, s Step) Verdict {
+	v, step := g.check(s)
+	if g.opts.Observer != nil {
+		g.notify(ctx, Event{Phase: PhaseCheck, Step: step, Verdict: v})
+	}
+	return v
+}
+
+// PreflightContext is Preflight, with a context that is handed to the
+// observer ([Options.Observer]).
+func (g *Guard) PreflightContext(ctx context.Context, calls ...ToolCall) Decision {
+	d, step := g.preflight(calls)
+	if g.opts.Observer != nil {
+		g.notify(ctx, Event{Phase: PhasePreflight, Step: step, Verdict: d.Verdict()})
+	}
+	return d
+}
+
+// LogValue makes a Verdict print well with log/slog: stop, and for a stop
+// the reason, code, detector and detail; the number of warnings.
+// Evidence and feedback are left out (log them yourself if you want them).
+func (v Verdict) LogValue() slog.Value {
+	attrs := []slog.Attr{slog.Bool("stop", v.Stop)}
+	if v.Stop {
+		attrs = append(attrs, slog.String("reason", string(v.Reason)), slog.String("code", v.Code),
+			slog.String("detector", v.Detector), slog.String("detail", v.Detail))
+	}
+	if len(v.Warnings) > 0 {
+		codes := make([]string, len(v.Warnings))
+		for i, w := range v.Warnings {
+			codes[i] = w.Code
+		}
+		attrs = append(attrs, slog.Any("warnings", codes))
+	}
+	return slog.GroupValue(attrs...)
+}
+
+// LogValue makes a Decision print well with log/slog, like Verdict's.
+func (d Decision) LogValue() slog.Value {
+	attrs := []slog.Attr{slog.Bool("allow", d.Allow)}
+	if !d.Allow {
+		attrs = append(attrs, slog.String("reason", string(d.Reason)), slog.String("code", d.Code),
+			slog.String("detector", d.Detector), slog.String("detail", d.Detail))
+	}
+	if len(d.Warnings) > 0 {
+		codes := make([]string, len(d.Warnings))
+		for i, w := range d.Warnings {
+			codes[i] = w.Code
+		}
+		attrs = append(attrs, slog.Any("warnings", codes))
+	}
+	return slog.GroupValue(attrs...)
+}
