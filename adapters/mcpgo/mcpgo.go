@@ -1,0 +1,158 @@
+// Package mcpgo puts a loopguard guard in front of the tools of an MCP
+// server built with github.com/mark3labs/mcp-go.
+//
+// Add [Middleware] (one guard for every session) or [Sessions.Middleware]
+// (one guard per client session) as a tool handler middleware, with
+// server.WithToolHandlerMiddleware or (*server.MCPServer).Use.
+//
+// Each tool call is first asked of [guard.Guard.Preflight]. A refused call is
+// not run: the middleware answers it with mcp.NewToolResultError carrying the
+// decision's model-facing feedback, so the model learns why and can change
+// course. A call that runs is recorded with [guard.Guard.Check] as a step of
+// its own: its name, its arguments and its outcome. A result with IsError
+// set, or an error from the handler, counts as a failed call. A refused call
+// is not recorded: it never ran (see the preflight rules of package guard).
+// A result that asks the client for more input (a multi-round-trip call) is
+// not an outcome yet, and is not recorded either.
+//
+// The verdict of that Check is not acted on here: a server cannot end its
+// client's loop. Call [guard.Guard.Summary] for the last verdict, or run the
+// same guard in the agent's own loop.
+//
+// Preflight and recording are separate steps, so two identical calls that
+// arrive at the same moment on one guard can both be allowed: each is judged
+// against the calls recorded so far. Give each session its own guard (see
+// [Sessions]) to keep a session's calls apart from the others'.
+package mcpgo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/loopguard/loopguard/guard"
+)
+
+// Middleware returns a tool handler middleware that guards every tool call
+// with g, whichever session it comes from. A nil g lets every call through.
+func Middleware(g *guard.Guard) server.ToolHandlerMiddleware {
+	return middleware(func(context.Context) (*guard.Guard, error) { return g, nil })
+}
+
+// middleware guards tool calls with the guard that pick returns; a nil guard
+// lets the call through, an error fails the call with that error.
+func middleware(pick func(context.Context) (*guard.Guard, error)) server.ToolHandlerMiddleware {
+	return func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+		return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			g, err := pick(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if g == nil {
+				return next(ctx, req)
+			}
+			call := guard.ToolCall{Name: req.Params.Name, Args: arguments(req.Params)}
+			if d := g.Preflight(call); !d.Allow {
+				return Refusal(d), nil
+			}
+			res, err := next(ctx, req)
+			if err != nil && ctx.Err() != nil {
+				// The caller went away: the call did not finish.
+				return res, err
+			}
+			if awaitsInput(res, err) {
+				// The call waits for the client's input and will be
+				// made again: this is not its outcome yet.
+				return res, err
+			}
+			recordOutcome(&call, res, err)
+			g.Check(guard.Step{ToolCalls: []guard.ToolCall{call}})
+			return res, err
+		}
+	}
+}
+
+// awaitsInput reports whether a handler's answer asks the client for input
+// before the call can finish: a multi-round-trip result, or a URL
+// elicitation.
+func awaitsInput(res *mcp.CallToolResult, err error) bool {
+	if err != nil {
+		var v mcp.URLElicitationRequiredError
+		var p *mcp.URLElicitationRequiredError
+		return errors.As(err, &v) || errors.As(err, &p)
+	}
+	return res != nil && len(res.InputRequests) > 0
+}
+
+// Refusal returns the tool result that answers a call refused by d:
+// mcp.NewToolResultError with d's feedback (or, when a custom Feedback option
+// left it empty, a plain sentence saying the call was not run).
+func Refusal(d guard.Decision) *mcp.CallToolResult {
+	text := d.Feedback
+	if text == "" {
+		text = fallbackFeedback
+	}
+	return mcp.NewToolResultError(text)
+}
+
+// fallbackFeedback is the refusal text when a decision carries none.
+const fallbackFeedback = "That call was not run: loopguard refused it."
+
+// arguments returns a call's arguments: the JSON text that came over the
+// wire when there is one, else the decoded value (nil when absent).
+func arguments(p mcp.CallToolParams) any {
+	if len(p.RawArguments) > 0 {
+		return json.RawMessage(p.RawArguments)
+	}
+	return p.Arguments
+}
+
+// toolResult is the part of a tool result that is its outcome, so that equal
+// answers compare equal whatever their metadata.
+type toolResult struct {
+	Content           []mcp.Content `json:"content"`
+	StructuredContent any           `json:"structuredContent,omitempty"`
+}
+
+// recordOutcome sets the result or error of call from what the handler
+// answered.
+func recordOutcome(call *guard.ToolCall, res *mcp.CallToolResult, err error) {
+	switch {
+	case err != nil:
+		call.Err = err
+	case res == nil:
+		// Nothing came back.
+	case res.IsError:
+		call.Err = resultError(res.Content)
+	default:
+		structured := res.StructuredContent
+		if len(res.RawStructuredContent) > 0 {
+			structured = json.RawMessage(res.RawStructuredContent)
+		}
+		call.Result = toolResult{Content: res.Content, StructuredContent: structured}
+	}
+}
+
+// resultError turns the content of an error result into an error whose text
+// is the result's text.
+func resultError(content []mcp.Content) error {
+	var parts []string
+	for _, c := range content {
+		switch t := c.(type) {
+		case mcp.TextContent:
+			parts = append(parts, t.Text)
+		case *mcp.TextContent:
+			if t != nil {
+				parts = append(parts, t.Text)
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return errors.New("the tool reported an error")
+	}
+	return errors.New(strings.Join(parts, "\n"))
+}

@@ -1,0 +1,100 @@
+package mcpgo
+
+import (
+	"context"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/loopguard/loopguard/guard"
+)
+
+// Sessions keeps one guard per client session of a server, so that one
+// client's calls never count against another's. A session's guard is made by
+// the factory the first time the session calls a tool. Create it with
+// [PerSession]; its methods are safe for concurrent use.
+//
+// To drop a session's guard when the session ends, pass the server's hooks to
+// [Sessions.Hooks] (or call [Sessions.Forget] yourself): otherwise every
+// session's guard is kept for the life of the server.
+//
+// A call whose context carries no session (server.ClientSessionFromContext
+// returns nil) is let through unguarded.
+type Sessions struct {
+	newGuard func(server.ClientSession) (*guard.Guard, error)
+
+	mu     sync.Mutex
+	guards map[string]*sessionGuard
+}
+
+// sessionGuard is a session's guard, made once.
+type sessionGuard struct {
+	once sync.Once
+	g    *guard.Guard
+	err  error
+}
+
+// PerSession returns Sessions that make each session's guard with newGuard,
+// for example:
+//
+//	sessions := mcpgo.PerSession(func(server.ClientSession) (*guard.Guard, error) {
+//		return guard.New(detector.Defaults()...)
+//	})
+//
+// newGuard is called at most once per session ID, outside any lock. An error
+// fails that session's tool calls with the error (the tool does not run),
+// and newGuard is not asked again for that session. A nil guard with a nil
+// error lets the session's calls through unguarded.
+func PerSession(newGuard func(server.ClientSession) (*guard.Guard, error)) *Sessions {
+	return &Sessions{newGuard: newGuard, guards: make(map[string]*sessionGuard)}
+}
+
+// Middleware returns the tool handler middleware that guards each session's
+// calls with that session's guard.
+func (s *Sessions) Middleware() server.ToolHandlerMiddleware {
+	return middleware(func(ctx context.Context) (*guard.Guard, error) {
+		cs := server.ClientSessionFromContext(ctx)
+		if cs == nil {
+			return nil, nil
+		}
+		return s.Guard(cs)
+	})
+}
+
+// Guard returns the guard of session cs, making it if the session has none
+// yet, so that the server's own code can read its verdicts and summary.
+func (s *Sessions) Guard(cs server.ClientSession) (*guard.Guard, error) {
+	id := cs.SessionID()
+	s.mu.Lock()
+	sg, ok := s.guards[id]
+	if !ok {
+		sg = new(sessionGuard)
+		s.guards[id] = sg
+	}
+	s.mu.Unlock()
+	sg.once.Do(func() { sg.g, sg.err = s.newGuard(cs) })
+	return sg.g, sg.err
+}
+
+// Hooks adds to h a hook that drops a session's guard when the session
+// unregisters. Pass the same h to the server with server.WithHooks.
+func (s *Sessions) Hooks(h *server.Hooks) {
+	h.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) {
+		s.Forget(cs.SessionID())
+	})
+}
+
+// Forget drops the guard of the session with this ID. A later call from that
+// session gets a new guard.
+func (s *Sessions) Forget(sessionID string) {
+	s.mu.Lock()
+	delete(s.guards, sessionID)
+	s.mu.Unlock()
+}
+
+// Len returns the number of sessions that hold a guard.
+func (s *Sessions) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.guards)
+}
