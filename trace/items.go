@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // items walks the values of a transcript: JSON values one after the other
@@ -29,21 +30,23 @@ func (it *items) next() (json.RawMessage, int, error) {
 	for {
 		if it.sub != nil {
 			if it.sub.More() {
+				from := it.base + it.sub.InputOffset()
 				var raw json.RawMessage
 				if err := it.sub.Decode(&raw); err != nil {
-					return nil, 0, it.syntax(err, it.base)
+					return nil, 0, it.syntax(err, it.base, from)
 				}
 				start := it.base + it.sub.InputOffset() - int64(len(raw))
 				return raw, it.lines.at(start), nil
 			}
 			it.sub = nil
 		}
+		from := it.top.InputOffset()
 		var raw json.RawMessage
 		if err := it.top.Decode(&raw); err != nil {
 			if err == io.EOF {
 				return nil, 0, io.EOF
 			}
-			return nil, 0, it.syntax(err, 0)
+			return nil, 0, it.syntax(err, 0, from)
 		}
 		start := it.top.InputOffset() - int64(len(raw))
 		if sub := openArray(raw); sub != nil {
@@ -88,16 +91,22 @@ func openArray(raw json.RawMessage) *json.Decoder {
 	return nil
 }
 
-// syntax turns a decoding error into an *Error on the line where it occurred.
-func (it *items) syntax(err error, base int64) error {
+// syntax turns a decoding error into an *Error on the line where it
+// occurred: the line of the offending byte, or, when the input ends inside a
+// value, the line where that value starts (the decoder read on from offset
+// from).
+func (it *items) syntax(err error, base, from int64) error {
 	var se *json.SyntaxError
-	switch {
-	case errors.As(err, &se):
-		return &Error{Line: it.lines.at(base + se.Offset), Err: fmt.Errorf("invalid JSON: %w", err)}
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return &Error{Line: it.lines.at(int64(len(it.data))), Err: errors.New("invalid JSON: unexpected end of input")}
+	if errors.As(err, &se) {
+		return &Error{Line: it.lines.at(base + max(se.Offset-1, 0)), Err: fmt.Errorf("invalid JSON: %w", err)}
 	}
-	return &Error{Line: it.lines.at(base + it.top.InputOffset()), Err: fmt.Errorf("invalid JSON: %w", err)}
+	for from < int64(len(it.data)) && strings.IndexByte(" \t\r\n,", it.data[from]) >= 0 {
+		from++
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = errors.New("unexpected end of input")
+	}
+	return &Error{Line: it.lines.at(from), Err: fmt.Errorf("invalid JSON: %w", err)}
 }
 
 // lineCounter turns offsets into 1-based line numbers, counting forward from

@@ -41,7 +41,7 @@ type command struct {
 
 // commands returns the subcommands, in the order the overview lists them.
 func commands() []*command {
-	return []*command{replayCommand}
+	return []*command{replayCommand, auditCommand}
 }
 
 func main() {
