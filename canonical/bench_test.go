@@ -190,3 +190,26 @@ func TestBenchmarkInputs(t *testing.T) {
 		t.Logf("%s: %d bytes", name, len(b))
 	}
 }
+
+// BenchmarkHashJSONArgsSHA256 is HashJSONArgs with crypto/sha256 (truncated
+// to 128 bits) in place of MurmurHash3, to compare the two end to end.
+func BenchmarkHashJSONArgsSHA256(b *testing.B) {
+	benchmarkSHA256(b, argsJSON)
+}
+
+func BenchmarkHashJSONDocSHA256(b *testing.B) {
+	benchmarkSHA256(b, docJSON)
+}
+
+func benchmarkSHA256(b *testing.B, src []byte) {
+	b.SetBytes(int64(len(src)))
+	b.ReportAllocs()
+	for b.Loop() {
+		e := getEncoder()
+		e.run(func(e *encoder) { e.jsonText(src) })
+		var s Sum
+		h := sha256.Sum256(e.buf)
+		copy(s[:], h[:16])
+		putEncoder(e)
+	}
+}

@@ -3,6 +3,7 @@ package canonical
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 )
 
 // ErrInvalid is returned by Transform for text that is not valid JSON.
@@ -22,7 +23,11 @@ func Transform(src []byte) ([]byte, error) {
 	defer putEncoder(e)
 	e.maxDepth = maxTextDepth
 	e.maxValues = int(^uint(0) >> 1)
-	if !e.jsonText(src) {
+	var ok bool
+	if p := e.try(func(e *encoder) { ok = e.jsonText(src) }); p != nil {
+		return nil, fmt.Errorf("canonical: internal error: %v", p) // a bug
+	}
+	if !ok {
 		return nil, ErrInvalid
 	}
 	out, _ := appendText(make([]byte, 0, len(e.buf)+len(e.buf)/4), e.buf)
@@ -42,9 +47,13 @@ func Append(dst []byte, v any) []byte {
 
 // Hash returns the Sum of the Go value v. Values whose JSON encodings are
 // equal JSON values have equal sums: Hash(v) == HashJSON(b) when b is the
-// output of json.Marshal(v). Hash never fails; see the package
-// documentation for values JSON cannot express. A json.RawMessage (or a
-// pointer to one) is taken as JSON text; a string is a JSON string.
+// output of json.Marshal(v) (for the values json.Marshal accepts whose
+// strings are UTF-8), so a struct and the map of its fields hash alike.
+// Hash never fails and never panics; see the package documentation for the
+// values JSON cannot express. A json.RawMessage (or a pointer to one) is
+// taken as JSON text; a string is a JSON string, never parsed; Hash(nil) is
+// the Sum of null. Hash of a string, a json.RawMessage or a map[string]any
+// does not allocate.
 func Hash(v any) Sum {
 	switch v := v.(type) {
 	case json.RawMessage:

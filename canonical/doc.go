@@ -31,7 +31,7 @@
 //   - NaN, Infinity, -Infinity: the three float values; all NaNs are one.
 //   - [Circular:n]: a pointer, map or slice that refers back to an ancestor
 //     n container levels up (0: through pointers only).
-//   - [MaxDepth]: an array or object nested deeper than MaxDepth (64).
+//   - [TooDeep]: an array or object nested deeper than MaxDepth (64).
 //   - [Truncated]: the rest of every open container once MaxValues
 //     (200,000) values have been read, in canonical order.
 //   - [Failed:n]: a value that could not be read (a MarshalJSON or

@@ -30,7 +30,7 @@ import (
 //
 //	'C' + 8 bytes n       [Circular:n] a reference back to the container n
 //	                      levels up (0: the same level, through pointers)
-//	'D'                   [MaxDepth] a container nested deeper than 64
+//	'D'                   [TooDeep] a container nested deeper than 64
 //	'T'                   [Truncated] the rest of a container, cut after
 //	                      200,000 values
 //	'E' + 16 bytes        [Failed:n] a value whose reading failed; unique
@@ -60,7 +60,7 @@ const (
 // Limits on what is hashed; past them values are replaced by markers.
 const (
 	// MaxDepth is how deeply arrays and objects may nest; a container
-	// nested deeper is replaced by the marker [MaxDepth].
+	// nested deeper is replaced by the marker [TooDeep].
 	MaxDepth = 64
 	// MaxValues is how many values (scalars, containers and markers,
 	// counted in canonical order) are read; the rest of every container
@@ -137,32 +137,32 @@ func (e *encoder) reset() {
 	e.careful = false
 }
 
-// errOverflow is panicked (and recovered by run) when a quick pass reads
-// more than maxValues values: the cut must then be made in canonical
-// order, by a careful pass.
+// overflow is panicked (and recovered by run) when a quick pass reads more
+// than maxValues values: the cut must then be made in canonical order, by a
+// careful pass.
 type overflow struct{}
 
 // run encodes with f, first quickly, and again carefully if the quick pass
-// met the value limit.
+// met the value limit. Should f panic otherwise (a bug: user code is called
+// under its own recover), the value becomes a [Failed] placeholder rather
+// than a crash of the caller.
 func (e *encoder) run(f func(e *encoder)) {
-	if !e.tryRun(f) {
+	if e.try(f) == nil {
+		return
+	}
+	e.reset()
+	e.careful = true
+	if e.try(f) != nil {
 		e.reset()
-		e.careful = true
-		f(e)
+		e.failed()
 	}
 }
 
-func (e *encoder) tryRun(f func(e *encoder)) (ok bool) {
-	defer func() {
-		if r := recover(); r != nil {
-			if _, isOverflow := r.(overflow); !isOverflow {
-				panic(r)
-			}
-			ok = false
-		}
-	}()
+// try runs f and returns what it panicked with, or nil.
+func (e *encoder) try(f func(e *encoder)) (panicked any) {
+	defer func() { panicked = recover() }()
 	f(e)
-	return true
+	return nil
 }
 
 // next counts one more value inside a container and reports whether it may
@@ -180,7 +180,7 @@ func (e *encoder) next() bool {
 }
 
 // open reports whether a container may be opened at the current depth; if
-// not, it writes the [MaxDepth] marker instead.
+// not, it writes the [TooDeep] marker instead.
 func (e *encoder) open() bool {
 	e.count++
 	if e.depth >= e.maxDepth {

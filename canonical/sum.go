@@ -64,7 +64,7 @@ func (s *Sum) UnmarshalText(text []byte) error {
 	return nil
 }
 
-// ErrSyntax is returned (wrapped) by ParseSum and Sum.UnmarshalText for
+// ErrSyntax is returned by ParseSum and Sum.UnmarshalText for
 // text that is not exactly 32 lowercase hexadecimal characters.
 var ErrSyntax = errors.New("canonical: a Sum is 32 lowercase hexadecimal characters")
 

@@ -58,7 +58,7 @@ func appendText(dst, enc []byte) ([]byte, []byte) {
 		dst = append(dst, ']')
 		enc = enc[8:]
 	case tagMaxDepth:
-		dst = append(dst, "[MaxDepth]"...)
+		dst = append(dst, "[TooDeep]"...)
 	case tagTruncated:
 		dst = append(dst, "[Truncated]"...)
 	case tagFailed:

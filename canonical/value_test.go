@@ -245,7 +245,7 @@ func TestMaxDepth(t *testing.T) {
 	if HashJSON([]byte(deep(65))) != HashJSON([]byte(deep(100))) {
 		t.Error("levels past 64 must be cut")
 	}
-	want := strings.Repeat("[", 64) + "[MaxDepth]" + strings.Repeat("]", 64)
+	want := strings.Repeat("[", 64) + "[TooDeep]" + strings.Repeat("]", 64)
 	var v any
 	if err := json.Unmarshal([]byte(deep(100)), &v); err != nil {
 		t.Fatal(err)
