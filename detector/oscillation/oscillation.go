@@ -21,7 +21,10 @@
 // Memory and snapshots are bounded by MaxPeriod: the detector keeps the last
 // MaxPeriod calls (key, tool name and, for calls that may end up in a cycle,
 // a short preview of the arguments for the evidence) and one counter per
-// period.
+// period. Calls with the same key share one preview, so that a run that goes
+// round in circles costs no allocation: when the guard leaves argument fields
+// out of the key (guard.Options.DropArgs, Key), the evidence shows the
+// arguments of the earliest such call still held.
 package oscillation
 
 import (
