@@ -67,6 +67,8 @@ type fields struct {
 	Repeats   float64  `json:"repeats"`
 	Metric    string   `json:"metric"`
 	Value     float64  `json:"value"`
+	// IdenticalResults: a repeat rule that compared results too.
+	IdenticalResults bool `json:"identicalResults"`
 }
 
 func readFields(evidence any) (f fields) {
@@ -184,6 +186,9 @@ func text(code string, f fields) string {
 		}
 		return fmt.Sprintf("The tool %s may be called at most %s in this run, and that many calls have been made. Do not call it again; use another tool or answer with what you have.", ToolName(f.Tool), times(f.Limit))
 	case "REPEATED_TOOL_CALL":
+		if f.IdenticalResults {
+			return fmt.Sprintf("You have called %s %s in a row with exactly the same arguments and got the same result every time; it is not changing. Stop waiting on it: use a different tool or arguments, or answer with what you already know.", ToolName(f.Tool), times(f.Count))
+		}
 		return fmt.Sprintf("You have called %s %s in a row with exactly the same arguments, and another identical call will not tell you anything new. Change the arguments, use a different tool, or answer with what you already know.", ToolName(f.Tool), times(f.Count))
 	case "OSCILLATION":
 		return fmt.Sprintf("You are going round in a circle: the same %s calls (%s) have repeated %s without getting closer to an answer. Break the cycle: try a different approach, or answer with what you already know.", num(f.Period), toolList(f.Tools), times(f.Repeats))
