@@ -24,7 +24,6 @@
 package noprogress
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,6 +31,7 @@ import (
 	"github.com/loopguard/loopguard/canonical"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/outcomes"
 )
 
 // Name is the detector's name: the key of its state in snapshots.
@@ -73,7 +73,7 @@ type Evidence struct {
 // A Detector finds runs of stalled steps. Create it with New.
 type Detector struct {
 	opts Options
-	seen outcomeSet
+	seen outcomes.Set
 
 	// stalled is the number of stalled steps in a row with the text whose
 	// hash is text.
@@ -110,7 +110,7 @@ func New(o Options) (*Detector, error) {
 		o.Window = DefaultWindow
 	}
 	d := &Detector{opts: o}
-	d.seen.init(o.Window)
+	d.seen.Init(o.Window)
 	return d, nil
 }
 
@@ -132,7 +132,7 @@ func (d *Detector) Observe(f *guard.Facts) {
 	stalled := !f.NewInput
 	for i := range f.Calls {
 		c := &f.Calls[i]
-		if !c.Ignored && d.seen.add(c.Outcome) {
+		if !c.Ignored && d.seen.Add(c.Outcome) {
 			stalled = false
 		}
 	}
@@ -175,7 +175,7 @@ func (d *Detector) Preflight(*guard.Facts) guard.Verdict { return guard.Verdict{
 
 // Reset forgets the run.
 func (d *Detector) Reset() {
-	d.seen.reset()
+	d.seen.Reset()
 	d.stalled, d.text = 0, canonical.Sum{}
 	d.verdict = guard.Verdict{}
 }
@@ -195,7 +195,7 @@ type state struct {
 // for a fresh state. The state holds no preview, so redaction changes
 // nothing.
 func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
-	if d.stalled == 0 && d.seen.len() == 0 {
+	if d.stalled == 0 && d.seen.Len() == 0 {
 		return []byte("null"), nil
 	}
 	s := state{Stalled: d.stalled}
@@ -203,7 +203,7 @@ func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 		text := d.text
 		s.Text = &text
 	}
-	s.Outcomes = base64.RawStdEncoding.EncodeToString(d.seen.appendOldestFirst(make([]byte, 0, 16*d.seen.len())))
+	s.Outcomes = d.seen.Encode()
 	return json.Marshal(s)
 }
 
@@ -226,24 +226,10 @@ func (d *Detector) Restore(data []byte) error {
 	case s.Stalled == 0 && s.Text != nil:
 		return fmt.Errorf("%s: a text without stalled steps", Name)
 	}
-	// Window sums take Window*16 bytes, 4 characters of base64 for every
-	// 3 of them (and a partial group at the end).
-	if max := (d.opts.Window*16*4 + 2) / 3; len(s.Outcomes) > max {
-		return fmt.Errorf("%s: more than %d outcomes", Name, d.opts.Window)
-	}
-	raw, err := base64.RawStdEncoding.Strict().DecodeString(s.Outcomes)
-	if err != nil {
-		return fmt.Errorf("%s: outcomes: %w", Name, err)
-	}
-	if len(raw)%16 != 0 {
-		return fmt.Errorf("%s: outcomes are %d bytes, not a multiple of 16", Name, len(raw))
-	}
-	var seen outcomeSet
-	seen.init(d.opts.Window)
-	for i := 0; i < len(raw)/16; i++ {
-		if !seen.add(canonical.Sum(raw[16*i : 16*i+16])) {
-			return fmt.Errorf("%s: outcome %d appears twice", Name, i)
-		}
+	var seen outcomes.Set
+	seen.Init(d.opts.Window)
+	if err := seen.Decode(s.Outcomes); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
 	}
 	d.Reset()
 	d.seen = seen
@@ -265,5 +251,5 @@ type Summary struct {
 
 // Summary returns the detector's state (a Summary).
 func (d *Detector) Summary() any {
-	return Summary{StalledSteps: d.stalled, Outcomes: d.seen.len()}
+	return Summary{StalledSteps: d.stalled, Outcomes: d.seen.Len()}
 }

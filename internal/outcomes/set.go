@@ -1,22 +1,28 @@
-package noprogress
+// Package outcomes holds the set of remembered tool outcomes that the
+// no-progress and stall rules share: the newest N distinct sums, forgotten
+// first in, first out, without allocating once it has grown.
+package outcomes
 
 import (
+	"encoding/base64"
 	"encoding/binary"
+	"fmt"
 	"math/bits"
 	"math/rand/v2"
 
 	"github.com/loopguard/loopguard/canonical"
 )
 
-// outcomeSet remembers the newest limit distinct sums, in the order they were
-// first added: a set with first-in, first-out eviction.
+// A Set remembers the newest limit distinct sums, in the order they were
+// first added: a set with first-in, first-out eviction. Its zero value
+// remembers nothing; call Init first.
 //
 // The set is an open-addressing hash table with linear probing and
 // backward-shift deletion, so that adding and evicting never allocate once
 // the table has grown to its final size (a Go map may allocate when it
 // rehashes after deletions). The zero Sum marks an empty slot; the zero Sum
 // itself, should it ever be added, is kept aside in hasZero.
-type outcomeSet struct {
+type Set struct {
 	limit int
 	// fifo holds the sums in the order they were added. It grows to limit
 	// and then is a ring whose oldest entry is fifo[head].
@@ -34,20 +40,23 @@ type outcomeSet struct {
 // minTable is the smallest table allocated.
 const minTable = 16
 
-func (s *outcomeSet) init(limit int) {
-	*s = outcomeSet{limit: limit, seed: rand.Uint64()}
+// Init empties the set and makes it remember at most limit sums (limit must be
+// at least 1).
+func (s *Set) Init(limit int) {
+	*s = Set{limit: limit, seed: rand.Uint64()}
 }
 
-func (s *outcomeSet) len() int { return len(s.fifo) }
+// Len returns the number of sums remembered.
+func (s *Set) Len() int { return len(s.fifo) }
 
-// reset empties the set and keeps its memory.
-func (s *outcomeSet) reset() {
+// Reset empties the set and keeps its memory.
+func (s *Set) Reset() {
 	clear(s.table)
 	s.fifo, s.head, s.hasZero = s.fifo[:0], 0, false
 }
 
 // slot returns the home slot of x in a table of the given mask.
-func (s *outcomeSet) slot(x canonical.Sum, mask uint64) uint64 {
+func (s *Set) slot(x canonical.Sum, mask uint64) uint64 {
 	h := binary.LittleEndian.Uint64(x[:8]) ^ s.seed
 	h ^= bits.RotateLeft64(binary.LittleEndian.Uint64(x[8:]), 29)
 	// The splitmix64 finaliser.
@@ -59,8 +68,8 @@ func (s *outcomeSet) slot(x canonical.Sum, mask uint64) uint64 {
 	return h & mask
 }
 
-// contains reports whether x is in the set.
-func (s *outcomeSet) contains(x canonical.Sum) bool {
+// Contains reports whether x is in the set.
+func (s *Set) Contains(x canonical.Sum) bool {
 	if x.IsZero() {
 		return s.hasZero
 	}
@@ -78,10 +87,10 @@ func (s *outcomeSet) contains(x canonical.Sum) bool {
 	}
 }
 
-// add adds x and reports whether it was new. When the set is full, the oldest
+// Add adds x and reports whether it was new. When the set is full, the oldest
 // sum makes room for it.
-func (s *outcomeSet) add(x canonical.Sum) bool {
-	if s.contains(x) {
+func (s *Set) Add(x canonical.Sum) bool {
+	if s.Contains(x) {
 		return false
 	}
 	if len(s.fifo) == s.limit {
@@ -100,7 +109,7 @@ func (s *outcomeSet) add(x canonical.Sum) bool {
 }
 
 // insert puts x, which is not in the set, into the table.
-func (s *outcomeSet) insert(x canonical.Sum) {
+func (s *Set) insert(x canonical.Sum) {
 	if x.IsZero() {
 		s.hasZero = true
 		return
@@ -115,7 +124,7 @@ func (s *outcomeSet) insert(x canonical.Sum) {
 
 // grow doubles the table (up to what limit needs) and puts every sum of fifo
 // into it.
-func (s *outcomeSet) grow() {
+func (s *Set) grow() {
 	size := max(len(s.table)*2, minTable)
 	for size < 2*len(s.fifo) {
 		size *= 2
@@ -128,7 +137,7 @@ func (s *outcomeSet) grow() {
 
 // remove takes x, which is in the set, out of the table, shifting back the
 // entries after it that would otherwise no longer be found.
-func (s *outcomeSet) remove(x canonical.Sum) {
+func (s *Set) remove(x canonical.Sum) {
 	if x.IsZero() {
 		s.hasZero = false
 		return
@@ -149,8 +158,8 @@ func (s *outcomeSet) remove(x canonical.Sum) {
 	s.table[i] = canonical.Sum{}
 }
 
-// appendOldestFirst appends the bytes of the sums, oldest first, to dst.
-func (s *outcomeSet) appendOldestFirst(dst []byte) []byte {
+// AppendOldestFirst appends the bytes of the sums, oldest first, to dst.
+func (s *Set) AppendOldestFirst(dst []byte) []byte {
 	for _, x := range s.fifo[s.head:] {
 		dst = append(dst, x[:]...)
 	}
@@ -158,4 +167,37 @@ func (s *outcomeSet) appendOldestFirst(dst []byte) []byte {
 		dst = append(dst, x[:]...)
 	}
 	return dst
+}
+
+// Encode returns the sums, oldest first, as the base64 (standard alphabet,
+// no padding) of their concatenated 16 bytes: a compact form for snapshots.
+func (s *Set) Encode() string {
+	return base64.RawStdEncoding.EncodeToString(s.AppendOldestFirst(make([]byte, 0, 16*s.Len())))
+}
+
+// Decode replaces the sums by those of text, which Encode returned: whole
+// sums, at most the set's limit of them, none twice. On an error the set is
+// left as it was.
+func (s *Set) Decode(text string) error {
+	// limit sums take 16*limit bytes: 4 characters for every 3 of them,
+	// and a partial group at the end.
+	if max := (s.limit*16*4 + 2) / 3; len(text) > max {
+		return fmt.Errorf("more than %d outcomes", s.limit)
+	}
+	raw, err := base64.RawStdEncoding.Strict().DecodeString(text)
+	if err != nil {
+		return fmt.Errorf("outcomes: %w", err)
+	}
+	if len(raw)%16 != 0 {
+		return fmt.Errorf("outcomes are %d bytes, not a multiple of 16", len(raw))
+	}
+	var next Set
+	next.Init(s.limit)
+	for i := 0; i < len(raw)/16; i++ {
+		if !next.Add(canonical.Sum(raw[16*i : 16*i+16])) {
+			return fmt.Errorf("outcome %d appears twice", i)
+		}
+	}
+	*s = next
+	return nil
 }

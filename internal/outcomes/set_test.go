@@ -1,4 +1,4 @@
-package noprogress
+package outcomes
 
 import (
 	"slices"
@@ -14,8 +14,8 @@ import (
 func TestOutcomeSet(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		limit := rapid.IntRange(1, 30).Draw(t, "limit")
-		var s outcomeSet
-		s.init(limit)
+		var s Set
+		s.Init(limit)
 		pool := spread
 		if rapid.Bool().Draw(t, "colliding") {
 			s.seed, pool = 0, colliding
@@ -26,7 +26,7 @@ func TestOutcomeSet(t *testing.T) {
 			"add": func(t *rapid.T) {
 				x := value.Draw(t, "x")
 				isNew := !slices.Contains(model, x)
-				if got := s.add(x); got != isNew {
+				if got := s.Add(x); got != isNew {
 					t.Fatalf("add(%s) = %v, want %v", x, got, isNew)
 				}
 				if isNew {
@@ -38,13 +38,13 @@ func TestOutcomeSet(t *testing.T) {
 			},
 			"contains": func(t *rapid.T) {
 				x := value.Draw(t, "x")
-				if got, want := s.contains(x), slices.Contains(model, x); got != want {
+				if got, want := s.Contains(x), slices.Contains(model, x); got != want {
 					t.Fatalf("contains(%s) = %v, want %v", x, got, want)
 				}
 			},
 			"reset": func(t *rapid.T) {
 				if rapid.IntRange(0, 9).Draw(t, "p") == 0 {
-					s.reset()
+					s.Reset()
 					model = nil
 				}
 			},
@@ -53,11 +53,11 @@ func TestOutcomeSet(t *testing.T) {
 				for _, x := range model {
 					want = append(want, x[:]...)
 				}
-				if got := s.appendOldestFirst(nil); !slices.Equal(got, want) {
+				if got := s.AppendOldestFirst(nil); !slices.Equal(got, want) {
 					t.Fatalf("contents %v, want %v", got, want)
 				}
 				for _, x := range model {
-					if !s.contains(x) {
+					if !s.Contains(x) {
 						t.Fatalf("%s was lost", x)
 					}
 				}
@@ -70,8 +70,8 @@ func TestOutcomeSet(t *testing.T) {
 				if s.hasZero {
 					n++
 				}
-				if n != len(model) || s.len() != len(model) {
-					t.Fatalf("table holds %d sums, fifo %d, want %d", n, s.len(), len(model))
+				if n != len(model) || s.Len() != len(model) {
+					t.Fatalf("table holds %d sums, fifo %d, want %d", n, s.Len(), len(model))
 				}
 			},
 		})
@@ -91,7 +91,7 @@ var spread = func() []canonical.Sum {
 // every table of up to 64 slots, so that probes wrap around and deletions
 // must shift entries back across the end of the table.
 var colliding = func() []canonical.Sum {
-	var s outcomeSet
+	var s Set
 	var out []canonical.Sum
 	for i := 1; len(out) < 40; i++ {
 		var x canonical.Sum
@@ -102,3 +102,47 @@ var colliding = func() []canonical.Sum {
 	}
 	return out
 }()
+
+// TestEncodeDecode checks that Decode gives back what Encode wrote, oldest
+// first, and rejects text that no set of this limit could have written,
+// leaving the set as it was.
+func TestEncodeDecode(t *testing.T) {
+	var s Set
+	s.Init(3)
+	for _, x := range spread[1:5] { // the first is evicted
+		s.Add(x)
+	}
+	text := s.Encode()
+	var back Set
+	back.Init(3)
+	if err := back.Decode(text); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := back.AppendOldestFirst(nil), s.AppendOldestFirst(nil); !slices.Equal(got, want) {
+		t.Fatalf("decoded %v, want %v", got, want)
+	}
+	if back.Encode() != text {
+		t.Fatalf("encoded again %q, want %q", back.Encode(), text)
+	}
+	one := s.Encode()[:22] // a single sum takes 22 characters
+	for _, bad := range []string{
+		text + one,     // four sums in a set of three
+		one + one,      // a sum twice
+		one[:20],       // a partial sum
+		one + "==",     // padding
+		one[:21] + "B", // bits past the sum's 16 bytes
+		"***",          // not base64
+	} {
+		if err := back.Decode(bad); err == nil {
+			t.Errorf("Decode(%q) succeeded", bad)
+		}
+		if back.Encode() != text {
+			t.Fatalf("a failed Decode(%q) changed the set", bad)
+		}
+	}
+	var empty Set
+	empty.Init(3)
+	if err := empty.Decode(""); err != nil || empty.Len() != 0 {
+		t.Errorf("Decode(\"\") = %v, %d sums", err, empty.Len())
+	}
+}
