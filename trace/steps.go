@@ -30,9 +30,11 @@ func parseSteps(data []byte) (*Trace, error) {
 		if len(text) == 0 {
 			continue
 		}
-		var s guard.Step
-		if err := unmarshalStep(text, &s); err != nil {
-			return nil, &Error{Line: line, Err: err}
+		s, ok := fastStep(bytes.Clone(text))
+		if !ok {
+			if err := unmarshalStep(text, &s); err != nil {
+				return nil, &Error{Line: line, Err: err}
+			}
 		}
 		t.Steps = append(t.Steps, s)
 		t.Lines = append(t.Lines, line)
