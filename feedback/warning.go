@@ -1,0 +1,116 @@
+package feedback
+
+import (
+	"fmt"
+
+	"github.com/loopguard/loopguard/guard"
+)
+
+// The codes of the early warnings of the built-in rules. A rule with warnings
+// switched on gives one when the run is one step (or one call) away from a
+// stop of its kind.
+const (
+	// CodeRepeatWarning: a run of identical calls is one call short of
+	// the repeat threshold. Metric is the tool, Value the run's length,
+	// Limit the threshold.
+	CodeRepeatWarning = "REPEAT_WARNING"
+	// CodeWindowedRepeatWarning: one more identical call would make too
+	// many in the sliding window. Metric is the tool, Value the calls in
+	// the window, Limit the count that stops.
+	CodeWindowedRepeatWarning = "WINDOWED_REPEAT_WARNING"
+	// CodeOscillationWarning: one more call that follows the cycle would
+	// complete the cycles that stop. Value and Limit count calls.
+	CodeOscillationWarning = "OSCILLATION_WARNING"
+	// CodeNoProgressWarning: one more stalled step with the same text
+	// stops the run. Value and Limit count steps.
+	CodeNoProgressWarning = "NO_PROGRESS_WARNING"
+	// CodeStallWarning: one more step without a new outcome stops the
+	// run. Value and Limit count steps.
+	CodeStallWarning = "STALL_WARNING"
+	// CodeToolCallCapWarning: a tool has used its cap; one more call of
+	// it stops the run. Metric is the tool, Value its calls, Limit the
+	// count that stops (the cap plus one).
+	CodeToolCallCapWarning = "TOOL_CALL_CAP_WARNING"
+	// CodeBudgetWarning: a budget is close to spent (package budget's
+	// warnAt). Metric names the budget.
+	CodeBudgetWarning = "BUDGET_WARNING"
+)
+
+// The codes of the stops of the rules beyond the reference, whose texts
+// [ForStop] adds to For's.
+const (
+	// CodeStall is the stall rule's stop (evidence: steps, threshold).
+	CodeStall = "STALL"
+	// CodeWindowedRepeat is the sliding-window repeat rule's stop
+	// (evidence: tool, count, threshold, window).
+	CodeWindowedRepeat = "WINDOWED_REPEAT"
+)
+
+// ForWarning returns the model-facing text of an early warning, or "" for a
+// code this package does not know. Like the texts of stops, it is made of
+// fixed sentences, w's counts and, for the warnings of one tool, the tool's
+// name through [ToolName]; it never repeats arguments, results or model
+// text, and it never reads w.Detail.
+//
+// The warnings of the tool rules (REPEAT_WARNING, WINDOWED_REPEAT_WARNING,
+// TOOL_CALL_CAP_WARNING) carry the tool's name in w.Metric.
+func ForWarning(w guard.Warning) string {
+	switch w.Code {
+	case CodeRepeatWarning:
+		return fmt.Sprintf("You have called %s %s in a row with exactly the same arguments. Another identical call will stop this run: change the arguments, use a different tool, or answer with what you already know.", ToolName(w.Metric), times(w.Value))
+	case CodeWindowedRepeatWarning:
+		return fmt.Sprintf("You have made exactly the same call to %s %s among your recent calls. Another identical call will stop this run: change the arguments, use a different tool, or answer with what you already know.", ToolName(w.Metric), times(w.Value))
+	case CodeOscillationWarning:
+		return "Your recent calls go round in a circle, repeating the same sequence. Following it once more will stop this run: break the cycle with a different approach, or answer with what you already know."
+	case CodeNoProgressWarning:
+		return fmt.Sprintf("Your last %s steps said the same thing and brought no new information. One more such step will stop this run: do something different that can bring new information, or give your final answer.", num(w.Value))
+	case CodeStallWarning:
+		return fmt.Sprintf("Your last %s steps brought no new information: no tool call returned anything new. One more such step will stop this run: make a tool call that can bring new information, or give your final answer.", num(w.Value))
+	case CodeToolCallCapWarning:
+		return fmt.Sprintf("You have now called %s %s, as often as this run allows. Another call to it will stop this run: use another tool or answer with what you have.", ToolName(w.Metric), times(w.Value))
+	case CodeBudgetWarning:
+		words, ok := metricWords[w.Metric]
+		if !ok {
+			words = "budget"
+		}
+		return fmt.Sprintf("This run has used %s of its %s: %s of %s. Plan to finish soon: call only the tools you still need, then give your final answer.", percent(w.Value, w.Limit), words, num(w.Value), num(w.Limit))
+	}
+	return ""
+}
+
+// percent writes value/limit as a whole percentage, rounded down so that it
+// never reads 100% before the limit is reached.
+func percent(value, limit float64) string {
+	if !(limit > 0) || !(value >= 0) {
+		return "part"
+	}
+	p := value / limit * 100
+	if p > 100 {
+		p = 100
+	}
+	return num(float64(int64(p))) + "%"
+}
+
+// ForStop returns For(v, phase), or, for the stops of the rules beyond the
+// reference that For does not know yet (STALL, WINDOWED_REPEAT), their
+// text. The same rules apply: fixed sentences, counts and the tool's name
+// through [ToolName], never arguments, results or text.
+func ForStop(v guard.Verdict, phase guard.Phase) string {
+	if text := For(v, phase); text != "" || !v.Stop {
+		return text
+	}
+	f := readFields(v.Evidence)
+	switch v.Code {
+	case CodeStall:
+		if phase == guard.PhasePreflight {
+			return "" // the stall rule never refuses a call
+		}
+		return fmt.Sprintf("Your last %s steps brought no new information: no tool call returned anything new. Stop and think about what could bring new information, or give your final answer with what you have.", num(f.Steps))
+	case CodeWindowedRepeat:
+		if phase == guard.PhasePreflight {
+			return fmt.Sprintf("That call was not run: it would have been exactly the same call to %s for the %s time among your recent calls, and it would not tell you anything new. Change the arguments, use a different tool, or answer with what you already know.", ToolName(f.Tool), ordinal(f.Count))
+		}
+		return fmt.Sprintf("You have made exactly the same call to %s %s among your recent calls, and another one will not tell you anything new. Change the arguments, use a different tool, or answer with what you already know.", ToolName(f.Tool), times(f.Count))
+	}
+	return ""
+}
