@@ -1,0 +1,64 @@
+package openai_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net/http"
+	"net/http/httptest"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	lgopenai "github.com/loopguard/loopguard/adapters/openai"
+	"github.com/loopguard/loopguard/detector"
+	"github.com/loopguard/loopguard/guard"
+)
+
+// A stubborn model, played by a local server, asks for the same forecast on
+// every turn. The guard refuses the third call before it runs, and stops the
+// run when the model keeps asking.
+func Example() {
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id": "chatcmpl-1", "object": "chat.completion", "created": 1767225600, "model": "gpt-4o",
+			"choices": [{"index": 0, "finish_reason": "tool_calls", "logprobs": null, "message": {
+				"role": "assistant", "content": null, "refusal": null, "tool_calls": [{"id": "call_1",
+				"type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}]}}],
+			"usage": {"prompt_tokens": 80, "completion_tokens": 20, "total_tokens": 100}}`)
+	}))
+	defer model.Close()
+	client := openai.NewClient(option.WithBaseURL(model.URL), option.WithAPIKey("sk-example"))
+
+	g, err := guard.New(detector.Defaults()...)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	params := openai.ChatCompletionNewParams{
+		Model:    openai.ChatModelGPT4o,
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Weather in Paris?")},
+	}
+	for turnNo := 1; ; turnNo++ {
+		completion, err := client.Chat.Completions.New(ctx, params)
+		if err != nil {
+			log.Fatal(err)
+		}
+		turn := lgopenai.Preflight(g, completion)
+		for _, call := range turn.Allowed() {
+			turn.SetResult(call.ID, "18 °C, sunny", nil) // run the tool here
+		}
+		fmt.Printf("turn %d: %d call(s) ran, %d refused\n", turnNo, len(turn.Allowed()), len(turn.Refusals()))
+		if v := g.Check(turn.Step()); v.Stop {
+			fmt.Println("stopped:", v.Reason)
+			break
+		}
+		params.Messages = append(params.Messages, turn.Messages()...)
+	}
+	// Output:
+	// turn 1: 1 call(s) ran, 0 refused
+	// turn 2: 1 call(s) ran, 0 refused
+	// turn 3: 0 call(s) ran, 1 refused
+	// turn 4: 0 call(s) ran, 1 refused
+	// stopped: no-progress
+}
