@@ -1,0 +1,40 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// want is the program's output. A line ending in "..." need only start with
+// what comes before: those are texts of the guard, whose wording may change.
+const want = `step 0: the model calls search {"query": "weather in Atlantis today"} -> no results
+        guard: go on
+step 1: the model calls search {"query": "weather in Atlantis today"} -> no results
+        guard: go on
+step 2: the model calls search {"query": "weather in Atlantis today"} -> no results
+        guard: stop: repeated-tool-call (REPEATED_TOOL_CALL): tool "search" called 3 times in a row...
+feedback to the model: You have called ` + "`search`" + ` 3 times in a row with exactly the same arguments...
+the model answers: I could not find a weather report for Atlantis: searches for it return nothing.
+`
+
+func TestRun(t *testing.T) {
+	var out strings.Builder
+	if err := run(&out); err != nil {
+		t.Fatal(err)
+	}
+	matchLines(t, want, out.String())
+}
+
+func matchLines(t *testing.T, want, got string) {
+	t.Helper()
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	if len(w) != len(g) {
+		t.Fatalf("%d lines, want %d:\n%s", len(g), len(w), got)
+	}
+	for i := range w {
+		if p, ok := strings.CutSuffix(w[i], "..."); ok && strings.HasPrefix(g[i], p) || w[i] == g[i] {
+			continue
+		}
+		t.Errorf("line %d:\n got %s\nwant %s", i+1, g[i], w[i])
+	}
+}

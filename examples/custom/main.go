@@ -1,0 +1,231 @@
+// Command custom shows a detector of your own beside the built-in ones.
+//
+// FailStreak stops a run when the last N tool calls all failed, whatever the
+// tools and arguments: an agent retrying a broken service with ever new
+// arguments slips past the repeated-call rule, but not past this one. It
+// implements the whole guard.Detector interface, as the built-in detectors
+// do, so it is ordered, fingerprinted and saved in snapshots like them.
+//
+// It is registered on the standard registry under its own option,
+// "maxFailedCalls", so one JSON document configures it and the built-ins,
+// and a misspelt key is still an error.
+//
+//	go run ./examples/custom
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/loopguard/loopguard/detector"
+	"github.com/loopguard/loopguard/guard"
+)
+
+// Name is the detector's name: the key of its state in snapshots.
+const Name = "failstreak"
+
+// Code is the code of its stops.
+const Code = "FAIL_STREAK"
+
+// maxToolName is the longest tool name kept in the state.
+const maxToolName = 256
+
+// FailStreak stops a run after Threshold failed tool calls in a row.
+type FailStreak struct {
+	threshold int
+	streak    int    // failed calls in a row, at most threshold
+	tool      string // the tool of the newest failed call
+	stop      bool   // whether the last step stops the run
+}
+
+var _ guard.Detector = (*FailStreak)(nil)
+
+// Evidence is the evidence of a stop.
+type Evidence struct {
+	Tool      string `json:"tool"`
+	Failures  int    `json:"failures"`
+	Threshold int    `json:"threshold"`
+}
+
+// NewFailStreak returns the detector, or an error for a threshold below 1.
+func NewFailStreak(threshold int) (*FailStreak, error) {
+	if threshold < 1 {
+		return nil, &guard.OptionError{Detector: Name, Field: "Threshold", Err: errors.New("must be at least 1")}
+	}
+	return &FailStreak{threshold: threshold}, nil
+}
+
+// Name returns "failstreak".
+func (d *FailStreak) Name() string { return Name }
+
+// Priority puts it after the built-in rules.
+func (d *FailStreak) Priority() int { return guard.PriorityCustom }
+
+// Options returns the threshold, for the fingerprint.
+func (d *FailStreak) Options() any {
+	return struct {
+		Threshold int `json:"threshold"`
+	}{d.threshold}
+}
+
+// Observe counts failed calls; a call that succeeds ends the streak. Calls of
+// ignored tools do not count either way.
+func (d *FailStreak) Observe(f *guard.Facts) {
+	d.stop = false
+	counted := false
+	for i := range f.Calls {
+		c := &f.Calls[i]
+		if c.Ignored {
+			continue
+		}
+		counted = true
+		if !c.Failed {
+			d.streak, d.tool = 0, ""
+			continue
+		}
+		d.streak = min(d.streak+1, d.threshold)
+		d.tool = c.Tool[:min(len(c.Tool), maxToolName)]
+	}
+	d.stop = counted && d.streak >= d.threshold
+}
+
+// Verdict stops the run on a step whose calls complete a streak.
+func (d *FailStreak) Verdict() guard.Verdict {
+	if !d.stop {
+		return guard.Verdict{}
+	}
+	return guard.Verdict{
+		Stop:     true,
+		Reason:   guard.ReasonCustom,
+		Code:     Code,
+		Detail:   fmt.Sprintf("the last %d tool calls failed (threshold %d); the newest was %q", d.streak, d.threshold, d.tool),
+		Evidence: Evidence{Tool: d.tool, Failures: d.streak, Threshold: d.threshold},
+		// Feedback is for the model: fixed words and numbers only.
+		Feedback: "Your last " + strconv.Itoa(d.streak) + " tool calls all failed. Stop retrying: tell the user what is failing, or try a different approach.",
+	}
+}
+
+// Preflight refuses nothing: whether a call fails is only known once it
+// has run.
+func (d *FailStreak) Preflight(*guard.Facts) guard.Verdict { return guard.Verdict{} }
+
+type state struct {
+	Streak int    `json:"streak"`
+	Tool   string `json:"tool"`
+}
+
+// Snapshot returns the streak as JSON, or null for a fresh state.
+func (d *FailStreak) Snapshot(guard.SnapshotOptions) ([]byte, error) {
+	if d.streak == 0 {
+		return []byte("null"), nil
+	}
+	return json.Marshal(state{d.streak, d.tool})
+}
+
+// Restore reads what Snapshot wrote, and rejects anything else.
+func (d *FailStreak) Restore(data []byte) error {
+	if string(data) == "null" {
+		d.Reset()
+		return nil
+	}
+	var s state
+	if err := json.Unmarshal(data, &s); err != nil {
+		return fmt.Errorf("%w: %s: %v", guard.ErrInvalidState, Name, err)
+	}
+	if s.Streak < 1 || s.Streak > d.threshold || len(s.Tool) > maxToolName {
+		return fmt.Errorf("%w: %s: streak %d, tool of %d bytes", guard.ErrInvalidState, Name, s.Streak, len(s.Tool))
+	}
+	d.streak, d.tool, d.stop = s.Streak, s.Tool, false
+	return nil
+}
+
+// Reset forgets the run.
+func (d *FailStreak) Reset() { d.streak, d.tool, d.stop = 0, "", false }
+
+// registry is the standard registry with FailStreak added under the option
+// "maxFailedCalls".
+func registry() (*detector.Registry, error) {
+	r := detector.Standard()
+	err := r.Register(Name, detector.Entry{
+		Keys: []string{"maxFailedCalls"},
+		Build: func(in detector.Input) (guard.Detector, error) {
+			var n int
+			if err := json.Unmarshal(in.Values["maxFailedCalls"], &n); err != nil {
+				return nil, &guard.OptionError{Detector: Name, Field: "maxFailedCalls", Err: err}
+			}
+			d, err := NewFailStreak(n)
+			if err != nil {
+				return nil, &guard.OptionError{Detector: Name, Field: "maxFailedCalls", Err: errors.Unwrap(err)}
+			}
+			return d, nil
+		},
+	})
+	return r, err
+}
+
+const options = `{"maxFailedCalls": 3, "repeatedToolCall": {"threshold": 4}}`
+
+// call makes a call of the simulated agent, with its outcome.
+func call(tool, args, failure string) guard.ToolCall {
+	c := guard.ToolCall{Name: tool, Args: json.RawMessage(args), Result: "ok"}
+	if failure != "" {
+		c.Result, c.Err = nil, errors.New(failure)
+	}
+	return c
+}
+
+func run(out io.Writer) error {
+	r, err := registry()
+	if err != nil {
+		return err
+	}
+	cfg, err := r.Build([]byte(options), detector.BuildOptions{})
+	if err != nil {
+		return err
+	}
+	g, err := cfg.Guard.New(cfg.Detectors...)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, d := range g.Detectors() {
+		names = append(names, d.Name())
+	}
+	fmt.Fprintf(out, "detectors, in the order they are asked: %s\n", strings.Join(names, ", "))
+
+	// An agent retrying a payment service that is down, each time with a
+	// new idempotency key: never the same call twice.
+	steps := []guard.ToolCall{
+		call("get_invoice", `{"id": "inv_7"}`, ""),
+		call("charge_card", `{"invoice": "inv_7", "key": "a1"}`, "503 Service Unavailable"),
+		call("charge_card", `{"invoice": "inv_7", "key": "a2"}`, "503 Service Unavailable"),
+		call("charge_card", `{"invoice": "inv_7", "key": "a3"}`, "503 Service Unavailable"),
+		call("charge_card", `{"invoice": "inv_7", "key": "a4"}`, "503 Service Unavailable"),
+	}
+	for i, c := range steps {
+		v := g.Check(guard.Step{ToolCalls: []guard.ToolCall{c}})
+		fmt.Fprintf(out, "step %d: %s %s: %s\n", i, c.Name, c.Args, guard.Explain(v))
+		if v.Stop {
+			fmt.Fprintf(out, "feedback: %s\n", v.Feedback)
+			break
+		}
+	}
+
+	// A misspelt option is caught, even though the registry has never heard
+	// of it before.
+	_, err = r.Build([]byte(`{"maxFailedCall": 3}`), detector.BuildOptions{})
+	fmt.Fprintf(out, "misspelt: %v\n", err)
+	return nil
+}
+
+func main() {
+	if err := run(os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "custom:", err)
+		os.Exit(1)
+	}
+}
