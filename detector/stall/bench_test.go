@@ -1,0 +1,73 @@
+package stall_test
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/loopguard/loopguard/canonical"
+	"github.com/loopguard/loopguard/detector/stall"
+	"github.com/loopguard/loopguard/guard"
+)
+
+// BenchmarkObserveNew measures the detector's own work per step when every
+// step brings a new outcome, so that once the window is full every step
+// evicts the oldest one.
+func BenchmarkObserveNew(b *testing.B) {
+	d, _ := stall.New(stall.Options{Warn: true})
+	var f guard.Facts
+	f.Calls = []guard.Call{{Tool: "fetch"}}
+	var buf [8]byte
+	next := func(i int) {
+		binary.LittleEndian.PutUint64(buf[:], uint64(i))
+		f.Index, f.Calls[0].Outcome = i, canonical.HashBytes(buf[:])
+	}
+	for i := range 2 * stall.DefaultWindow { // fill the window: the steady state
+		next(i)
+		d.Observe(&f)
+	}
+	b.ReportAllocs()
+	for i := 2 * stall.DefaultWindow; b.Loop(); i++ {
+		next(i)
+		d.Observe(&f)
+		if v := d.Verdict(); v.Stop || v.Warnings != nil {
+			b.Fatal("stop")
+		}
+	}
+}
+
+// BenchmarkObserveStalled measures stalled steps, with warnings on: a new
+// outcome every few steps keeps the count below the warning.
+func BenchmarkObserveStalled(b *testing.B) {
+	d, _ := stall.New(stall.Options{Warn: true})
+	k := canonical.HashString("same")
+	steps := [2]guard.Facts{
+		{Calls: []guard.Call{{Tool: "fetch", Outcome: k}}},
+		{NewInput: true},
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		d.Observe(&steps[i%3/2])
+		if v := d.Verdict(); v.Stop || v.Warnings != nil {
+			b.Fatal("stop")
+		}
+	}
+}
+
+// BenchmarkCheck measures a whole guard.Check with only this detector, every
+// step bringing a new outcome.
+func BenchmarkCheck(b *testing.B) {
+	g := newGuard(b, stall.Options{Warn: true}, guard.Options{})
+	steps := make([]guard.Step, 4*stall.DefaultWindow)
+	for i := range steps {
+		steps[i] = distinct(i)
+	}
+	for _, s := range steps {
+		g.Check(s)
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if g.Check(steps[i%len(steps)]).Stop {
+			b.Fatal("stop")
+		}
+	}
+}
