@@ -1,0 +1,719 @@
+package window_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"pgregory.net/rapid"
+
+	"github.com/loopguard/loopguard/canonical"
+	"github.com/loopguard/loopguard/detector/repeat"
+	"github.com/loopguard/loopguard/detector/window"
+	"github.com/loopguard/loopguard/feedback"
+	"github.com/loopguard/loopguard/guard"
+)
+
+func call(tool, args string) guard.ToolCall {
+	return guard.ToolCall{Name: tool, Args: json.RawMessage(args)}
+}
+
+func withResult(c guard.ToolCall, result string) guard.ToolCall {
+	c.Result = json.RawMessage(result)
+	return c
+}
+
+func step(calls ...guard.ToolCall) guard.Step { return guard.Step{ToolCalls: calls} }
+
+// q returns a search for s.
+func q(s string) guard.ToolCall { return call("search", fmt.Sprintf(`{"q":%q}`, s)) }
+
+var (
+	a     = q("a")
+	aSwap = call("search", `{ "q" : "a" }`)
+	x, y  = q("x"), q("y")
+	z     = call("read", `{"path":"/z"}`)
+	think = call("think", `{}`)
+)
+
+const pa = `{"q":"a"}`
+
+func stop(tool, preview string, count, threshold, win int, phase guard.Phase) guard.Verdict {
+	v := guard.Verdict{Stop: true, Reason: window.ReasonWindowedRepeat, Code: window.Code,
+		Evidence: window.Evidence{Tool: tool, ArgsPreview: preview, Count: count, Threshold: threshold, Window: win}}
+	v.Feedback = feedback.ForStop(v, phase)
+	v.Detector = window.Name
+	return v
+}
+
+// stopA is the stop on a call of a with the default options.
+func stopA(count int) guard.Verdict { return stop("search", pa, count, 3, 10, guard.PhaseCheck) }
+
+func warn(tool string, count int) guard.Verdict {
+	w := guard.Warning{Code: window.WarningCode, Metric: tool, Value: float64(count), Limit: float64(count + 1),
+		Ratio: float64(count) / float64(count+1)}
+	w.Feedback = feedback.ForWarning(w)
+	w.Detector = window.Name
+	return guard.Verdict{Warnings: []guard.Warning{w}}
+}
+
+var ignoreDetail = cmp.Options{
+	cmpopts.IgnoreFields(guard.Verdict{}, "Detail"),
+	cmpopts.IgnoreFields(guard.Warning{}, "Detail"),
+}
+
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+}
+
+func newDetector(t tb, o window.Options) *window.Detector {
+	t.Helper()
+	d, err := window.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func newGuard(t tb, o window.Options, g guard.Options) *guard.Guard {
+	t.Helper()
+	gd, err := g.New(newDetector(t, o))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gd
+}
+
+func run(g *guard.Guard, steps []guard.Step) []guard.Verdict {
+	out := make([]guard.Verdict, len(steps))
+	for i, s := range steps {
+		out[i] = g.Check(s)
+	}
+	return out
+}
+
+func goOn(n int) []guard.Verdict { return make([]guard.Verdict, n) }
+
+func cat(vs ...[]guard.Verdict) []guard.Verdict {
+	var out []guard.Verdict
+	for _, v := range vs {
+		out = append(out, v...)
+	}
+	return out
+}
+
+func one(v guard.Verdict) []guard.Verdict { return []guard.Verdict{v} }
+
+// each makes one step per call.
+func each(calls ...guard.ToolCall) []guard.Step {
+	out := make([]guard.Step, len(calls))
+	for i, c := range calls {
+		out[i] = step(c)
+	}
+	return out
+}
+
+// fillers returns n distinct calls.
+func fillers(n int) []guard.ToolCall {
+	out := make([]guard.ToolCall, n)
+	for i := range out {
+		out[i] = q(fmt.Sprint("filler ", i))
+	}
+	return out
+}
+
+func TestCheck(t *testing.T) {
+	tests := []struct {
+		name  string
+		opts  window.Options
+		gopts guard.Options
+		steps []guard.Step
+		want  []guard.Verdict
+	}{
+		{
+			name:  "a x a y a z a: three go on, the fourth stops",
+			steps: each(a, x, a, y, a, z, a),
+			want:  cat(goOn(6), one(stopA(4))),
+		},
+		{
+			name:  "three same calls in the window go on",
+			steps: each(a, x, a, y, a, z),
+			want:  goOn(6),
+		},
+		{
+			name:  "a call that left the window no longer counts",
+			steps: each(slices.Concat([]guard.ToolCall{a}, fillers(7), []guard.ToolCall{a, a, a})...),
+			want:  goOn(11),
+		},
+		{
+			name:  "the window is the last Window calls, the new one included",
+			steps: each(slices.Concat([]guard.ToolCall{a}, fillers(6), []guard.ToolCall{a, a, a})...),
+			want:  cat(goOn(9), one(stopA(4))),
+		},
+		{
+			name:  "a call that goes over again stops again, with its count",
+			steps: each(a, a, a, a, x, a),
+			want:  cat(goOn(3), one(stopA(4)), goOn(1), one(stopA(5))),
+		},
+		{
+			name:  "arguments are compared canonically",
+			steps: each(a, aSwap, a, aSwap),
+			want:  cat(goOn(3), one(stop("search", `{"q":"a"}`, 4, 3, 10, guard.PhaseCheck))),
+		},
+		{
+			name:  "results are not compared",
+			steps: each(withResult(a, `1`), withResult(a, `2`), withResult(a, `3`), withResult(a, `4`)),
+			want:  cat(goOn(3), one(stopA(4))),
+		},
+		{
+			name:  "ignored calls are not in the window",
+			gopts: guard.Options{Ignore: []string{"think"}},
+			steps: each(a, think, think, think, think, think, think, think, think, think, a, a, a),
+			want:  cat(goOn(12), one(stopA(4))),
+		},
+		{
+			name:  "steps without calls change nothing",
+			steps: []guard.Step{step(a), {Text: "hm"}, step(a), {}, step(a), {Text: "hm"}, step(a)},
+			want:  cat(goOn(6), one(stopA(4))),
+		},
+		{
+			name:  "within a step, calls are judged one by one and the first over is reported",
+			steps: []guard.Step{step(a, x, a, x, a, x), step(x, a)},
+			want:  cat(goOn(1), one(stop("search", `{"q":"x"}`, 4, 3, 10, guard.PhaseCheck))),
+		},
+		{
+			name:  "threshold 2, window 2: the crate's smallest guard",
+			opts:  window.Options{Window: 2, Threshold: 2},
+			steps: each(a, a, x, a),
+			want:  goOn(4),
+		},
+		{
+			name:  "window 4, threshold 2: in a x a y a, the first a has left",
+			opts:  window.Options{Window: 4, Threshold: 2},
+			steps: each(a, x, a, y, a),
+			want:  goOn(5),
+		},
+		{
+			name:  "window 5, threshold 2: a x a y a stops",
+			opts:  window.Options{Window: 5, Threshold: 2},
+			steps: each(a, x, a, y, a),
+			want:  cat(goOn(4), one(stop("search", pa, 3, 2, 5, guard.PhaseCheck))),
+		},
+		{
+			name:  "threshold equal to the window never stops",
+			opts:  window.Options{Window: 3, Threshold: 3},
+			steps: each(a, a, a, a, a),
+			want:  goOn(5),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newGuard(t, tt.opts, tt.gopts)
+			if diff := cmp.Diff(tt.want, run(g, tt.steps), ignoreDetail); diff != "" {
+				t.Errorf("verdicts (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestConsecutiveRuleMisses checks the case the rule exists for: the
+// consecutive repeat rule never stops a x a y a z a, this one does.
+func TestConsecutiveRuleMisses(t *testing.T) {
+	rep, _ := repeat.New(repeat.Options{})
+	g, _ := guard.New(rep, newDetector(t, window.Options{}))
+	var got []string
+	for _, s := range each(a, x, a, y, a, z, a) {
+		got = append(got, g.Check(s).Detector)
+	}
+	if diff := cmp.Diff([]string{"", "", "", "", "", "", window.Name}, got); diff != "" {
+		t.Errorf("stopping detectors (-want +got):\n%s", diff)
+	}
+	// A plain run that both rules stop is the repeat rule's, which ranks
+	// first.
+	g, _ = guard.New(newDetector(t, window.Options{Threshold: 2}), rep)
+	g.Reset()
+	got = nil
+	for _, s := range each(a, a, a) {
+		got = append(got, g.Check(s).Detector)
+	}
+	if diff := cmp.Diff([]string{"", "", repeat.Name}, got); diff != "" {
+		t.Errorf("stopping detectors (-want +got):\n%s", diff)
+	}
+}
+
+func TestPreflight(t *testing.T) {
+	pre := guard.PhasePreflight
+	tests := []struct {
+		name    string
+		opts    window.Options
+		history []guard.Step
+		calls   []guard.ToolCall
+		want    guard.Verdict
+	}{
+		{
+			name:    "the call that would be the fourth in the window is refused",
+			history: each(a, x, a, y, a),
+			calls:   []guard.ToolCall{a},
+			want:    stop("search", pa, 4, 3, 10, pre),
+		},
+		{
+			name:    "the third is allowed",
+			history: each(a, x, a, y),
+			calls:   []guard.ToolCall{a},
+		},
+		{
+			name:    "a call that would push the oldest same call out is allowed",
+			opts:    window.Options{Window: 4, Threshold: 2},
+			history: each(a, x, a, y),
+			calls:   []guard.ToolCall{a},
+		},
+		{
+			name:    "parallel calls are pushed in order; the first over is refused",
+			history: each(a, x, a),
+			calls:   []guard.ToolCall{y, a, x, a},
+			want:    stop("search", pa, 4, 3, 10, pre),
+		},
+		{
+			name:  "parallel calls alone can go over",
+			calls: []guard.ToolCall{x, x, x, a, x},
+			want:  stop("search", `{"q":"x"}`, 4, 3, 10, pre),
+		},
+		{
+			name:    "ignored calls are not judged",
+			history: each(think, think, think),
+			calls:   []guard.ToolCall{think, think},
+		},
+		{
+			name:  "no calls, no refusal",
+			calls: nil,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newGuard(t, tt.opts, guard.Options{Ignore: []string{"think"}})
+			run(g, tt.history)
+			before, _ := g.Snapshot(guard.SnapshotOptions{})
+			got := g.Preflight(tt.calls...).Verdict()
+			if !got.Stop {
+				got = guard.Verdict{}
+			}
+			if diff := cmp.Diff(tt.want, got, ignoreDetail); diff != "" {
+				t.Errorf("preflight (-want +got):\n%s", diff)
+			}
+			if after, _ := g.Snapshot(guard.SnapshotOptions{}); string(after) != string(before) {
+				t.Errorf("preflight changed the state:\n%s\n%s", before, after)
+			}
+			// Check of the same calls agrees.
+			v := g.Check(step(tt.calls...))
+			if v.Stop != tt.want.Stop || v.Code != tt.want.Code {
+				t.Errorf("Check of the same calls: %v", v)
+			}
+		})
+	}
+}
+
+func TestWarn(t *testing.T) {
+	tests := []struct {
+		name  string
+		opts  window.Options
+		steps []guard.Step
+		want  []guard.Verdict
+	}{
+		{
+			name:  "the third same call warns, the fourth stops",
+			opts:  window.Options{Warn: true},
+			steps: each(a, x, a, y, a, z, a),
+			want:  cat(goOn(4), one(warn("search", 3)), goOn(1), one(stopA(4))),
+		},
+		{
+			name:  "no warning without Warn",
+			steps: each(a, x, a, y, a),
+			want:  goOn(5),
+		},
+		{
+			name: "no warning when the oldest same call leaves the window with the next call",
+			opts: window.Options{Window: 4, Threshold: 2, Warn: true},
+			// After a x y a, the next a pushes the first a out.
+			steps: each(a, x, y, a, x),
+			want:  goOn(5),
+		},
+		{
+			name:  "the first call of the step that would trip is reported",
+			opts:  window.Options{Warn: true},
+			steps: []guard.Step{step(x, x, a, a), step(z, a, x)},
+			want:  cat(goOn(1), one(warn("search", 3))),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newGuard(t, tt.opts, guard.Options{})
+			got := run(g, tt.steps)
+			if diff := cmp.Diff(tt.want, got, ignoreDetail); diff != "" {
+				t.Errorf("verdicts (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// The warning names the tool and the call; the preview stays out of
+	// the feedback.
+	g := newGuard(t, window.Options{Warn: true}, guard.Options{})
+	v := run(g, each(a, x, a, y, a))[4]
+	if len(v.Warnings) != 1 {
+		t.Fatalf("warnings = %+v", v.Warnings)
+	}
+	w := v.Warnings[0]
+	if want := `tool "search" called 3 times within the last 10 calls with the same arguments {"q":"a"}; one more stops the run (threshold 3)`; w.Detail != want {
+		t.Errorf("detail = %q, want %q", w.Detail, want)
+	}
+	if strings.Contains(w.Feedback, `"a"`) || !strings.Contains(w.Feedback, "`search`") {
+		t.Errorf("feedback = %q", w.Feedback)
+	}
+}
+
+// TestWarnChangesNoStop runs random runs with and without warnings and
+// checks that they stop alike, and that a warning comes before every
+// stop that follows a call made once more.
+func TestWarnChangesNoStop(t *testing.T) {
+	pool := []guard.ToolCall{a, x, y, z, think}
+	rapid.Check(t, func(t *rapid.T) {
+		w := rapid.IntRange(2, 6).Draw(t, "window")
+		opts := window.Options{Window: w, Threshold: rapid.IntRange(2, w).Draw(t, "threshold")}
+		plain := newGuard(t, opts, guard.Options{Ignore: []string{"think"}})
+		opts.Warn = true
+		warned := newGuard(t, opts, guard.Options{Ignore: []string{"think"}})
+		for i, calls := range rapid.SliceOfN(rapid.SliceOfN(rapid.SampledFrom(pool), 0, 3), 1, 30).Draw(t, "steps") {
+			p, v := plain.Check(step(calls...)), warned.Check(step(calls...))
+			warned := v.Warnings != nil
+			v.Warnings = nil
+			if diff := cmp.Diff(p, v); diff != "" {
+				t.Fatalf("step %d: warnings changed the verdict (-without +with):\n%s", i, diff)
+			}
+			if warned && v.Stop {
+				t.Fatalf("step %d: a warning on a stop", i)
+			}
+		}
+	})
+}
+
+func TestDetail(t *testing.T) {
+	g := newGuard(t, window.Options{}, guard.Options{})
+	v := run(g, each(a, x, a, y, a, z, a))[6]
+	if want := `tool "search" called 4 times within the last 10 calls with the same arguments {"q":"a"} (threshold 3)`; v.Detail != want {
+		t.Errorf("detail = %q, want %q", v.Detail, want)
+	}
+	g = newGuard(t, window.Options{}, guard.Options{})
+	run(g, each(a, a, a))
+	d := g.Preflight(a)
+	if want := `tool "search" would be called 4 times within the last 10 calls with the same arguments {"q":"a"} (threshold 3)`; d.Detail != want {
+		t.Errorf("preflight detail = %q, want %q", d.Detail, want)
+	}
+	if !strings.HasPrefix(d.Feedback, "That call was not run") {
+		t.Errorf("preflight feedback = %q", d.Feedback)
+	}
+}
+
+func TestLenAndRecentKeys(t *testing.T) {
+	d := newDetector(t, window.Options{Window: 3, Threshold: 2})
+	g, _ := guard.New(d)
+	if d.Len() != 0 || len(d.RecentKeys()) != 0 {
+		t.Errorf("fresh: Len %d, keys %v", d.Len(), d.RecentKeys())
+	}
+	key := func(c guard.ToolCall) canonical.Sum {
+		// The key is what the guard computed: read it back through a
+		// one-call detector.
+		k := newDetector(t, window.Options{Window: 2, Threshold: 2})
+		gk, _ := guard.New(k)
+		gk.Check(step(c))
+		return k.RecentKeys()[0]
+	}
+	run(g, each(a, x))
+	if diff := cmp.Diff([]canonical.Sum{key(a), key(x)}, d.RecentKeys()); diff != "" || d.Len() != 2 {
+		t.Errorf("Len %d, keys (-want +got):\n%s", d.Len(), diff)
+	}
+	run(g, []guard.Step{step(y, z)})
+	keys := d.RecentKeys()
+	if diff := cmp.Diff([]canonical.Sum{key(x), key(y), key(z)}, keys); diff != "" || d.Len() != 3 {
+		t.Errorf("Len %d, keys (-want +got):\n%s", d.Len(), diff)
+	}
+	keys[0] = canonical.Sum{}
+	if d.RecentKeys()[0] == (canonical.Sum{}) {
+		t.Error("RecentKeys shares memory with the detector")
+	}
+	if key(a) == key(q("b")) || key(a) != key(aSwap) {
+		t.Error("keys do not follow the canonical arguments")
+	}
+	if diff := cmp.Diff(window.Summary{Calls: 3, MaxCount: 1}, g.Summary().Detectors[window.Name]); diff != "" {
+		t.Errorf("summary (-want +got):\n%s", diff)
+	}
+}
+
+// TestDropArgs checks that the guard's call keys apply: calls that differ
+// only in a dropped field are the same call.
+func TestDropArgs(t *testing.T) {
+	g := newGuard(t, window.Options{}, guard.Options{DropArgs: []string{"request_id"}})
+	var got []bool
+	for i := range 4 {
+		v := g.Check(step(call("search", fmt.Sprintf(`{"q":"a","request_id":%d}`, i))))
+		got = append(got, v.Stop)
+	}
+	if diff := cmp.Diff([]bool{false, false, false, true}, got); diff != "" {
+		t.Errorf("stops (-want +got):\n%s", diff)
+	}
+}
+
+// TestSnapshotRestoreContinues cuts random runs at random points, restores
+// and checks that the restored guard gives the same verdicts and preflight
+// answers.
+func TestSnapshotRestoreContinues(t *testing.T) {
+	pool := []guard.ToolCall{a, aSwap, x, y, z, think}
+	rapid.Check(t, func(t *rapid.T) {
+		w := rapid.IntRange(2, 6).Draw(t, "window")
+		opts := window.Options{Window: w, Threshold: rapid.IntRange(2, w).Draw(t, "threshold"), Warn: rapid.Bool().Draw(t, "warn")}
+		gopts := guard.Options{Ignore: []string{"think"}}
+		steps := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) guard.Step {
+			return step(rapid.SliceOfN(rapid.SampledFrom(pool), 0, 3).Draw(t, "calls")...)
+		}), 1, 30).Draw(t, "steps")
+		cut := rapid.IntRange(0, len(steps)).Draw(t, "cut")
+		orig := newGuard(t, opts, gopts)
+		run(orig, steps[:cut])
+		data, err := orig.Snapshot(guard.SnapshotOptions{Redact: rapid.Bool().Draw(t, "redact")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		restored, err := gopts.Restore(data, newDetector(t, opts))
+		if err != nil {
+			t.Fatalf("restore: %v\n%s", err, data)
+		}
+		again, _ := restored.Snapshot(guard.SnapshotOptions{})
+		if diff := cmp.Diff(string(data), string(again)); diff != "" {
+			t.Fatalf("snapshot of the restored guard (-saved +restored):\n%s", diff)
+		}
+		for _, s := range steps[cut:] {
+			if diff := cmp.Diff(orig.Preflight(s.ToolCalls...), restored.Preflight(s.ToolCalls...)); diff != "" {
+				t.Fatalf("preflight after the cut (-original +restored):\n%s", diff)
+			}
+			if diff := cmp.Diff(orig.Check(s), restored.Check(s)); diff != "" {
+				t.Fatalf("verdict after the cut (-original +restored):\n%s", diff)
+			}
+		}
+	})
+}
+
+func TestSnapshotState(t *testing.T) {
+	d := newDetector(t, window.Options{Window: 3, Threshold: 2})
+	g, _ := guard.New(d)
+	if s, err := d.Snapshot(guard.SnapshotOptions{}); err != nil || string(s) != "null" {
+		t.Errorf("fresh state = %s, %v; want null", s, err)
+	}
+	run(g, each(a, x, y, z))
+	s, err := d.Snapshot(guard.SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct{ Keys []canonical.Sum }
+	if err := json.Unmarshal(s, &got); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(d.RecentKeys(), got.Keys); diff != "" {
+		t.Errorf("state %s (-recent keys +state):\n%s", s, diff)
+	}
+	if r, _ := d.Snapshot(guard.SnapshotOptions{Redact: true}); string(r) != string(s) {
+		t.Errorf("redacted state %s differs from %s, but holds no preview", r, s)
+	}
+}
+
+func TestRestoreRejects(t *testing.T) {
+	const k = `"0123456789abcdef0123456789abcdef"`
+	bad := []string{
+		``, `[]`, `{`, `"x"`, `{"keys":5}`, `{"keys":[]}`, `{"keys":null}`, `{}`,
+		`{"keys":[` + k + `,` + k + `,` + k + `,` + k + `]}`,
+		`{"keys":["0123456789ABCDEF0123456789abcdef"]}`,
+		`{"keys":["0123"]}`,
+		`{"keys":[7]}`,
+	}
+	for _, s := range bad {
+		d := newDetector(t, window.Options{Window: 3, Threshold: 2})
+		g, _ := guard.New(d)
+		run(g, each(a, a))
+		if err := d.Restore([]byte(s)); err == nil {
+			t.Errorf("Restore(%s) succeeded", s)
+		}
+		if d.Len() != 2 || !g.Check(step(a)).Stop {
+			t.Errorf("after Restore(%s) failed, the state was lost", s)
+		}
+	}
+	for _, s := range []string{`{"keys":[` + k + `]}`, `{"keys":[` + k + `,` + k + `,` + k + `]}`} {
+		d := newDetector(t, window.Options{Window: 3, Threshold: 2})
+		if err := d.Restore([]byte(s)); err != nil {
+			t.Errorf("Restore(%s): %v", s, err)
+		}
+		if got, _ := d.Snapshot(guard.SnapshotOptions{}); string(got) != s {
+			t.Errorf("snapshot after restore = %s, want %s", got, s)
+		}
+	}
+}
+
+func TestRestoreNullAndResetAreFresh(t *testing.T) {
+	seq := each(a, x, a, y, a, z, a, a, x)
+	opts := window.Options{Warn: true}
+	fresh := run(newGuard(t, opts, guard.Options{}), seq)
+
+	g := newGuard(t, opts, guard.Options{})
+	run(g, seq)
+	g.Reset()
+	if diff := cmp.Diff(fresh, run(g, seq)); diff != "" {
+		t.Errorf("after Reset (-fresh +got):\n%s", diff)
+	}
+	d := newDetector(t, opts)
+	g, _ = guard.New(d)
+	run(g, seq)
+	if err := d.Restore([]byte("null")); err != nil {
+		t.Fatal(err)
+	}
+	if d.Len() != 0 {
+		t.Errorf("Len after Restore(null) = %d", d.Len())
+	}
+	if diff := cmp.Diff(fresh, run(g, seq)); diff != "" {
+		t.Errorf("after Restore(null) (-fresh +got):\n%s", diff)
+	}
+}
+
+func TestOptions(t *testing.T) {
+	for _, tt := range []struct {
+		opts   window.Options
+		fields []string
+	}{
+		{window.Options{Window: 1}, []string{"Window"}},
+		{window.Options{Window: -1}, []string{"Window"}},
+		{window.Options{Window: window.MaxWindow + 1}, []string{"Window"}},
+		{window.Options{Threshold: 1}, []string{"Threshold"}},
+		{window.Options{Window: 1, Threshold: 1}, []string{"Window", "Threshold"}},
+		{window.Options{Window: 4, Threshold: 5}, []string{"Threshold"}},
+		{window.Options{Threshold: 11}, []string{"Threshold"}}, // over the default window
+		{window.Options{Window: 2}, []string{"Threshold"}},     // the default threshold is over it
+	} {
+		d, err := window.New(tt.opts)
+		if d != nil || !errors.Is(err, guard.ErrInvalidOption) {
+			t.Errorf("New(%+v) = %v, %v; want an invalid option", tt.opts, d, err)
+			continue
+		}
+		var fields []string
+		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+			var oe *guard.OptionError
+			if errors.As(e, &oe) && oe.Detector == window.Name {
+				fields = append(fields, oe.Field)
+			}
+		}
+		if diff := cmp.Diff(tt.fields, fields); diff != "" {
+			t.Errorf("New(%+v) fields (-want +got):\n%s", tt.opts, diff)
+		}
+	}
+	for _, o := range []window.Options{{Window: 2, Threshold: 2}, {Window: window.MaxWindow}, {Threshold: 10}} {
+		if _, err := window.New(o); err != nil {
+			t.Errorf("New(%+v): %v", o, err)
+		}
+	}
+	fp := func(o window.Options) string { return guard.Fingerprint(newDetector(t, o)).String() }
+	if fp(window.Options{}) != fp(window.Options{Window: 10, Threshold: 3}) {
+		t.Error("the zero options and the explicit defaults fingerprint differently")
+	}
+	if fp(window.Options{}) == fp(window.Options{Warn: true}) || fp(window.Options{Threshold: 4}) == fp(window.Options{Window: 4}) {
+		t.Error("different options fingerprint alike")
+	}
+	d := newDetector(t, window.Options{})
+	if diff := cmp.Diff(window.Options{Window: 10, Threshold: 3}, d.Options()); diff != "" {
+		t.Errorf("Options (-want +got):\n%s", diff)
+	}
+	if d.Name() != "window" || d.Priority() != 450 {
+		t.Errorf("Name, Priority = %q, %d", d.Name(), d.Priority())
+	}
+}
+
+// TestRealTraces replays the real runs of testdata/traces with only this
+// rule, at its defaults: no healthy run may stop, and the looping runs must.
+func TestRealTraces(t *testing.T) {
+	dir := filepath.Join("..", "..", "testdata", "traces")
+	var manifest []struct {
+		File  string
+		Label string
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "MANIFEST.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &manifest); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{ // the line of the first stop, 1-based
+		"mini-gemini3pro-sympy-15976.jsonl": 24,
+		"react-webshop-ep024.jsonl":         14,
+		"react-webshop-ep031.jsonl":         6,
+		"react-webshop-ep349.jsonl":         6,
+		"react-webshop-ep315.jsonl":         12, // unclear: "< Prev" 4 times within 8 calls
+		"reflexion-hotpotqa-t1-a102.jsonl":  6,
+	}
+	healthy := 0
+	for _, m := range manifest {
+		got := 0
+		g := newGuard(t, window.Options{}, guard.Options{})
+		f, err := os.Open(filepath.Join(dir, m.File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(nil, 16<<20)
+		for line := 1; sc.Scan(); line++ {
+			var s guard.Step
+			if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+				t.Fatalf("%s:%d: %v", m.File, line, err)
+			}
+			if g.Check(s).Stop && got == 0 {
+				got = line
+			}
+		}
+		f.Close()
+		if err := sc.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if m.Label == "healthy" {
+			healthy++
+		}
+		if got != want[m.File] {
+			t.Errorf("%s (%s): first stop at line %d, want %d", m.File, m.Label, got, want[m.File])
+		}
+	}
+	if healthy < 10 {
+		t.Errorf("only %d healthy runs found", healthy)
+	}
+}
+
+func ExampleDetector_RecentKeys() {
+	d, err := window.New(window.Options{Window: 8, Threshold: 3}) // the crate's example
+	if err != nil {
+		panic(err)
+	}
+	g, err := guard.New(d)
+	if err != nil {
+		panic(err)
+	}
+	search := func(q string) guard.Step {
+		return guard.Step{ToolCalls: []guard.ToolCall{{Name: "search", Args: map[string]string{"q": q}}}}
+	}
+	for _, q := range []string{"a", "x", "a", "y", "a", "z", "a"} {
+		if v := g.Check(search(q)); v.Stop {
+			fmt.Println(v)
+		}
+	}
+	fmt.Println(d.Len(), "calls in the window,", len(d.RecentKeys()), "keys")
+	// Output:
+	// stop: windowed-repeat (WINDOWED_REPEAT): tool "search" called 4 times within the last 8 calls with the same arguments {"q":"a"} (threshold 3)
+	// 7 calls in the window, 7 keys
+}
