@@ -3,6 +3,7 @@ package canonical
 import (
 	"encoding/binary"
 	"encoding/json"
+	"math"
 	"math/bits"
 	"strconv"
 	"unicode/utf8"
@@ -171,7 +172,8 @@ func (e *encoder) jsonObject(src []byte, i int) (int, bool) {
 		}
 		start := len(e.buf)
 		var ok bool
-		if i, ok = e.jsonString(src, i); !ok {
+		var prefix uint64
+		if i, prefix, ok = e.jsonKey(src, i); !ok {
 			return i, false
 		}
 		keyEnd := len(e.buf)
@@ -182,7 +184,7 @@ func (e *encoder) jsonObject(src []byte, i int) (int, bool) {
 		if i, ok = e.jsonValue(src, skipSpace(src, i+1)); !ok {
 			return i, false
 		}
-		e.addMember(start, keyEnd)
+		e.members = append(e.members, member{start, keyEnd, len(e.buf), prefix})
 		i = skipSpace(src, i)
 		if i >= len(src) {
 			return i, false
@@ -198,6 +200,26 @@ func (e *encoder) jsonObject(src []byte, i int) (int, bool) {
 			return i, false
 		}
 	}
+}
+
+// jsonKey is jsonString for a member name, which also returns the name's
+// prefix (see keyPrefix).
+func (e *encoder) jsonKey(src []byte, i int) (int, uint64, bool) {
+	// The common case: ASCII without escapes, and 8 bytes to read.
+	if j := skipSafe(src, i+1); j < len(src) && src[j] == '"' && i+9 <= len(src) {
+		p := binary.BigEndian.Uint64(src[i+1:])
+		if n := j - i - 1; n < 8 {
+			p &^= math.MaxUint64 >> (8 * n)
+		}
+		e.buf = append(append(append(e.buf, tagString), src[i+1:j]...), stringEnd)
+		return j + 1, p, true
+	}
+	start := len(e.buf)
+	i, ok := e.jsonString(src, i)
+	if !ok {
+		return i, 0, false
+	}
+	return i, e.keyPrefix(start, len(e.buf)), true
 }
 
 // jsonString decodes the string at src[i] (a quote) into buf as 's' + UTF-8
@@ -217,9 +239,14 @@ func (e *encoder) jsonString(src []byte, i int) (int, bool) {
 			return i + 1, true
 		case c == '\\':
 			e.buf = append(e.buf, src[run:i]...)
-			var ok bool
-			if i, ok = e.escape(src, i); !ok {
-				return i, false
+			if i+1 < len(src) && unescape[src[i+1]] != 0 {
+				e.buf = append(e.buf, unescape[src[i+1]])
+				i += 2
+			} else {
+				var ok bool
+				if i, ok = e.escape(src, i); !ok {
+					return i, false
+				}
 			}
 			run = i
 		case c < 0x20:
@@ -276,6 +303,10 @@ func skipSafe(src []byte, i int) int {
 	}
 	return i
 }
+
+// unescape maps the byte after a backslash to the byte it stands for, for
+// the escapes of one byte; \u escapes are decoded by escape.
+var unescape = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
 // escape decodes the escape at src[i] (a backslash).
 func (e *encoder) escape(src []byte, i int) (int, bool) {
