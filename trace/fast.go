@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"math"
@@ -62,6 +63,13 @@ func (s *scanner) str() (raw []byte, plain, ok bool) {
 	start := s.i
 	plain = true
 	for s.i < len(s.b) {
+		// Skip eight ordinary bytes at a time.
+		for s.i+8 <= len(s.b) && !special(binary.LittleEndian.Uint64(s.b[s.i:])) {
+			s.i += 8
+		}
+		if s.i >= len(s.b) {
+			break
+		}
 		c := s.b[s.i]
 		switch {
 		case c == '"':
@@ -100,6 +108,15 @@ func (s *scanner) str() (raw []byte, plain, ok bool) {
 		}
 	}
 	return nil, false, false
+}
+
+// special reports whether any of the eight bytes in w may need a look inside
+// a string: a quote, a backslash, a control character or a byte of a
+// multi-byte character. It may say so of a word that holds none.
+func special(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	zero := func(x uint64) uint64 { return (x - ones) & ^x & highs }
+	return w&highs != 0 || (w-ones*0x20)&^w&highs != 0 || zero(w^(ones*'"')) != 0 || zero(w^(ones*'\\')) != 0
 }
 
 // text returns the Go string of a JSON string's contents (checked by str),

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -202,6 +203,12 @@ func runAudit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 
+	if os.Getenv("GOGC") == "" {
+		// An audit makes much short-lived garbage (each run's steps) and
+		// keeps little: collecting less often saves a quarter of its time
+		// for a few tens of megabytes.
+		defer debug.SetGCPercent(debug.SetGCPercent(400))
+	}
 	a := &auditor{conf: conf, input: input, stdin: stdin}
 	jobs, status := a.collect(paths, stderr)
 	w := newReportWriter(stdout, *flags.format)
