@@ -452,7 +452,7 @@ func newStopReport(v guard.Verdict, step, line int) *stopReport {
 		Fault: guard.IsFault(v), Why: oneLine(v.Detail), Evidence: v.Evidence}
 	if ev, ok := v.Evidence.(finish.Evidence); ok && ev.NormalFinish() && ev.ToolCallCount > 0 {
 		s.TextActions = true
-		s.Why += " at a step that calls tools: actions read from text? try --preset text-actions"
+		s.Why += ", at a step with tool calls: see --preset text-actions"
 	}
 	if s.Why == "" {
 		s.Why = oneLine(guard.Explain(v))
@@ -572,7 +572,7 @@ func (w *reportWriter) summary(s *summary) {
 		fmt.Fprintf(b, "  %-20s %d\n", r, s.ByReason[r])
 	}
 	if s.Skipped > 0 {
-		fmt.Fprintf(b, "%s skipped: no trace in them\n", plural(s.Skipped, ".json file", ".json files"))
+		fmt.Fprintf(b, "%s with no trace skipped\n", plural(s.Skipped, ".json file", ".json files"))
 	}
 	if s.TextActions > 0 {
 		runs := plural(s.TextActions, "run", "runs")
