@@ -1,0 +1,88 @@
+package guardtest_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/loopguard/loopguard/detector/budget"
+	"github.com/loopguard/loopguard/detector/finish"
+	"github.com/loopguard/loopguard/detector/noprogress"
+	"github.com/loopguard/loopguard/detector/oscillation"
+	"github.com/loopguard/loopguard/detector/repeat"
+	"github.com/loopguard/loopguard/detector/toollimit"
+	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/guardtest"
+)
+
+// factory turns a constructor and options into a detector factory that fails
+// the test on an error.
+func factory[O any, D guard.Detector](t *testing.T, build func(O) (D, error), o O) func() guard.Detector {
+	return func() guard.Detector {
+		d, err := build(o)
+		if err != nil {
+			t.Fatalf("building the detector: %v", err)
+		}
+		return d
+	}
+}
+
+// fixedClock is a wall clock that never moves, for the duration budget.
+func fixedClock() time.Time { return time.Unix(1_700_000_000, 0) }
+
+// builtins lists every built-in detector with a few variants of its options,
+// and for each a variant with other options for the Fingerprint check.
+func builtins(t *testing.T) []struct {
+	name       string
+	det, other func() guard.Detector
+} {
+	type entry = struct {
+		name       string
+		det, other func() guard.Detector
+	}
+	return []entry{
+		{"finish/default", factory(t, finish.New, finish.Options{}), factory(t, finish.New, finish.Options{OtherPolicy: finish.Continue})},
+		{"finish/stop", factory(t, finish.New, finish.Options{Terminal: []string{"stop", "length"}, OtherPolicy: finish.Stop}), factory(t, finish.New, finish.Options{})},
+		{"budget/steps", factory(t, budget.New, budget.Options{MaxSteps: 7}), factory(t, budget.New, budget.Options{MaxSteps: 8})},
+		{"budget/all", factory(t, budget.New, budget.Options{MaxSteps: 30, WarnAt: 0.5, Now: fixedClock,
+			MaxTotalTokens: budget.Limit{Value: 3000}, MaxInputTokens: budget.Limit{Value: 2000, WarnAt: 0.9},
+			MaxOutputTokens: budget.Limit{Value: 1500}, MaxCostUSD: budget.Limit{Value: 0.2}, MaxDurationMs: budget.Limit{Value: 9000}}),
+			factory(t, budget.New, budget.Options{MaxSteps: 30, WarnAt: 0.5, Now: fixedClock})},
+		{"toollimit", factory(t, toollimit.New, toollimit.Options{MaxCalls: map[string]int{"search": 4, "read": 2, "write": 0}}),
+			factory(t, toollimit.New, toollimit.Options{MaxCalls: map[string]int{"search": 5}})},
+		{"repeat/default", factory(t, repeat.New, repeat.Options{}), factory(t, repeat.New, repeat.Options{Threshold: 4})},
+		{"repeat/tuned", factory(t, repeat.New, repeat.Options{Threshold: 4, RequireIdenticalResults: true, IgnoreErrors: true,
+			Tools: map[string]repeat.ToolPolicy{"search": {RepeatThreshold: 2}, "read": {Polling: true, MaxIdenticalResults: 3}}}),
+			factory(t, repeat.New, repeat.Options{Threshold: 4, RequireIdenticalResults: true, IgnoreErrors: true})},
+		{"oscillation/default", factory(t, oscillation.New, oscillation.Options{}), factory(t, oscillation.New, oscillation.Options{Repeats: 4})},
+		{"oscillation/short", factory(t, oscillation.New, oscillation.Options{MaxPeriod: 4, Repeats: 2}), factory(t, oscillation.New, oscillation.Options{MaxPeriod: 5, Repeats: 2})},
+		{"noprogress/default", factory(t, noprogress.New, noprogress.Options{}), factory(t, noprogress.New, noprogress.Options{Threshold: 4})},
+		{"noprogress/window", factory(t, noprogress.New, noprogress.Options{Threshold: 2, Window: 5}), factory(t, noprogress.New, noprogress.Options{Threshold: 2})},
+	}
+}
+
+// checks returns n, or fewer with the race detector or -short.
+func checks(n int) guardtest.Option {
+	if race || testing.Short() {
+		n = max(n/10, 3)
+	}
+	return guardtest.WithChecks(n)
+}
+
+// TestBuiltins runs the kit on every built-in detector, as a user would.
+func TestBuiltins(t *testing.T) {
+	for _, b := range builtins(t) {
+		t.Run(b.name, func(t *testing.T) {
+			guardtest.Run(t, b.det, guardtest.WithOtherOptions(b.other), checks(100))
+		})
+	}
+}
+
+// TestBuiltinsIgnore runs the kit with a guard that ignores a tool, so that
+// ignored calls are part of the runs.
+func TestBuiltinsIgnore(t *testing.T) {
+	for _, b := range builtins(t) {
+		t.Run(b.name, func(t *testing.T) {
+			guardtest.Run(t, b.det, guardtest.WithGuardOptions(guard.Options{Ignore: []string{"think"}}), checks(30))
+		})
+	}
+}
