@@ -79,3 +79,21 @@ func BenchmarkPreflight(b *testing.B) {
 }
 
 var b0 = guard.ToolCall{Name: "read", Args: json.RawMessage(`{"path":"/x"}`)}
+
+// BenchmarkObserveWarnResults measures the near-cycle of
+// BenchmarkObserveNearCycle with warnings on and results compared: nothing
+// warns, nothing is allocated.
+func BenchmarkObserveWarnResults(b *testing.B) {
+	d, _ := oscillation.New(oscillation.Options{Warn: true, RequireIdenticalResults: true})
+	s := facts(3)
+	steps := []guard.Facts{s[0], s[1], s[0], s[2]}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		f := &steps[i%len(steps)]
+		f.Index = i
+		d.Observe(f)
+		if v := d.Verdict(); v.Stop || v.Warnings != nil {
+			b.Fatal("stop")
+		}
+	}
+}

@@ -15,8 +15,21 @@
 // case. A cycle that keeps going stops again on every later step that adds a
 // call to it, with a growing count of cycles.
 //
+// With Options.RequireIdenticalResults, calls are compared by their outcome
+// (arguments plus result or error, guard.Call.Outcome) instead of their key:
+// a cycle counts only while each of its calls returns what it returned last
+// time round, so an agent that goes round a circle whose results keep
+// changing (polling two sources, say) goes on. The cycle must still hold two
+// distinct calls.
+//
 // In preflight, the proposed calls are appended to a copy of the sequence and
 // judged the same way: the calls that would complete a cycle are refused.
+// Results are unknown before a call runs, so with RequireIdenticalResults
+// nothing is refused.
+//
+// With Options.Warn, a step after which one more call following the cycle
+// would stop the run carries an OSCILLATION_WARNING (Value: the calls of the
+// cycle repeated so far at the tail; Limit: that count plus one).
 //
 // Memory and snapshots are bounded by MaxPeriod: the detector keeps the last
 // MaxPeriod calls (key, tool name and, for calls that may end up in a cycle,
@@ -64,7 +77,16 @@ type Options struct {
 	// Repeats is how many full cycles in a row stop the run: 0 means 3,
 	// any other value must be at least 2.
 	Repeats int `json:"repeats"`
+	// RequireIdenticalResults compares calls by their outcome instead of
+	// their key: a cycle counts only while its results repeat too.
+	RequireIdenticalResults bool `json:"requireIdenticalResults,omitempty"`
+	// Warn adds an OSCILLATION_WARNING to a step after which one more
+	// call of the cycle would stop the run.
+	Warn bool `json:"warn,omitempty"`
 }
+
+// WarningCode is the code of the detector's warnings.
+const WarningCode = feedback.CodeOscillationWarning
 
 // Evidence is the evidence of a stop (and of a refusal in preflight).
 type Evidence struct {
@@ -84,7 +106,10 @@ type Evidence struct {
 
 // entry is one call of the tail of the sequence.
 type entry struct {
-	key  canonical.Sum
+	key canonical.Sum
+	// sig is what cycles compare: the key, or with
+	// RequireIdenticalResults the outcome.
+	sig  canonical.Sum
 	tool string
 	// preview is the call's argument preview, or "" when it was not taken:
 	// it is taken only for a call whose key is already in the tail, since
@@ -104,7 +129,7 @@ type Detector struct {
 	tail     []entry
 	start, n int
 	// runs[p] counts the consecutive positions i at the end of the
-	// sequence with seq[i] == seq[i-p] (runs[0] and runs[1] are unused).
+	// sequence with sig(i) == sig(i-p) (runs[0] and runs[1] are unused).
 	// Positions without a call p places back do not match, so runs[p]
 	// stays 0 while fewer than p+1 calls have been seen.
 	// The tail then holds (runs[p]+p)/p full cycles of period p.
@@ -178,36 +203,89 @@ func (d *Detector) Observe(f *guard.Facts) {
 		return
 	}
 	if p, cycles := d.judge(d.runs); p > 0 {
-		cycle, tools := make([]string, p), make([]string, p)
-		for j := 0; j < p; j++ {
-			e := d.at(d.n - p + j)
-			cycle[j], tools[j] = e.tool+"("+e.preview+")", e.tool
-		}
+		cycle, tools := d.tailCycle(p)
 		d.verdict = d.stop(p, cycles, cycle, tools, guard.PhaseCheck)
+		return
+	}
+	if d.opts.Warn {
+		d.warn()
+	}
+}
+
+// tailCycle lists the last p calls, oldest first, as tool(argsPreview) and
+// as tool names.
+func (d *Detector) tailCycle(p int) (cycle, tools []string) {
+	cycle, tools = make([]string, p), make([]string, p)
+	for j := 0; j < p; j++ {
+		e := d.at(d.n - p + j)
+		cycle[j], tools[j] = e.tool+"("+e.preview+")", e.tool
+	}
+	return cycle, tools
+}
+
+// warn sets a warning on the verdict when one more call that follows a cycle
+// at the tail would stop the run: for the smallest period p whose counter is
+// one short of Repeats-1 full cycles, and whose last p calls are not all the
+// same call.
+func (d *Detector) warn() {
+	need := d.opts.Repeats - 1
+	for p := 2; p <= d.opts.MaxPeriod; p++ {
+		// runs[p]+1 reaches need*p, and runs[p] does not (judge
+		// found no stop), written so as not to overflow.
+		if (d.runs[p]+1)/p < need || d.runs[p]/p >= need {
+			continue
+		}
+		last := d.at(d.n - 1).key
+		distinct := false
+		for j := 2; j <= p; j++ {
+			if d.at(d.n-j).key != last {
+				distinct = true
+				break
+			}
+		}
+		if !distinct {
+			continue
+		}
+		calls := d.runs[p] + p // the calls of the cycle at the tail
+		// The detail names tools only: the oldest call of the cycle may
+		// have no preview yet (one is taken only for a call seen before).
+		_, tools := d.tailCycle(p)
+		w := guard.Warning{
+			Code: WarningCode, Metric: "cycleCalls", Value: float64(calls), Limit: float64(calls + 1),
+			Ratio: float64(calls) / float64(calls+1),
+			Detail: fmt.Sprintf("a cycle of %d calls (%s) is one call short of repeating %d times in a row",
+				p, strings.Join(tools, " -> "), d.opts.Repeats),
+		}
+		w.Feedback = feedback.ForWarning(w)
+		d.verdict.Warnings = []guard.Warning{w}
+		return
 	}
 }
 
 // push appends a call to the tail and updates the counters.
 func (d *Detector) push(c *guard.Call) {
+	sig := c.Key
+	if d.opts.RequireIdenticalResults {
+		sig = c.Outcome
+	}
 	matched, shared := false, -1
 	for p := 1; p <= d.n; p++ {
 		e := d.at(d.n - p)
-		same := e.key == c.Key
-		if same {
+		if e.key == c.Key {
 			matched = true
 			if shared < 0 && e.preview != "" && !e.redacted {
 				shared = d.n - p
 			}
 		}
 		if p >= 2 {
-			if !same {
+			if e.sig != sig {
 				d.runs[p] = 0
 			} else if d.runs[p] < maxRun {
 				d.runs[p]++
 			}
 		}
 	}
-	e := entry{key: c.Key, tool: c.Tool}
+	e := entry{key: c.Key, sig: sig, tool: c.Tool}
 	switch {
 	case shared >= 0:
 		e.preview = d.at(shared).preview // the same key has the same preview
@@ -225,7 +303,9 @@ func (d *Detector) push(c *guard.Call) {
 
 // judge returns the smallest period whose cycles at the tail reach the
 // threshold, and the number of those cycles; 0, 0 when there is none. The
-// tail's last calls are keyAt(n-1), keyAt(n-2), ...
+// tail's last calls are keyAt(n-1), keyAt(n-2), ...: their keys, not their
+// signatures, since a cycle must hold two distinct calls, not two outcomes
+// of one call.
 func (d *Detector) judge(runs []int) (period, cycles int) {
 	return d.judgeWith(runs, d.n, d.keyAt)
 }
@@ -273,8 +353,12 @@ func (d *Detector) Verdict() guard.Verdict { return d.verdict }
 
 // Preflight appends the proposed calls to a copy of the sequence and refuses
 // them when the tail then is a cycle that reaches the threshold. It changes
-// nothing.
+// nothing. With RequireIdenticalResults it refuses nothing: results are not
+// known before the calls run.
 func (d *Detector) Preflight(f *guard.Facts) guard.Verdict {
+	if d.opts.RequireIdenticalResults {
+		return guard.Verdict{}
+	}
 	d.pending = d.pending[:0]
 	for i := range f.Calls {
 		if !f.Calls[i].Ignored {
@@ -341,9 +425,12 @@ type state struct {
 }
 
 type callState struct {
-	Key     canonical.Sum `json:"key"`
-	Tool    string        `json:"tool"`
-	Preview string        `json:"preview,omitempty"`
+	Key canonical.Sum `json:"key"`
+	// Outcome is the call's outcome when RequireIdenticalResults compares
+	// outcomes and it differs from the key (the call had a result).
+	Outcome *canonical.Sum `json:"outcome,omitempty"`
+	Tool    string         `json:"tool"`
+	Preview string         `json:"preview,omitempty"`
 }
 
 // Snapshot returns the tail and the counters as JSON, or null when no call
@@ -356,6 +443,10 @@ func (d *Detector) Snapshot(o guard.SnapshotOptions) ([]byte, error) {
 	for i := range s.Calls {
 		e := d.at(i)
 		cs := callState{Key: e.key, Tool: cutName(e.tool), Preview: e.preview}
+		if e.sig != e.key {
+			sig := e.sig
+			cs.Outcome = &sig
+		}
 		if o.Redact && cs.Preview != "" {
 			cs.Preview = guard.Redacted
 		}
@@ -395,7 +486,18 @@ func (d *Detector) Restore(data []byte) error {
 	case len(s.Runs) != m-1:
 		return fmt.Errorf("%s: %d counters for periods 2 to %d", Name, len(s.Runs), m)
 	}
+	sigs := make([]canonical.Sum, h)
 	for i, c := range s.Calls {
+		sigs[i] = c.Key
+		if c.Outcome != nil {
+			if !d.opts.RequireIdenticalResults {
+				return fmt.Errorf("%s: call %d: an outcome, but outcomes are not compared", Name, i)
+			}
+			if *c.Outcome == c.Key {
+				return fmt.Errorf("%s: call %d: an outcome equal to its key", Name, i)
+			}
+			sigs[i] = *c.Outcome
+		}
 		if len(c.Tool) > MaxToolNameLen || !utf8.ValidString(c.Tool) {
 			return fmt.Errorf("%s: call %d: tool name too long or not UTF-8", Name, i)
 		}
@@ -415,14 +517,14 @@ func (d *Detector) Restore(data []byte) error {
 			return fmt.Errorf("%s: counter of period %d exceeds the calls seen", Name, p)
 		}
 		for j := 0; j < h-p && j <= r; j++ {
-			if same := s.Calls[h-1-j].Key == s.Calls[h-1-j-p].Key; same != (j < r) {
+			if same := sigs[h-1-j] == sigs[h-1-j-p]; same != (j < r) {
 				return fmt.Errorf("%s: counter of period %d disagrees with the calls held", Name, p)
 			}
 		}
 	}
 	d.Reset()
 	for i, c := range s.Calls {
-		d.tail[i] = entry{key: c.Key, tool: c.Tool, preview: c.Preview, redacted: c.Preview == guard.Redacted}
+		d.tail[i] = entry{key: c.Key, sig: sigs[i], tool: c.Tool, preview: c.Preview, redacted: c.Preview == guard.Redacted}
 	}
 	d.n = h
 	copy(d.runs[2:], s.Runs)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -313,27 +314,37 @@ func TestPreflight(t *testing.T) {
 
 // pool is the calls the property tests draw from: few keys, so that cycles
 // happen, and one tool that the guard ignores.
-var pool = []guard.ToolCall{a, b, c, withResult(a, `1`), think, call(strings.Repeat("é", 200), `[1]`)}
+var pool = []guard.ToolCall{a, b, c, withResult(a, `1`), withResult(a, `2`), withResult(b, `1`), think, call(strings.Repeat("é", 200), `[1]`)}
 
 // model is a plain implementation of the rule over the whole sequence.
 type model struct {
 	maxPeriod, repeats int
+	identical          bool     // RequireIdenticalResults
 	keys               []string // tool + canonical args, as the test knows them
+	sigs               []string // what cycles compare: keys, or keys and results
 	calls              []guard.ToolCall
 }
 
 func keyOf(c guard.ToolCall) string { return c.Name + "\x00" + string(c.Args.(json.RawMessage)) }
 
+func (m *model) sigOf(c guard.ToolCall) string {
+	if !m.identical || c.Result == nil {
+		return keyOf(c)
+	}
+	return keyOf(c) + "\x00" + string(c.Result.(json.RawMessage))
+}
+
 // judge returns the evidence of a stop after the given calls, or nil.
 func (m *model) judge(calls []guard.ToolCall) *oscillation.Evidence {
 	keys := append([]string(nil), m.keys...)
+	sigs := append([]string(nil), m.sigs...)
 	all := append([]guard.ToolCall(nil), m.calls...)
 	added := false
 	for _, c := range calls {
 		if c.Name == "think" {
 			continue
 		}
-		keys, all, added = append(keys, keyOf(c)), append(all, c), true
+		keys, sigs, all, added = append(keys, keyOf(c)), append(sigs, m.sigOf(c)), append(all, c), true
 	}
 	if !added {
 		return nil
@@ -341,7 +352,7 @@ func (m *model) judge(calls []guard.ToolCall) *oscillation.Evidence {
 	n := len(keys)
 	for p := 2; p <= m.maxPeriod; p++ {
 		run := 0
-		for i := n - 1; i-p >= 0 && keys[i] == keys[i-p]; i-- {
+		for i := n - 1; i-p >= 0 && sigs[i] == sigs[i-p]; i-- {
 			run++
 		}
 		cycles := (run + p) / p
@@ -366,10 +377,31 @@ func (m *model) judge(calls []guard.ToolCall) *oscillation.Evidence {
 	return nil
 }
 
+// warning returns the value and limit of the warning due after the calls so
+// far, or nil: one more call that follows a cycle would stop the run.
+func (m *model) warning() []float64 {
+	n := len(m.sigs)
+	for p := 2; p <= m.maxPeriod; p++ {
+		run := 0
+		for i := n - 1; i-p >= 0 && m.sigs[i] == m.sigs[i-p]; i-- {
+			run++
+		}
+		if (run+1+p)/p < m.repeats || (run+p)/p >= m.repeats {
+			continue // completing the next call would not reach the threshold
+		}
+		for j := 2; j <= p; j++ {
+			if m.keys[n-j] != m.keys[n-1] {
+				return []float64{float64(run + p), float64(run + p + 1)}
+			}
+		}
+	}
+	return nil
+}
+
 func (m *model) add(calls []guard.ToolCall) {
 	for _, c := range calls {
 		if c.Name != "think" {
-			m.keys, m.calls = append(m.keys, keyOf(c)), append(m.calls, c)
+			m.keys, m.sigs, m.calls = append(m.keys, keyOf(c)), append(m.sigs, m.sigOf(c)), append(m.calls, c)
 		}
 	}
 }
@@ -379,10 +411,11 @@ func (m *model) add(calls []guard.ToolCall) {
 // plain model, and compares every verdict and every preflight.
 func TestAgainstModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		opts := oscillation.Options{MaxPeriod: rapid.IntRange(2, 5).Draw(t, "maxPeriod"), Repeats: rapid.IntRange(2, 4).Draw(t, "repeats")}
+		opts := oscillation.Options{MaxPeriod: rapid.IntRange(2, 5).Draw(t, "maxPeriod"), Repeats: rapid.IntRange(2, 4).Draw(t, "repeats"),
+			RequireIdenticalResults: rapid.Bool().Draw(t, "identical"), Warn: rapid.Bool().Draw(t, "warn")}
 		gopts := guard.Options{Ignore: []string{"think"}}
 		g := newGuard(t, opts, gopts)
-		m := &model{maxPeriod: opts.MaxPeriod, repeats: opts.Repeats}
+		m := &model{maxPeriod: opts.MaxPeriod, repeats: opts.Repeats, identical: opts.RequireIdenticalResults}
 		redacted := false // whether previews before a restore read [redacted]
 		for i := range rapid.IntRange(1, 40).Draw(t, "steps") {
 			calls := rapid.SliceOfN(rapid.SampledFrom(pool), 0, 4).Draw(t, fmt.Sprintf("calls%d", i))
@@ -400,6 +433,12 @@ func TestAgainstModel(t *testing.T) {
 			}
 			want := m.judge(calls)
 			checkEvidence := func(what string, stop bool, got any) {
+				if what == "preflight" && opts.RequireIdenticalResults {
+					if stop {
+						t.Fatalf("step %d: preflight refused, but results cannot be judged before a call runs", i)
+					}
+					return
+				}
 				if (want != nil) != stop {
 					t.Fatalf("step %d %s: stop = %v, model says %v", i, what, stop, want != nil)
 				}
@@ -429,6 +468,17 @@ func TestAgainstModel(t *testing.T) {
 			v := g.Check(step(calls...))
 			checkEvidence("check", v.Stop, v.Evidence)
 			m.add(calls)
+			var wantWarn []float64
+			if opts.Warn && !v.Stop && slices.ContainsFunc(calls, func(c guard.ToolCall) bool { return c.Name != "think" }) {
+				wantWarn = m.warning()
+			}
+			var gotWarn []float64
+			for _, w := range v.Warnings {
+				gotWarn = append(gotWarn, w.Value, w.Limit)
+			}
+			if diff := cmp.Diff(wantWarn, gotWarn); diff != "" {
+				t.Fatalf("step %d warning (-model +got):\n%s", i, diff)
+			}
 		}
 	})
 }

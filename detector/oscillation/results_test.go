@@ -1,0 +1,263 @@
+package oscillation_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
+
+	"github.com/loopguard/loopguard/detector/oscillation"
+	"github.com/loopguard/loopguard/feedback"
+	"github.com/loopguard/loopguard/guard"
+)
+
+// identical are the options that compare results.
+var identical = oscillation.Options{RequireIdenticalResults: true}
+
+func TestIdenticalResults(t *testing.T) {
+	check := guard.PhaseCheck
+	a1, a2 := withResult(a, `"page 1"`), withResult(a, `"page 2"`)
+	b1, b2 := withResult(b, `"v1"`), withResult(b, `"v2"`)
+	tests := []struct {
+		name  string
+		opts  oscillation.Options
+		steps []guard.Step
+		want  []guard.Verdict
+	}{
+		{
+			name:  "a cycle whose results repeat stops like any cycle",
+			opts:  identical,
+			steps: steps(a1, b1, a1, b1, a1, b1),
+			want:  cat(goOn(5), one(stop(ev(2, 3, 3, sa, sb), check))),
+		},
+		{
+			name:  "a cycle whose results change goes on",
+			opts:  identical,
+			steps: steps(a1, b1, a2, b1, a1, b2, a2, b2),
+			want:  goOn(8),
+		},
+		{
+			name:  "the count starts when the results start repeating",
+			opts:  identical,
+			steps: steps(a1, b1, a2, b2, a2, b2, a2, b2),
+			want:  cat(goOn(7), one(stop(ev(2, 3, 3, sa, sb), check))),
+		},
+		{
+			name:  "without the option, changing results are the same cycle",
+			steps: steps(a1, b1, a2, b1, a1, b2),
+			want:  cat(goOn(5), one(stop(ev(2, 3, 3, sa, sb), check))),
+		},
+		{
+			name:  "calls without results compare by their arguments",
+			opts:  identical,
+			steps: steps(a, b, a, b, a, b),
+			want:  cat(goOn(5), one(stop(ev(2, 3, 3, sa, sb), check))),
+		},
+		{
+			name:  "one call with alternating results is no cycle",
+			opts:  identical,
+			steps: steps(a1, a2, a1, a2, a1, a2),
+			want:  goOn(6),
+		},
+		{
+			name:  "errors are outcomes",
+			opts:  identical,
+			steps: steps(a1, failedCall(b, "503"), a1, failedCall(b, "503"), a1, failedCall(b, "504")),
+			want:  goOn(6),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newGuard(t, tt.opts, guard.Options{})
+			if diff := cmp.Diff(tt.want, run(g, tt.steps), ignoreDetail); diff != "" {
+				t.Errorf("verdicts (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func failedCall(c guard.ToolCall, msg string) guard.ToolCall {
+	c.Err = fmt.Errorf("%s", msg)
+	return c
+}
+
+// TestIdenticalResultsPreflight: results are unknown before a call runs, so
+// the option never refuses, even the call that Check then stops on.
+func TestIdenticalResultsPreflight(t *testing.T) {
+	a1, b1 := withResult(a, `1`), withResult(b, `1`)
+	g := newGuard(t, identical, guard.Options{})
+	run(g, steps(a1, b1, a1, b1, a1))
+	if d := g.Preflight(b); !d.Allow {
+		t.Errorf("preflight refused: %v", d.Verdict())
+	}
+	if v := g.Check(step(b1)); !v.Stop {
+		t.Errorf("check went on: %v", v)
+	}
+}
+
+func TestIdenticalResultsSnapshot(t *testing.T) {
+	a1, b1 := withResult(a, `1`), withResult(b, `1`)
+	d, _ := oscillation.New(identical)
+	g, _ := guard.New(d)
+	run(g, steps(a1, b, a1))
+	data, err := d.Snapshot(guard.SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Calls []struct {
+			Key     string
+			Outcome *string
+		}
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Calls) != 3 || s.Calls[0].Outcome == nil || s.Calls[1].Outcome != nil || *s.Calls[0].Outcome == s.Calls[0].Key {
+		t.Fatalf("state %s: want an outcome for the calls with a result only", data)
+	}
+	// The outcomes are what the cycle compares: restored, a1 b1 goes on
+	// (b had no result before), a1 b then a1 stops.
+	d2, _ := oscillation.New(identical)
+	g2, _ := guard.New(d2)
+	if err := d2.Restore(data); err != nil {
+		t.Fatal(err)
+	}
+	got := []bool{}
+	for _, v := range run(g2, steps(b1, a1, b1, a1, b1, a1)) {
+		got = append(got, v.Stop)
+	}
+	if diff := cmp.Diff([]bool{false, false, false, false, true, true}, got); diff != "" {
+		t.Errorf("stops after restore (-want +got):\n%s", diff)
+	}
+	// Options that do not compare outcomes refuse such a state.
+	plain, _ := oscillation.New(oscillation.Options{})
+	if err := plain.Restore(data); err == nil {
+		t.Error("a state with outcomes restored under options that do not compare them")
+	}
+	// An outcome equal to its key is no outcome, and counters must agree
+	// with the outcomes, not the keys.
+	k := s.Calls[0].Key
+	for _, bad := range []string{
+		`{"calls":[{"key":"` + k + `","outcome":"` + k + `","tool":"search"}],"runs":[0,0]}`,
+		`{"calls":[{"key":"` + k + `","outcome":"` + strings.Repeat("1", 32) + `","tool":"search"},{"key":"` + strings.Repeat("2", 32) + `","tool":"read"},{"key":"` + k + `","tool":"search"}],"runs":[1,0]}`,
+		`{"calls":[{"key":"` + k + `","outcome":"nope","tool":"search"}],"runs":[0,0]}`,
+	} {
+		d3, _ := oscillation.New(identical)
+		if err := d3.Restore([]byte(bad)); err == nil {
+			t.Errorf("Restore(%s) succeeded", bad)
+		}
+	}
+}
+
+func warning(calls int, cycle string) guard.Verdict {
+	w := guard.Warning{Code: oscillation.WarningCode, Metric: "cycleCalls", Value: float64(calls), Limit: float64(calls + 1),
+		Ratio: float64(calls) / float64(calls+1), Detail: cycle}
+	w.Feedback = feedback.ForWarning(w)
+	w.Detector = oscillation.Name
+	return guard.Verdict{Warnings: []guard.Warning{w}}
+}
+
+func TestWarn(t *testing.T) {
+	check := guard.PhaseCheck
+	warn := oscillation.Options{Warn: true}
+	tests := []struct {
+		name  string
+		opts  oscillation.Options
+		gopts guard.Options
+		steps []guard.Step
+		want  []guard.Verdict
+	}{
+		{
+			name:  "a b a b a warns, a b a b a b stops",
+			opts:  warn,
+			steps: steps(a, b, a, b, a, b),
+			want: cat(goOn(4), one(warning(5, `a cycle of 2 calls (read -> search) is one call short of repeating 3 times in a row`)),
+				one(stop(ev(2, 3, 3, sa, sb), check))),
+		},
+		{
+			name:  "no warning without Warn",
+			steps: steps(a, b, a, b, a),
+			want:  goOn(5),
+		},
+		{
+			name:  "a step that leaves the cycle has no warning",
+			opts:  warn,
+			steps: steps(a, b, a, b, a, c),
+			want:  cat(goOn(4), one(warning(5, `a cycle of 2 calls (read -> search) is one call short of repeating 3 times in a row`)), goOn(1)),
+		},
+		{
+			name:  "a step without calls changes nothing, and warns nothing",
+			opts:  warn,
+			steps: []guard.Step{step(a), step(b), step(a), step(b), step(a), {Text: "hm"}},
+			want:  cat(goOn(4), one(warning(5, `a cycle of 2 calls (read -> search) is one call short of repeating 3 times in a row`)), goOn(1)),
+		},
+		{
+			name:  "period 3 with 2 repeats",
+			opts:  oscillation.Options{Repeats: 2, Warn: true},
+			steps: steps(a, b, c, a, b, c),
+			want: cat(goOn(4), one(warning(5, `a cycle of 3 calls (search -> search -> read) is one call short of repeating 2 times in a row`)),
+				one(stop(ev(3, 2, 2, sa, sb, sc), check))),
+		},
+		{
+			name:  "one distinct call never warns",
+			opts:  warn,
+			steps: steps(a, a, a, a, a, a),
+			want:  goOn(6),
+		},
+		{
+			name:  "with identical results, a change of result takes the warning back",
+			opts:  oscillation.Options{RequireIdenticalResults: true, Warn: true},
+			steps: steps(withResult(a, `1`), b, withResult(a, `1`), b, withResult(a, `2`)),
+			want:  goOn(5),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newGuard(t, tt.opts, tt.gopts)
+			if diff := cmp.Diff(tt.want, run(g, tt.steps), ignoreDetail); diff != "" {
+				t.Errorf("verdicts (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestWarnChangesNoStop runs random runs with and without warnings and
+// checks that the stops are the same.
+func TestWarnChangesNoStop(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		opts := oscillation.Options{MaxPeriod: rapid.IntRange(2, 4).Draw(t, "maxPeriod"), Repeats: rapid.IntRange(2, 3).Draw(t, "repeats"),
+			RequireIdenticalResults: rapid.Bool().Draw(t, "identical")}
+		plain := newGuard(t, opts, guard.Options{Ignore: []string{"think"}})
+		opts.Warn = true
+		warned := newGuard(t, opts, guard.Options{Ignore: []string{"think"}})
+		for i, calls := range rapid.SliceOfN(rapid.SliceOfN(rapid.SampledFrom(pool), 0, 3), 1, 30).Draw(t, "steps") {
+			p, w := plain.Check(step(calls...)), warned.Check(step(calls...))
+			w.Warnings = nil
+			if diff := cmp.Diff(p, w); diff != "" {
+				t.Fatalf("step %d: warnings changed the verdict (-without +with):\n%s", i, diff)
+			}
+		}
+	})
+}
+
+func TestOptionsBeyond(t *testing.T) {
+	fp := func(o oscillation.Options) string {
+		d, err := oscillation.New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return guard.Fingerprint(d).String()
+	}
+	base := fp(oscillation.Options{})
+	if fp(identical) == base || fp(oscillation.Options{Warn: true}) == base || fp(identical) == fp(oscillation.Options{Warn: true}) {
+		t.Error("the new options do not change the fingerprint")
+	}
+	d, _ := oscillation.New(oscillation.Options{})
+	if b, _ := json.Marshal(d.Options()); string(b) != `{"maxPeriod":3,"repeats":3}` {
+		t.Errorf("the default options read %s: old snapshots would no longer restore", b)
+	}
+}
