@@ -16,6 +16,9 @@ func parseSteps(data []byte) (*Trace, error) {
 		return parseStepArray(data)
 	}
 	t := &Trace{}
+	// The steps' arguments and results point into one copy of data, so
+	// that they do not change when the caller reuses data.
+	data = bytes.Clone(data)
 	n := bytes.Count(data, []byte{'\n'}) + 1
 	t.Steps = make([]guard.Step, 0, n)
 	t.Lines = make([]int, 0, n)
@@ -30,7 +33,7 @@ func parseSteps(data []byte) (*Trace, error) {
 		if len(text) == 0 {
 			continue
 		}
-		s, ok := fastStep(bytes.Clone(text))
+		s, ok := fastStep(text)
 		if !ok {
 			if err := unmarshalStep(text, &s); err != nil {
 				return nil, &Error{Line: line, Err: err}

@@ -158,3 +158,20 @@ func TestTranscripts(t *testing.T) {
 		})
 	}
 }
+
+// TestParseCopies checks that the steps do not change when the caller
+// reuses the data it parsed.
+func TestParseCopies(t *testing.T) {
+	data := []byte(`{"toolCalls": [{"name": "a", "args": {"q": 1}, "result": [2]}]}`)
+	tr, err := trace.Parse(data, trace.Steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range data {
+		data[i] = ' '
+	}
+	want := []guard.Step{{ToolCalls: []guard.ToolCall{call("a", raw(`{"q": 1}`), raw(`[2]`))}}}
+	if diff := cmp.Diff(want, tr.Steps, errText); diff != "" {
+		t.Errorf("steps after the data changed (-want +got):\n%s", diff)
+	}
+}
