@@ -3,9 +3,9 @@
 //
 // The detector reads the run's tool calls as one sequence, across steps and in
 // order, each call reduced to its key (tool name plus canonical arguments,
-// guard.Call.Key); results are not considered. Calls of ignored tools (see
-// guard.Options.Ignore) are removed from the sequence first, and steps
-// without calls change nothing.
+// guard.Call.Key); by default, results are not considered. Calls of ignored
+// tools (see guard.Options.Ignore) are removed from the sequence first, and
+// steps without calls change nothing.
 //
 // At the end of every step that adds a call, the detector looks at the tail
 // of the sequence for each period p from 2 to Options.MaxPeriod, smallest
