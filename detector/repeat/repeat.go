@@ -26,6 +26,12 @@
 // Nth same call in a row is refused. Rules that compare results cannot be
 // judged before the call has run, so with RequireIdenticalResults nothing is
 // refused, and a call of a polling tool breaks the simulated run.
+//
+// With Options.Warn, a step that leaves the run one call short of its
+// threshold carries a REPEAT_WARNING (Metric: the tool; Value: the run's
+// length; Limit: the threshold), with feedback that tells the model that
+// one more identical call will stop the run. A run of one call never warns,
+// so a threshold of 2 gives no warnings.
 package repeat
 
 import (
@@ -68,7 +74,13 @@ type Options struct {
 	// Tools holds per-tool policies, by tool name. Tools not listed follow
 	// the options above.
 	Tools map[string]ToolPolicy `json:"tools,omitempty"`
+	// Warn adds a REPEAT_WARNING to a step that leaves the run one call
+	// short of its threshold.
+	Warn bool `json:"warn,omitempty"`
 }
+
+// WarningCode is the code of the detector's warnings.
+const WarningCode = feedback.CodeRepeatWarning
 
 // A ToolPolicy tunes the detector for one tool.
 type ToolPolicy struct {
@@ -217,12 +229,15 @@ func (d *Detector) ruleFor(tool string) rule {
 // Observe adds the step's calls to the sequence and judges them one by one.
 func (d *Detector) Observe(f *guard.Facts) {
 	d.verdict = guard.Verdict{}
+	var last *guard.Call // the step's last call in the sequence
+	var lastRule rule
 	for i := range f.Calls {
 		c := &f.Calls[i]
 		if c.Ignored || d.opts.IgnoreErrors && c.Failed {
 			continue
 		}
 		r := d.ruleFor(c.Tool)
+		last, lastRule = c, r
 		sig := c.Key
 		if r.outcomes {
 			sig = c.Outcome
@@ -240,6 +255,26 @@ func (d *Detector) Observe(f *guard.Facts) {
 			d.verdict = d.stop(c, d.count, r, d.steps.appendTo(nil), guard.PhaseCheck)
 		}
 	}
+	if d.opts.Warn && last != nil && !d.verdict.Stop && d.count >= 2 && d.count == lastRule.threshold-1 {
+		d.verdict.Warnings = []guard.Warning{d.warning(last, lastRule)}
+	}
+}
+
+// warning builds the warning for a run of d.count calls like c, one short of
+// r's threshold.
+func (d *Detector) warning(c *guard.Call, r rule) guard.Warning {
+	same := "the same arguments"
+	if r.outcomes {
+		same = "the same arguments and the same outcome"
+	}
+	w := guard.Warning{
+		Code: WarningCode, Metric: c.Tool, Value: float64(d.count), Limit: float64(r.threshold),
+		Ratio: float64(d.count) / float64(r.threshold),
+		Detail: fmt.Sprintf("tool %q called %d times in a row with %s %s; one more stops the run (threshold %d)",
+			c.Tool, d.count, same, c.Preview(), r.threshold),
+	}
+	w.Feedback = feedback.ForWarning(w)
+	return w
 }
 
 // maxCount caps a run's length, so that it never overflows.

@@ -479,7 +479,7 @@ func TestPreflightAgreesWithCheck(t *testing.T) {
 }
 
 func TestSnapshotRestoreContinues(t *testing.T) {
-	opts := repeat.Options{IgnoreErrors: true, Tools: map[string]repeat.ToolPolicy{
+	opts := repeat.Options{IgnoreErrors: true, Warn: true, Tools: map[string]repeat.ToolPolicy{
 		"read": {RepeatThreshold: 2}, "poll": {Polling: true},
 	}}
 	gopts := guard.Options{Ignore: []string{"think"}}
