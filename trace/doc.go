@@ -50,8 +50,9 @@
 // Arguments: OpenAI delivers them as a JSON string; when that string holds
 // valid JSON it becomes a json.RawMessage, otherwise the string itself is the
 // argument. Anthropic's "input" object is kept as a json.RawMessage. A result
-// given as a string is kept as a string; any other content (an array of
-// parts or blocks) is kept as a json.RawMessage.
+// given as a string, or as text parts only (joined by newlines), is kept as a
+// string; any other content (images, documents, a server tool's search
+// results) is kept as a json.RawMessage.
 //
 // Finish reasons are mapped onto the names the guard's finish-reason rule
 // uses: see [OpenAIFinishReason] and [AnthropicFinishReason]. Usage is mapped
