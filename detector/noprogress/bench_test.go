@@ -36,9 +36,9 @@ func BenchmarkObserveNew(b *testing.B) {
 }
 
 // BenchmarkObserveStalled measures steps that bring nothing new and change
-// their text, so that the count keeps starting again.
+// their text, so that the count keeps starting again, with warnings on.
 func BenchmarkObserveStalled(b *testing.B) {
-	d, _ := noprogress.New(noprogress.Options{})
+	d, _ := noprogress.New(noprogress.Options{Warn: true})
 	k := canonical.HashString("same")
 	steps := [2]guard.Facts{
 		{Calls: []guard.Call{{Tool: "fetch", Outcome: k}}, TextHash: canonical.HashString("a")},
@@ -47,7 +47,7 @@ func BenchmarkObserveStalled(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		d.Observe(&steps[i&1])
-		if d.Verdict().Stop {
+		if v := d.Verdict(); v.Stop || v.Warnings != nil {
 			b.Fatal("stop")
 		}
 	}

@@ -21,6 +21,12 @@
 // window counts as new again.
 //
 // The rule needs finished steps, so it judges nothing in preflight.
+//
+// With Options.Warn, the stalled step that brings the count to one short of
+// the threshold carries a NO_PROGRESS_WARNING (Value: the count; Limit: the
+// threshold), from a count of 2, so that a threshold of 2 gives no warnings.
+//
+// A stall whose text changes every step is package stall's case.
 package noprogress
 
 import (
@@ -57,7 +63,13 @@ type Options struct {
 	// Window is how many distinct outcomes are remembered: 0 means 1024,
 	// any other value must be from 1 to MaxWindow.
 	Window int `json:"window"`
+	// Warn adds a NO_PROGRESS_WARNING to the stalled step that brings the
+	// count to Threshold-1 (when that is at least 2).
+	Warn bool `json:"warn,omitempty"`
 }
+
+// WarningCode is the code of the detector's warnings.
+const WarningCode = feedback.CodeNoProgressWarning
 
 // Evidence is the evidence of a stop.
 type Evidence struct {
@@ -148,6 +160,9 @@ func (d *Detector) Observe(f *guard.Facts) {
 		d.stalled, d.text = 1, f.TextHash
 	}
 	if d.stalled < d.opts.Threshold {
+		if d.opts.Warn && d.stalled == d.opts.Threshold-1 && d.stalled >= 2 {
+			d.warn(f)
+		}
 		return
 	}
 	ev := Evidence{Steps: d.stalled, Threshold: d.opts.Threshold, TextPreview: f.TextPreview()}
@@ -167,7 +182,23 @@ func (d *Detector) Observe(f *guard.Facts) {
 	d.verdict = v
 }
 
-// Verdict returns the stop found by the last Observe, if any.
+// warn sets the warning of a count one short of the threshold.
+func (d *Detector) warn(f *guard.Facts) {
+	text := "no text"
+	if f.HasText {
+		text = fmt.Sprintf("the same text %q", f.TextPreview())
+	}
+	w := guard.Warning{
+		Code: WarningCode, Metric: "stalledSteps", Value: float64(d.stalled), Limit: float64(d.opts.Threshold),
+		Ratio: float64(d.stalled) / float64(d.opts.Threshold),
+		Detail: fmt.Sprintf("%d steps in a row brought no new tool outcome and had %s; one more stops the run (threshold %d)",
+			d.stalled, text, d.opts.Threshold),
+	}
+	w.Feedback = feedback.ForWarning(w)
+	d.verdict.Warnings = []guard.Warning{w}
+}
+
+// Verdict returns the stop (or warning) found by the last Observe, if any.
 func (d *Detector) Verdict() guard.Verdict { return d.verdict }
 
 // Preflight judges nothing: the rule needs finished steps.

@@ -295,7 +295,8 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 	pool := []guard.Step{step("x", a), step("x", a2), step("X", b), step("y"), step("x"), step(""),
 		{Input: "hi"}, step("", think), distinct(0), distinct(1), distinct(2), distinct(3)}
 	rapid.Check(t, func(t *rapid.T) {
-		opts := noprogress.Options{Window: rapid.IntRange(1, 4).Draw(t, "window"), Threshold: rapid.IntRange(2, 4).Draw(t, "threshold")}
+		opts := noprogress.Options{Window: rapid.IntRange(1, 4).Draw(t, "window"), Threshold: rapid.IntRange(2, 4).Draw(t, "threshold"),
+			Warn: rapid.Bool().Draw(t, "warn")}
 		gopts := guard.Options{Ignore: []string{"think"}}
 		steps := rapid.SliceOfN(rapid.SampledFrom(pool), 1, 30).Draw(t, "steps")
 		cut := rapid.IntRange(0, len(steps)).Draw(t, "cut")
