@@ -55,6 +55,8 @@ func TestAuditGolden(t *testing.T) {
 		{"traces-json.golden", []string{"audit", "--format", "json", traces}, exitFailed},
 		{"transcripts.golden", []string{"audit", transcripts}, exitOK},
 		{"transcripts-json.golden", []string{"audit", "--format=json", transcripts}, exitOK},
+		{"warnings.golden", []string{"audit", "--config", auditData + "/warn.json", transcripts + "/openai-responses.jsonl", transcripts + "/anthropic-responses.jsonl"}, exitFailed},
+		{"warnings-json.golden", []string{"audit", "--format", "json", "--config", auditData + "/warn.json", transcripts + "/openai-responses.jsonl"}, exitOK},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -386,5 +388,23 @@ func TestAuditFormats(t *testing.T) {
 		if !strings.Contains(auto.stdout, `"format":"`+f.format.String()+`"`) {
 			t.Errorf("%s: not read as %v: %s", f.file, f.format, auto.stdout)
 		}
+	}
+}
+
+func TestProgress(t *testing.T) {
+	if p := newProgress(new(strings.Builder), 10); p != nil {
+		t.Error("a progress line on a writer that is no terminal")
+	}
+	var nothing *progress
+	nothing.tick() // a nil progress does nothing
+	nothing.clear()
+
+	var b strings.Builder
+	p := &progress{w: &b, total: 2}
+	p.tick()
+	p.clear()
+	p.clear()
+	if want := "\raudit: 1/2 runs\r\033[K"; b.String() != want {
+		t.Errorf("progress wrote %q, want %q", b.String(), want)
 	}
 }
