@@ -39,13 +39,13 @@ func allDetectors(t testing.TB) []guard.Detector {
 	}
 	return []guard.Detector{
 		must(finish.New(finish.Options{})),
-		must(budget.New(budget.Options{MaxSteps: 1000, WarnAt: 0.5, Now: fixedClock,
-			MaxTotalTokens: budget.Limit{Value: 1e6}, MaxCostUSD: budget.Limit{Value: 100}, MaxDurationMs: budget.Limit{Value: 1e8}})),
-		must(toollimit.New(toollimit.Options{MaxCalls: map[string]int{"search": 500, "read": 400}})),
-		must(repeat.New(repeat.Options{Threshold: 6, Tools: map[string]repeat.ToolPolicy{
-			"read": {Polling: true, MaxIdenticalResults: 8}}})),
-		must(oscillation.New(oscillation.Options{MaxPeriod: 4, Repeats: 5})),
-		must(noprogress.New(noprogress.Options{Threshold: 6, Window: 8})),
+		must(budget.New(budget.Options{MaxSteps: 5000, WarnAt: 0.5, Now: fixedClock,
+			MaxTotalTokens: budget.Limit{Value: 1e7}, MaxCostUSD: budget.Limit{Value: 1000}, MaxDurationMs: budget.Limit{Value: 1e10}})),
+		must(toollimit.New(toollimit.Options{MaxCalls: map[string]int{"search": 1500, "read": 1000}})),
+		must(repeat.New(repeat.Options{Threshold: 3, Tools: map[string]repeat.ToolPolicy{
+			"read": {Polling: true, MaxIdenticalResults: 4}}})),
+		must(oscillation.New(oscillation.Options{MaxPeriod: 4, Repeats: 3})),
+		must(noprogress.New(noprogress.Options{Threshold: 4, Window: 8})),
 	}
 }
 
