@@ -10,6 +10,11 @@
 //
 // In preflight, the proposed calls are counted in order on top of the calls
 // recorded so far, and the first call beyond a cap is refused.
+//
+// With Options.Warn, a step whose calls bring a tool to exactly its cap
+// (of at least 1) carries a TOOL_CALL_CAP_WARNING for that tool (Metric: the
+// tool; Value: its calls; Limit: the count that stops, the cap plus one),
+// with feedback telling the model that one more call of it stops the run.
 package toollimit
 
 import (
@@ -46,7 +51,13 @@ type Options struct {
 	// Tools that are not listed have no cap. A name must be valid UTF-8
 	// and at most MaxToolNameLen bytes long.
 	MaxCalls map[string]int `json:"maxCalls"`
+	// Warn adds a TOOL_CALL_CAP_WARNING to a step whose calls bring a
+	// tool to exactly its cap.
+	Warn bool `json:"warn,omitempty"`
 }
+
+// WarningCode is the code of the rule's warnings.
+const WarningCode = feedback.CodeToolCallCapWarning
 
 // Evidence is the evidence of a stop.
 type Evidence struct {
@@ -78,9 +89,11 @@ type tool struct {
 type Detector struct {
 	tools []tool         // sorted by name
 	index map[string]int // name -> position in tools
+	warn  bool
 
 	hit    bool     // the last step went over a cap
 	ev     Evidence // and this is the first call that did
+	full   []int    // the tools (positions) the last step brought to their cap
 	counts []int    // scratch for preflight
 }
 
@@ -92,7 +105,7 @@ var (
 // New returns the rule with these options, or an error (a
 // *guard.OptionError) naming every invalid cap.
 func New(o Options) (*Detector, error) {
-	d := &Detector{index: make(map[string]int, len(o.MaxCalls))}
+	d := &Detector{index: make(map[string]int, len(o.MaxCalls)), warn: o.Warn}
 	var errs []error
 	for name, limit := range o.MaxCalls {
 		switch {
@@ -134,13 +147,13 @@ func (d *Detector) Options() any {
 	for _, t := range d.tools {
 		m[t.name] = t.limit
 	}
-	return Options{MaxCalls: m}
+	return Options{MaxCalls: m, Warn: d.warn}
 }
 
 // Observe counts the step's calls of capped tools and notes the first call
 // beyond a cap.
 func (d *Detector) Observe(f *guard.Facts) {
-	d.hit = false
+	d.hit, d.full = false, d.full[:0]
 	if len(d.tools) == 0 {
 		return
 	}
@@ -161,15 +174,33 @@ func (d *Detector) Observe(f *guard.Facts) {
 			d.hit = true
 			d.ev = Evidence{Tool: t.name, Calls: t.calls, Limit: t.limit}
 		}
+		if d.warn && t.calls == t.limit {
+			d.full = append(d.full, j)
+		}
 	}
 }
 
 // Verdict returns a stop when the last step called a tool beyond its cap.
+// With Options.Warn, a step that goes on warns of every tool it brought to
+// its cap.
 func (d *Detector) Verdict() guard.Verdict {
-	if !d.hit {
+	if d.hit {
+		return d.stop(d.ev, guard.PhaseCheck)
+	}
+	if len(d.full) == 0 {
 		return guard.Verdict{}
 	}
-	return d.stop(d.ev, guard.PhaseCheck)
+	ws := make([]guard.Warning, len(d.full))
+	for i, j := range d.full {
+		t := &d.tools[j]
+		limit := float64(t.limit) + 1
+		ws[i] = guard.Warning{
+			Code: WarningCode, Metric: t.name, Value: float64(t.calls), Limit: limit, Ratio: float64(t.calls) / limit,
+			Detail: fmt.Sprintf("%q is at its cap of %d; one more call stops the run", t.name, t.limit),
+		}
+		ws[i].Feedback = feedback.ForWarning(ws[i])
+	}
+	return guard.Verdict{Warnings: ws}
 }
 
 func (d *Detector) stop(ev Evidence, p guard.Phase) guard.Verdict {
@@ -265,7 +296,7 @@ func (d *Detector) Restore(state []byte) error {
 	for i := range d.tools {
 		d.tools[i].calls = counts[i]
 	}
-	d.hit, d.ev = false, Evidence{}
+	d.hit, d.ev, d.full = false, Evidence{}, d.full[:0]
 	return nil
 }
 
@@ -329,5 +360,5 @@ func (d *Detector) Reset() {
 	for i := range d.tools {
 		d.tools[i].calls = 0
 	}
-	d.hit, d.ev = false, Evidence{}
+	d.hit, d.ev, d.full = false, Evidence{}, d.full[:0]
 }
