@@ -4,16 +4,22 @@
 // Usage:
 //
 //	loopguard replay [--config FILE] [--all] [--format text|json] TRACE.jsonl
+//	loopguard audit [--config FILE] [--preset NAME] [--input FORMAT] [--format text|json] [--fail-on fault|any|never] PATH...
 //	loopguard help [COMMAND]
 //
 // replay feeds a trace, one JSON step per line, through a guard and prints
-// the verdict on every line: see "loopguard help replay". Options come from a
-// JSON document with the names of the reference (see package detector); no
+// the verdict on every line: see "loopguard help replay". audit replays many
+// runs (loopguard step lines, OpenAI Chat Completions or Anthropic Messages
+// transcripts; files, directories or -) through a fresh guard each and
+// reports where each one stops: see "loopguard help audit". Options come from
+// a JSON document with the names of the reference (see package detector); no
 // --config means the default set.
 //
-// Exit status: 0 when the input was read; 2 for a usage error, bad options or
-// an unreadable input line (the message names the file and line); 1 when the
-// guard itself failed.
+// Exit status of replay: 0 when the input was read; 2 for a usage error, bad
+// options or an unreadable input line (the message names the file and line);
+// 1 when the guard itself failed. audit exits 1 when a run stops in a way
+// --fail-on names (a fault, by default), so that it can gate CI, and 2 for
+// unreadable input, after reporting every readable run.
 package main
 
 import (
