@@ -2,16 +2,23 @@
 // guard stopping it and the feedback going back to the model.
 //
 // The "model" is a small script, so the program runs offline: asked about
-// the weather on a made-up island, it searches, finds nothing and searches
-// again with the same query. After the third identical search the guard
-// stops the run; the loop hands the guard's feedback to the model in place
-// of another turn with tools, and the model answers with what it knows.
+// the weather on a made-up island, it searches, finds nothing and keeps
+// searching with the same query. The loop is written with guard.Turn, which
+// asks the guard before each call runs and records it after:
+//
+//   - the third identical search is refused before it runs, and the refusal's
+//     feedback goes back to the model in place of the tool's result;
+//   - the model insists, and its steps bring nothing new while it says the
+//     same thing, so the no-progress rule stops the run;
+//   - the loop hands that feedback to the model, which answers without tools.
 //
 //	go run ./examples/agentloop
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -25,20 +32,20 @@ type message struct {
 	role, text string
 }
 
-// A turn is what the model answers: text, and the calls it wants run.
-type turn struct {
+// A reply is what the model answers: text, and the calls it wants run.
+type reply struct {
 	text   string
 	calls  []guard.ToolCall
 	finish string
 }
 
 // model is the simulated model. It searches for as long as it may use
-// tools, and then answers with what it has.
-func model(conversation []message, toolsAllowed bool) turn {
+// tools, whatever it is told, and then answers with what it has.
+func model(conversation []message, toolsAllowed bool) reply {
 	if !toolsAllowed {
-		return turn{text: "I could not find a weather report for Atlantis: searches for it return nothing.", finish: "stop"}
+		return reply{text: "I could not find a weather report for Atlantis: searches for it return nothing.", finish: "stop"}
 	}
-	return turn{
+	return reply{
 		text:   "Let me search for the weather.",
 		calls:  []guard.ToolCall{{Name: "search", Args: json.RawMessage(`{"query": "weather in Atlantis today"}`)}},
 		finish: "tool-calls",
@@ -46,34 +53,47 @@ func model(conversation []message, toolsAllowed bool) turn {
 }
 
 // search is the tool. It never finds anything.
-func search(args json.RawMessage) string {
-	return "no results"
+func search(context.Context) (any, error) {
+	return "no results", nil
 }
 
-// run is the agent loop: ask the model, run its calls, record the step,
-// and stop when the guard says so.
+// run is the agent loop: ask the model, run its calls through the turn, end
+// the turn, and stop when the guard says so.
 func run(out io.Writer) error {
+	ctx := context.Background()
 	g, err := guard.New(detector.Defaults()...)
 	if err != nil {
 		return err
 	}
 	conversation := []message{{"user", "What is the weather in Atlantis today?"}}
 	for i := 0; ; i++ {
-		t := model(conversation, true)
-		step := guard.Step{Text: t.text, FinishReason: t.finish}
-		for _, c := range t.calls {
-			c.Result = search(c.Args.(json.RawMessage))
-			fmt.Fprintf(out, "step %d: the model calls %s %s -> %v\n", i, c.Name, c.Args, c.Result)
-			step.ToolCalls = append(step.ToolCalls, c)
-			conversation = append(conversation, message{"tool", c.Result.(string)})
+		r := model(conversation, true)
+		turn := g.Begin()
+		for _, c := range r.calls {
+			result, err := turn.Run(ctx, c, search)
+			var refused *guard.RefusedError
+			switch {
+			case errors.As(err, &refused):
+				// The call did not run: the model gets the refusal instead.
+				fmt.Fprintf(out, "step %d: the model calls %s %s -> refused: %s\n", i, c.Name, c.Args, refused.Decision.Feedback)
+				conversation = append(conversation, message{"tool", refused.Decision.Feedback})
+			case err != nil:
+				conversation = append(conversation, message{"tool", "error: " + err.Error()})
+			default:
+				fmt.Fprintf(out, "step %d: the model calls %s %s -> %v\n", i, c.Name, c.Args, result)
+				conversation = append(conversation, message{"tool", result.(string)})
+			}
 		}
-		v := g.Check(step)
+		v, err := turn.End(ctx, guard.Step{Text: r.text, FinishReason: r.finish})
+		if err != nil {
+			return err
+		}
 		fmt.Fprintf(out, "        guard: %s\n", guard.Explain(v))
 		if !v.Stop {
 			continue
 		}
 		if !guard.IsFault(v) {
-			fmt.Fprintf(out, "the model finished: %s\n", t.text)
+			fmt.Fprintf(out, "the model finished: %s\n", r.text)
 			return nil
 		}
 		// Tell the model why, in words that never repeat arguments or
