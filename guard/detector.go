@@ -122,6 +122,7 @@ type DetectorError struct {
 	Err   error
 }
 
+// Error says which detector and what is wrong.
 func (e *DetectorError) Error() string {
 	if e.Name == "" {
 		return fmt.Sprintf("guard: detector #%d: %v", e.Index, e.Err)
@@ -144,6 +145,7 @@ type OptionError struct {
 	Err error
 }
 
+// Error says which option of which detector and what is wrong.
 func (e *OptionError) Error() string {
 	var b strings.Builder
 	if e.Detector != "" {

@@ -102,6 +102,7 @@ type FingerprintError struct {
 	Extra []string
 }
 
+// Error names the detectors that differ, are missing or are extra.
 func (e *FingerprintError) Error() string {
 	var parts []string
 	if len(e.Changed) > 0 {

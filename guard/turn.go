@@ -31,6 +31,7 @@ type RefusedError struct {
 	Decision Decision
 }
 
+// Error says which rule refused the call, and why.
 func (e *RefusedError) Error() string {
 	return fmt.Sprintf("loopguard: call refused: %s (%s): %s", e.Decision.Reason, e.Decision.Code, e.Decision.Detail)
 }

@@ -56,6 +56,7 @@ type Error struct {
 	Err  error
 }
 
+// Error says which line and what is wrong with it.
 func (e *Error) Error() string {
 	if e.Line <= 0 {
 		return "trace: " + e.Err.Error()
