@@ -11,7 +11,9 @@ import (
 	"github.com/loopguard/loopguard/detector/noprogress"
 	"github.com/loopguard/loopguard/detector/oscillation"
 	"github.com/loopguard/loopguard/detector/repeat"
+	"github.com/loopguard/loopguard/detector/stall"
 	"github.com/loopguard/loopguard/detector/toollimit"
+	"github.com/loopguard/loopguard/detector/window"
 	"github.com/loopguard/loopguard/guard"
 )
 
@@ -23,10 +25,14 @@ const (
 	keyRepeat      = "repeatedToolCall"
 	keyOscillation = "oscillation"
 	keyNoProgress  = "noProgress"
+	keyToolLimit   = "toolLimit"
+	keyWindow      = "window"
+	keyStall       = "stall"
 
 	fieldMaxCalls        = "maxCalls"
 	fieldRepeatThreshold = "repeatThreshold"
 	fieldPolling         = "polling"
+	fieldWarn            = "warn"
 )
 
 // DefaultMaxSteps is the step limit of the default set.
@@ -42,10 +48,12 @@ func builtins() []builtin {
 	return []builtin{
 		{finish.Name, Entry{Keys: []string{keyFinish}, Default: true, Build: buildFinish}},
 		{budget.Name, Entry{Keys: []string{keyMaxSteps, keyBudget}, Default: true, Build: buildBudget}},
-		{toollimit.Name, Entry{ToolFields: []string{fieldMaxCalls}, Build: buildToolLimit}},
+		{toollimit.Name, Entry{Keys: []string{keyToolLimit}, ToolFields: []string{fieldMaxCalls}, Build: buildToolLimit}},
 		{repeat.Name, Entry{Keys: []string{keyRepeat}, ToolFields: []string{fieldRepeatThreshold, fieldPolling}, Default: true, Build: buildRepeat}},
+		{window.Name, Entry{Keys: []string{keyWindow}, Build: buildWindow}},
 		{oscillation.Name, Entry{Keys: []string{keyOscillation}, Default: true, Build: buildOscillation}},
 		{noprogress.Name, Entry{Keys: []string{keyNoProgress}, Default: true, Build: buildNoProgress}},
+		{stall.Name, Entry{Keys: []string{keyStall}, Build: buildStall}},
 	}
 }
 
@@ -222,8 +230,25 @@ func readLimit(r *reader, path string, raw json.RawMessage) budget.Limit {
 	return l
 }
 
+// buildToolLimit builds the caps of tools.<name>.maxCalls; "toolLimit" holds
+// the options of all caps ({"warn": true}), or false to switch them off.
 func buildToolLimit(in Input) (guard.Detector, error) {
 	r := &reader{det: toollimit.Name}
+	var o toollimit.Options
+	on := true
+	if raw, ok := in.Values[keyToolLimit]; ok {
+		var ms []member
+		ms, on = r.section(keyToolLimit, raw)
+		for _, m := range ms {
+			path := join(keyToolLimit, m.key)
+			switch m.key {
+			case fieldWarn:
+				o.Warn = r.boolean(path, m.val)
+			default:
+				r.unknown(keyToolLimit, m.key, []string{fieldWarn})
+			}
+		}
+	}
 	caps := make(map[string]int, len(in.Tools))
 	for _, tool := range sortedMapKeys(in.Tools) {
 		if raw, ok := in.Tools[tool][fieldMaxCalls]; ok {
@@ -233,11 +258,12 @@ func buildToolLimit(in Input) (guard.Detector, error) {
 	if err := r.err(); err != nil {
 		return nil, err
 	}
-	if len(caps) == 0 {
+	if len(caps) == 0 || !on {
 		return nil, nil
 	}
-	d, err := toollimit.New(toollimit.Options{MaxCalls: caps})
-	return built(d, err, fields{"MaxCalls": ToolsKey})
+	o.MaxCalls = caps
+	d, err := toollimit.New(o)
+	return built(d, err, fields{"MaxCalls": ToolsKey, "Warn": keyToolLimit + ".warn"})
 }
 
 func buildRepeat(in Input) (guard.Detector, error) {
@@ -256,8 +282,10 @@ func buildRepeat(in Input) (guard.Detector, error) {
 				o.RequireIdenticalResults = r.boolean(path, m.val)
 			case "ignoreErrors":
 				o.IgnoreErrors = r.boolean(path, m.val)
+			case fieldWarn:
+				o.Warn = r.boolean(path, m.val)
 			default:
-				r.unknown(keyRepeat, m.key, []string{"ignoreErrors", "requireIdenticalResults", "threshold"})
+				r.unknown(keyRepeat, m.key, []string{"ignoreErrors", "requireIdenticalResults", "threshold", fieldWarn})
 			}
 		}
 	}
@@ -288,6 +316,7 @@ func buildRepeat(in Input) (guard.Detector, error) {
 		"Threshold":               keyRepeat + ".threshold",
 		"RequireIdenticalResults": keyRepeat + ".requireIdenticalResults",
 		"IgnoreErrors":            keyRepeat + ".ignoreErrors",
+		"Warn":                    keyRepeat + ".warn",
 		"Tools":                   ToolsKey,
 	})
 }
@@ -332,8 +361,12 @@ func buildOscillation(in Input) (guard.Detector, error) {
 				}
 			case "repeats":
 				o.Repeats = r.integer(path, m.val, 2)
+			case "requireIdenticalResults":
+				o.RequireIdenticalResults = r.boolean(path, m.val)
+			case fieldWarn:
+				o.Warn = r.boolean(path, m.val)
 			default:
-				r.unknown(keyOscillation, m.key, []string{"maxPeriod", "repeats"})
+				r.unknown(keyOscillation, m.key, []string{"maxPeriod", "repeats", "requireIdenticalResults", fieldWarn})
 			}
 		}
 	}
@@ -341,7 +374,8 @@ func buildOscillation(in Input) (guard.Detector, error) {
 		return nil, err
 	}
 	d, err := oscillation.New(o)
-	return built(d, err, fields{"MaxPeriod": keyOscillation + ".maxPeriod", "Repeats": keyOscillation + ".repeats"})
+	return built(d, err, fields{"MaxPeriod": keyOscillation + ".maxPeriod", "Repeats": keyOscillation + ".repeats",
+		"RequireIdenticalResults": keyOscillation + ".requireIdenticalResults", "Warn": keyOscillation + ".warn"})
 }
 
 func buildNoProgress(in Input) (guard.Detector, error) {
@@ -356,8 +390,10 @@ func buildNoProgress(in Input) (guard.Detector, error) {
 			switch m.key {
 			case "threshold":
 				o.Threshold = r.integer(path, m.val, 2)
+			case fieldWarn:
+				o.Warn = r.boolean(path, m.val)
 			default:
-				r.unknown(keyNoProgress, m.key, []string{"threshold"})
+				r.unknown(keyNoProgress, m.key, []string{"threshold", fieldWarn})
 			}
 		}
 	}
@@ -365,5 +401,58 @@ func buildNoProgress(in Input) (guard.Detector, error) {
 		return nil, err
 	}
 	d, err := noprogress.New(o)
-	return built(d, err, fields{"Threshold": keyNoProgress + ".threshold", "Window": keyNoProgress})
+	return built(d, err, fields{"Threshold": keyNoProgress + ".threshold", "Window": keyNoProgress, "Warn": keyNoProgress + ".warn"})
+}
+
+// buildWindow builds the windowed repeat rule, which is off unless "window"
+// is present: true for its defaults, or {"window": N, "threshold": M,
+// "warn": b}.
+func buildWindow(in Input) (guard.Detector, error) {
+	r := &reader{det: window.Name}
+	var o window.Options
+	ms, on := r.section(keyWindow, in.Values[keyWindow])
+	for _, m := range ms {
+		path := join(keyWindow, m.key)
+		switch m.key {
+		case "window":
+			if o.Window = r.integer(path, m.val, 2); o.Window > window.MaxWindow {
+				r.failf(path, "must be at most %d, not %d", window.MaxWindow, o.Window)
+			}
+		case "threshold":
+			o.Threshold = r.integer(path, m.val, 2)
+		case fieldWarn:
+			o.Warn = r.boolean(path, m.val)
+		default:
+			r.unknown(keyWindow, m.key, []string{"threshold", fieldWarn, "window"})
+		}
+	}
+	if err := r.err(); err != nil || !on {
+		return nil, err
+	}
+	d, err := window.New(o)
+	return built(d, err, fields{"Window": keyWindow + ".window", "Threshold": keyWindow + ".threshold", "Warn": keyWindow + ".warn"})
+}
+
+// buildStall builds the stall rule, which is off unless "stall" is present:
+// true for its defaults, or {"threshold": N, "warn": b}.
+func buildStall(in Input) (guard.Detector, error) {
+	r := &reader{det: stall.Name}
+	var o stall.Options
+	ms, on := r.section(keyStall, in.Values[keyStall])
+	for _, m := range ms {
+		path := join(keyStall, m.key)
+		switch m.key {
+		case "threshold":
+			o.Threshold = r.integer(path, m.val, 2)
+		case fieldWarn:
+			o.Warn = r.boolean(path, m.val)
+		default:
+			r.unknown(keyStall, m.key, []string{"threshold", fieldWarn})
+		}
+	}
+	if err := r.err(); err != nil || !on {
+		return nil, err
+	}
+	d, err := stall.New(o)
+	return built(d, err, fields{"Threshold": keyStall + ".threshold", "Window": keyStall, "Warn": keyStall + ".warn"})
 }

@@ -13,6 +13,16 @@
 //   - [oscillation]: short cycles of calls (a b a b a b).
 //   - [noprogress]: steps that bring no new outcome and repeat the same text.
 //
+// Beyond the reference, and not in [Defaults]:
+//
+//   - [window]: the same call too often within the last N calls, even when
+//     not in a row (a x a y a z a).
+//   - [stall]: N steps in a row without a new tool outcome, whatever their
+//     text.
+//
+// The pattern rules and the tool caps can also warn one step before they
+// stop (their Warn options), with model-facing feedback.
+//
 // [Defaults] returns the reference's default set, ready for [guard.New]:
 //
 //	g, err := guard.New(detector.Defaults()...)
@@ -36,6 +46,10 @@ import (
 	"github.com/loopguard/loopguard/detector/oscillation"
 	"github.com/loopguard/loopguard/detector/repeat"
 	"github.com/loopguard/loopguard/guard"
+
+	// For the package documentation's links.
+	_ "github.com/loopguard/loopguard/detector/stall"
+	_ "github.com/loopguard/loopguard/detector/window"
 )
 
 // Defaults returns new detectors with the reference's defaults: the

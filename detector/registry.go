@@ -17,6 +17,12 @@ const (
 	// IgnoreField is the tool-policy field that leaves a tool out of every
 	// rule. It becomes [guard.Options.Ignore].
 	IgnoreField = "ignore"
+	// DropArgsKey is the top-level key, and DropArgsField the tool-policy
+	// field, that list argument fields to leave out of a call's key
+	// (request ids, timestamps, nonces). They become
+	// [guard.Options.DropArgs] and [guard.ToolOptions.DropArgs].
+	DropArgsKey   = "dropArgs"
+	DropArgsField = "dropArgs"
 )
 
 // Input is what an [Entry] builds its detector from: the parts of the
@@ -69,7 +75,8 @@ type Registry struct {
 }
 
 // NewRegistry returns an empty registry: it builds no detector, and every key
-// but "tools" (with only "ignore" in its policies) is unknown to it.
+// but "tools" and "dropArgs" (with only "ignore" and "dropArgs" in the tool
+// policies) is unknown to it.
 func NewRegistry() *Registry {
 	return &Registry{
 		entries:   make(map[string]Entry),
@@ -81,8 +88,10 @@ func NewRegistry() *Registry {
 // Standard returns a new registry that holds the built-in detectors under the
 // reference's option names: finishReason, maxSteps and budget,
 // repeatedToolCall, oscillation, noProgress, and the per-tool fields
-// maxCalls, repeatThreshold and polling. Register detectors of your own on
-// it to read their options from the same document.
+// maxCalls, repeatThreshold and polling; and those beyond the reference:
+// toolLimit (options of the caps), window and stall (both off unless
+// present). Register detectors of your own on it to read their options from
+// the same document.
 func Standard() *Registry {
 	r := NewRegistry()
 	for _, b := range builtins() {
@@ -98,7 +107,8 @@ var ErrRegistry = errors.New("detector: cannot register")
 
 // Register adds an entry under a detector name (see [guard.ValidName]). It is
 // an error to register a name twice, to claim a key or tool field that
-// another entry reads (or the registry's own "tools" and "ignore"), or to give
+// another entry reads (or the registry's own "tools", "dropArgs" and
+// "ignore"), or to give
 // an entry with no Build, or one that could never be built.
 func (r *Registry) Register(name string, e Entry) error {
 	fail := func(format string, args ...any) error {
@@ -119,7 +129,7 @@ func (r *Registry) Register(name string, e Entry) error {
 		switch {
 		case k == "":
 			return fail("empty key")
-		case k == ToolsKey:
+		case k == ToolsKey, k == DropArgsKey:
 			return fail("key %q is the registry's own", k)
 		case r.keys[k] != "":
 			return fail("key %q is read by %q", k, r.keys[k])
@@ -133,7 +143,7 @@ func (r *Registry) Register(name string, e Entry) error {
 		switch {
 		case f == "":
 			return fail("empty tool field")
-		case f == IgnoreField:
+		case f == IgnoreField, f == DropArgsField:
 			return fail("tool field %q is the registry's own", f)
 		case r.toolField[f] != "":
 			return fail("tool field %q is read by %q", f, r.toolField[f])
@@ -169,7 +179,8 @@ type Config struct {
 	// Detectors are the detectors the document switches on.
 	Detectors []guard.Detector
 	// Guard holds the guard's options: Ignore lists the tools whose
-	// policy says "ignore": true, sorted.
+	// policy says "ignore": true, sorted; DropArgs the top-level
+	// "dropArgs", and Tools each tool's "dropArgs".
 	Guard guard.Options
 }
 
@@ -184,8 +195,9 @@ type BuildOptions struct {
 // Build reads an options document and builds the detectors it asks for.
 //
 // The document is a JSON object. Every top-level key must be read by a
-// registered entry, or be "tools"; every field of tools.<name> must be read by
-// an entry, or be "ignore". Names are exact and case-sensitive, and a key may
+// registered entry, or be "tools" or "dropArgs"; every field of tools.<name>
+// must be read by an entry, or be "ignore" or "dropArgs". Names are exact and
+// case-sensitive, and a key may
 // appear only once. Each entry then builds its detector from the keys it
 // reads; entries marked Default are built even when none is present, others
 // only when one is. An entry's Build may switch its detector off.
@@ -203,15 +215,19 @@ func (r *Registry) Build(doc []byte, o BuildOptions) (Config, error) {
 	top := &reader{}
 	values := make(map[string]map[string]json.RawMessage)           // entry -> key -> value
 	tools := make(map[string]map[string]map[string]json.RawMessage) // entry -> tool -> field -> value
-	var ignore []string
+	var gopts guard.Options
 	for _, m := range members {
-		if m.key == ToolsKey {
-			ignore = r.readTools(top, m.val, tools)
+		switch m.key {
+		case ToolsKey:
+			r.readTools(top, m.val, tools, &gopts)
+			continue
+		case DropArgsKey:
+			gopts.DropArgs = readDropArgs(top, DropArgsKey, m.val)
 			continue
 		}
 		name, ok := r.keys[m.key]
 		if !ok {
-			top.unknown("", m.key, append(r.sortedKeys(), ToolsKey))
+			top.unknown("", m.key, append(r.sortedKeys(), DropArgsKey, ToolsKey))
 			continue
 		}
 		if values[name] == nil {
@@ -244,16 +260,36 @@ func (r *Registry) Build(doc []byte, o BuildOptions) (Config, error) {
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, err
 	}
-	return Config{Detectors: dets, Guard: guard.Options{Ignore: ignore}}, nil
+	return Config{Detectors: dets, Guard: gopts}, nil
 }
 
-// readTools reads the "tools" object into the entries' tool inputs and
-// returns the names of the ignored tools, sorted.
-func (r *Registry) readTools(top *reader, raw json.RawMessage, tools map[string]map[string]map[string]json.RawMessage) []string {
-	var ignore []string
+// readDropArgs reads a list of argument fields to drop: an array of
+// non-empty strings, each once.
+func readDropArgs(r *reader, path string, raw json.RawMessage) []string {
+	list := r.stringList(path, raw)
+	seen := make(map[string]bool, len(list))
+	for i, f := range list {
+		switch {
+		case f == "":
+			r.failf(fmt.Sprintf("%s[%d]", path, i), "must not be empty")
+		case seen[f]:
+			r.failf(fmt.Sprintf("%s[%d]", path, i), "%q is listed twice", f)
+		}
+		seen[f] = true
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	return list
+}
+
+// readTools reads the "tools" object into the entries' tool inputs, and the
+// guard's own tool fields into o: the ignored tools (sorted) and the
+// argument fields each tool drops.
+func (r *Registry) readTools(top *reader, raw json.RawMessage, tools map[string]map[string]map[string]json.RawMessage, o *guard.Options) {
 	toolMembers, ok := top.object(ToolsKey, raw)
 	if !ok {
-		return nil
+		return
 	}
 	for _, t := range toolMembers {
 		tpath := join(ToolsKey, t.key)
@@ -262,15 +298,24 @@ func (r *Registry) readTools(top *reader, raw json.RawMessage, tools map[string]
 			continue
 		}
 		for _, f := range fields {
-			if f.key == IgnoreField {
+			switch f.key {
+			case IgnoreField:
 				if top.boolean(join(tpath, f.key), f.val) {
-					ignore = append(ignore, t.key)
+					o.Ignore = append(o.Ignore, t.key) // in key order, since members are sorted
+				}
+				continue
+			case DropArgsField:
+				if drop := readDropArgs(top, join(tpath, f.key), f.val); len(drop) > 0 {
+					if o.Tools == nil {
+						o.Tools = make(map[string]guard.ToolOptions)
+					}
+					o.Tools[t.key] = guard.ToolOptions{DropArgs: drop}
 				}
 				continue
 			}
 			name, ok := r.toolField[f.key]
 			if !ok {
-				top.unknown(tpath, f.key, append(r.sortedToolFields(), IgnoreField))
+				top.unknown(tpath, f.key, append(r.sortedToolFields(), DropArgsField, IgnoreField))
 				continue
 			}
 			if tools[name] == nil {
@@ -282,7 +327,6 @@ func (r *Registry) readTools(top *reader, raw json.RawMessage, tools map[string]
 			tools[name][t.key][f.key] = f.val
 		}
 	}
-	return ignore // in key order, since members are sorted
 }
 
 func (r *Registry) sortedKeys() []string {
@@ -341,6 +385,21 @@ func sortedMapKeys[V any](m map[string]V) []string {
 //	 "budget": {"maxTotalTokens": 1000, "maxInputTokens": 1000, "maxOutputTokens": 1000,
 //	            "maxCostUsd": 1, "maxDurationMs": 60000, "warnAt": 0.8},
 //	 "tools": {"search": {"maxCalls": 8, "repeatThreshold": 2, "polling": {"maxIdenticalResults": 6}, "ignore": false}}}
+//
+// Beyond the reference, the document may hold:
+//
+//	{"dropArgs": ["request_id", "timestamp"],
+//	 "repeatedToolCall": {"warn": true}, "noProgress": {"warn": true},
+//	 "oscillation": {"requireIdenticalResults": true, "warn": true},
+//	 "toolLimit": {"warn": true},
+//	 "window": {"window": 10, "threshold": 3, "warn": true},
+//	 "stall": {"threshold": 5, "warn": true},
+//	 "tools": {"search": {"dropArgs": ["nonce"]}}}
+//
+// dropArgs lists top-level argument fields that no call's key includes, for
+// every tool or (under tools) for one; warn switches a rule's early warnings
+// on; toolLimit holds the options of all tool caps; window and stall switch
+// those rules on (they are not in [Defaults]).
 //
 // An absent key means the detector's default, true means the defaults too,
 // and false switches the detector off ("maxSteps": false keeps the budget

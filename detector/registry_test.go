@@ -424,7 +424,7 @@ func TestNotAnObject(t *testing.T) {
 }
 
 func TestStandardRegistries(t *testing.T) {
-	want := []string{"finish", "budget", "toollimit", "repeat", "oscillation", "noprogress"}
+	want := []string{"finish", "budget", "toollimit", "repeat", "window", "oscillation", "noprogress", "stall"}
 	if diff := cmp.Diff(want, detector.Standard().Names()); diff != "" {
 		t.Errorf("Standard().Names() (-want +got):\n%s", diff)
 	}

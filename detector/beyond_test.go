@@ -1,0 +1,236 @@
+package detector_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/loopguard/loopguard/detector"
+	"github.com/loopguard/loopguard/detector/noprogress"
+	"github.com/loopguard/loopguard/detector/oscillation"
+	"github.com/loopguard/loopguard/detector/repeat"
+	"github.com/loopguard/loopguard/detector/stall"
+	"github.com/loopguard/loopguard/detector/toollimit"
+	"github.com/loopguard/loopguard/detector/window"
+	"github.com/loopguard/loopguard/guard"
+)
+
+// TestBuildBeyond covers the options beyond the reference: the stall and
+// window rules, result-aware cycles, warnings and the guard's call keys.
+func TestBuildBeyond(t *testing.T) {
+	cap := func(o toollimit.Options) guard.Detector { return must[*toollimit.Detector](t)(toollimit.New(o)) }
+	rep := func(o repeat.Options) guard.Detector { return must[*repeat.Detector](t)(repeat.New(o)) }
+	osc := func(o oscillation.Options) guard.Detector { return must[*oscillation.Detector](t)(oscillation.New(o)) }
+	nop := func(o noprogress.Options) guard.Detector { return must[*noprogress.Detector](t)(noprogress.New(o)) }
+	win := func(o window.Options) guard.Detector { return must[*window.Detector](t)(window.New(o)) }
+	sta := func(o stall.Options) guard.Detector { return must[*stall.Detector](t)(stall.New(o)) }
+	with := func(changes map[string]guard.Detector) []guard.Detector {
+		var out []guard.Detector
+		for _, d := range detector.Defaults() {
+			if c, ok := changes[d.Name()]; ok {
+				if c != nil {
+					out = append(out, c)
+				}
+				delete(changes, d.Name())
+				continue
+			}
+			out = append(out, d)
+		}
+		for _, c := range changes {
+			out = append(out, c)
+		}
+		return out
+	}
+	tests := []struct {
+		name  string
+		doc   string
+		want  []guard.Detector
+		guard guard.Options
+	}{
+		{"stall true", `{"stall": true}`, with(map[string]guard.Detector{"stall": sta(stall.Options{})}), guard.Options{}},
+		{"stall empty object", `{"stall": {}}`, with(map[string]guard.Detector{"stall": sta(stall.Options{})}), guard.Options{}},
+		{"stall options", `{"stall": {"threshold": 7, "warn": true}}`,
+			with(map[string]guard.Detector{"stall": sta(stall.Options{Threshold: 7, Warn: true})}), guard.Options{}},
+		{"stall false", `{"stall": false}`, with(nil), guard.Options{}},
+		{"window true", `{"window": true}`, with(map[string]guard.Detector{"window": win(window.Options{})}), guard.Options{}},
+		{"window options", `{"window": {"window": 8, "threshold": 3, "warn": true}}`,
+			with(map[string]guard.Detector{"window": win(window.Options{Window: 8, Threshold: 3, Warn: true})}), guard.Options{}},
+		{"window threshold equal to the window", `{"window": {"window": 4, "threshold": 4}}`,
+			with(map[string]guard.Detector{"window": win(window.Options{Window: 4, Threshold: 4})}), guard.Options{}},
+		{"window false", `{"window": false}`, with(nil), guard.Options{}},
+		{"oscillation beyond", `{"oscillation": {"requireIdenticalResults": true, "warn": true}}`,
+			with(map[string]guard.Detector{"oscillation": osc(oscillation.Options{RequireIdenticalResults: true, Warn: true})}), guard.Options{}},
+		{"oscillation explicit false", `{"oscillation": {"requireIdenticalResults": false, "warn": false}}`, with(nil), guard.Options{}},
+		{"repeat warn", `{"repeatedToolCall": {"warn": true}}`, with(map[string]guard.Detector{"repeat": rep(repeat.Options{Warn: true})}), guard.Options{}},
+		{"noProgress warn", `{"noProgress": {"warn": true, "threshold": 4}}`,
+			with(map[string]guard.Detector{"noprogress": nop(noprogress.Options{Warn: true, Threshold: 4})}), guard.Options{}},
+		{"toolLimit warn", `{"toolLimit": {"warn": true}, "tools": {"search": {"maxCalls": 8}}}`,
+			with(map[string]guard.Detector{"toollimit": cap(toollimit.Options{MaxCalls: map[string]int{"search": 8}, Warn: true})}), guard.Options{}},
+		{"toolLimit without caps builds nothing", `{"toolLimit": {"warn": true}}`, with(nil), guard.Options{}},
+		{"toolLimit false switches the caps off", `{"toolLimit": false, "tools": {"search": {"maxCalls": 8}}}`, with(nil), guard.Options{}},
+		{"toolLimit true", `{"toolLimit": true, "tools": {"search": {"maxCalls": 8}}}`,
+			with(map[string]guard.Detector{"toollimit": cap(toollimit.Options{MaxCalls: map[string]int{"search": 8}})}), guard.Options{}},
+		{"dropArgs", `{"dropArgs": ["request_id", "timestamp"]}`, with(nil), guard.Options{DropArgs: []string{"request_id", "timestamp"}}},
+		{"dropArgs empty", `{"dropArgs": []}`, with(nil), guard.Options{}},
+		{"tool dropArgs", `{"dropArgs": ["ts"], "tools": {"search": {"dropArgs": ["nonce"], "ignore": false}, "read": {"dropArgs": []}}}`, with(nil),
+			guard.Options{DropArgs: []string{"ts"}, Tools: map[string]guard.ToolOptions{"search": {DropArgs: []string{"nonce"}}}}},
+		{"tool dropArgs beside other fields", `{"tools": {"think": {"dropArgs": ["id"], "ignore": true, "maxCalls": 2}}}`,
+			with(map[string]guard.Detector{"toollimit": cap(toollimit.Options{MaxCalls: map[string]int{"think": 2}})}),
+			guard.Options{Ignore: []string{"think"}, Tools: map[string]guard.ToolOptions{"think": {DropArgs: []string{"id"}}}}},
+		{"everything", `{"stall": {"warn": true}, "window": {"warn": true}, "repeatedToolCall": {"warn": true},
+			"oscillation": {"warn": true, "requireIdenticalResults": true}, "noProgress": {"warn": true}, "toolLimit": {"warn": true},
+			"dropArgs": ["request_id"], "tools": {"search": {"maxCalls": 5, "dropArgs": ["page_token"]}}}`,
+			with(map[string]guard.Detector{
+				"stall":       sta(stall.Options{Warn: true}),
+				"window":      win(window.Options{Warn: true}),
+				"repeat":      rep(repeat.Options{Warn: true}),
+				"oscillation": osc(oscillation.Options{Warn: true, RequireIdenticalResults: true}),
+				"noprogress":  nop(noprogress.Options{Warn: true}),
+				"toollimit":   cap(toollimit.Options{MaxCalls: map[string]int{"search": 5}, Warn: true}),
+			}),
+			guard.Options{DropArgs: []string{"request_id"}, Tools: map[string]guard.ToolOptions{"search": {DropArgs: []string{"page_token"}}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := detector.FromJSON([]byte(tt.doc))
+			if err != nil {
+				t.Fatalf("FromJSON: %v", err)
+			}
+			if diff := cmp.Diff(describe(tt.want), describe(cfg.Detectors)); diff != "" {
+				t.Errorf("detectors (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.guard, cfg.Guard); diff != "" {
+				t.Errorf("Guard (-want +got):\n%s", diff)
+			}
+			if _, err := cfg.Guard.New(cfg.Detectors...); err != nil {
+				t.Errorf("the built set makes no guard: %v", err)
+			}
+		})
+	}
+}
+
+func TestBuildBeyondErrors(t *testing.T) {
+	const (
+		unknown  = "unknown option"
+		atLeast2 = "must be a whole number >= 2"
+		boolean  = "must be true or false"
+		section  = "must be an object, true or false"
+		strings_ = "must be an array of strings"
+	)
+	tests := []struct {
+		name string
+		doc  string
+		want []problem
+	}{
+		{"stall threshold 1", `{"stall": {"threshold": 1}}`, []problem{{"stall", "stall.threshold", atLeast2 + ", not 1"}}},
+		{"stall unknown option", `{"stall": {"treshold": 5}}`, []problem{{"stall", "stall.treshold", unknown + ` (did you mean "threshold"?)`}}},
+		{"stall window is not an option", `{"stall": {"window": 5}}`, []problem{{"stall", "stall.window", unknown}}},
+		{"stall warn string", `{"stall": {"warn": "yes"}}`, []problem{{"stall", "stall.warn", boolean}}},
+		{"stall number", `{"stall": 5}`, []problem{{"stall", "stall", section}}},
+		{"window window 1", `{"window": {"window": 1}}`, []problem{{"window", "window.window", atLeast2 + ", not 1"}}},
+		{"window too large", `{"window": {"window": 257}}`, []problem{{"window", "window.window", "must be at most 256, not 257"}}},
+		{"window threshold 1", `{"window": {"threshold": 1}}`, []problem{{"window", "window.threshold", atLeast2}}},
+		{"window threshold over the window", `{"window": {"window": 4, "threshold": 5}}`, []problem{{"window", "window.threshold", "5 exceeds the window of 4 calls"}}},
+		{"window default threshold over a small window", `{"window": {"window": 2}}`, []problem{{"window", "window.threshold", "3 exceeds the window of 2 calls"}}},
+		{"window unknown option", `{"window": {"size": 4}}`, []problem{{"window", "window.size", unknown}}},
+		{"window null", `{"window": null}`, []problem{{"window", "window", section + ", not null"}}},
+		{"oscillation flag string", `{"oscillation": {"requireIdenticalResults": "yes"}}`, []problem{{"oscillation", "oscillation.requireIdenticalResults", boolean}}},
+		{"oscillation misspelt flag", `{"oscillation": {"requireIdenticalResult": true}}`,
+			[]problem{{"oscillation", "oscillation.requireIdenticalResult", unknown + ` (did you mean "requireIdenticalResults"?)`}}},
+		{"repeat warn number", `{"repeatedToolCall": {"warn": 1}}`, []problem{{"repeat", "repeatedToolCall.warn", boolean}}},
+		{"noProgress warn null", `{"noProgress": {"warn": null}}`, []problem{{"noprogress", "noProgress.warn", boolean}}},
+		{"toolLimit unknown option", `{"toolLimit": {"warnAt": 0.5}, "tools": {"a": {"maxCalls": 1}}}`, []problem{{"toollimit", "toolLimit.warnAt", unknown}}},
+		{"toolLimit checked without caps", `{"toolLimit": {"warn": 2}}`, []problem{{"toollimit", "toolLimit.warn", boolean}}},
+		{"toolLimit string", `{"toolLimit": "on"}`, []problem{{"toollimit", "toolLimit", section}}},
+		{"tool warn is not a field", `{"tools": {"a": {"warn": true}}}`, []problem{{"", "tools.a.warn", unknown}}},
+		{"dropArgs string", `{"dropArgs": "request_id"}`, []problem{{"", "dropArgs", strings_ + ", not a string"}}},
+		{"dropArgs number entry", `{"dropArgs": ["a", 1]}`, []problem{{"", "dropArgs[1]", "must be a string, not a number"}}},
+		{"dropArgs empty entry", `{"dropArgs": [""]}`, []problem{{"", "dropArgs[0]", "must not be empty"}}},
+		{"dropArgs twice", `{"dropArgs": ["a", "b", "a"]}`, []problem{{"", "dropArgs[2]", `"a" is listed twice`}}},
+		{"tool dropArgs object", `{"tools": {"s": {"dropArgs": {}}}}`, []problem{{"", "tools.s.dropArgs", strings_ + ", not an object"}}},
+		{"tool dropArgs misspelt", `{"tools": {"s": {"dropArg": ["x"]}}}`, []problem{{"", "tools.s.dropArg", unknown + ` (did you mean "dropArgs"?)`}}},
+		{"dropArgs misspelt", `{"droppArgs": ["x"]}`, []problem{{"", "droppArgs", unknown + ` (did you mean "dropArgs"?)`}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := detector.FromJSON([]byte(tt.doc))
+			if err == nil {
+				t.Fatalf("FromJSON(%s) = %d detectors, want an error", tt.doc, len(cfg.Detectors))
+			}
+			if !errors.Is(err, guard.ErrInvalidOption) {
+				t.Errorf("errors.Is(%v, guard.ErrInvalidOption) = false", err)
+			}
+			got := problems(err)
+			for i := range got {
+				if i < len(tt.want) && strings.HasPrefix(got[i].Err, tt.want[i].Err) {
+					got[i].Err = tt.want[i].Err
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("FromJSON(%s) problems (-want +got):\n%s\nerror: %v", tt.doc, diff, err)
+			}
+		})
+	}
+}
+
+// TestDropArgsKeys checks that dropped fields reach the guard: calls that
+// differ only in them are the same call, and the fingerprint changes.
+func TestDropArgsKeys(t *testing.T) {
+	cfg, err := detector.FromJSON([]byte(`{"dropArgs": ["request_id"], "tools": {"search": {"dropArgs": ["nonce"]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := cfg.Guard.New(cfg.Detectors...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(args string) guard.Step {
+		return guard.Step{ToolCalls: []guard.ToolCall{{Name: "search", Args: json.RawMessage(args)}}}
+	}
+	var stops []bool
+	for _, args := range []string{`{"q":1,"request_id":"a","nonce":1}`, `{"q":1,"request_id":"b","nonce":2}`, `{"q":1,"request_id":"c","nonce":3}`} {
+		stops = append(stops, g.Check(call(args)).Stop)
+	}
+	if diff := cmp.Diff([]bool{false, false, true}, stops); diff != "" {
+		t.Errorf("stops (-want +got):\n%s", diff)
+	}
+	data, err := g.Snapshot(guard.SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, _ := detector.FromJSON([]byte(`{}`))
+	if _, err := plain.Guard.Restore(data, plain.Detectors...); !errors.Is(err, guard.ErrOptionsChanged) {
+		t.Errorf("restored without the dropped fields: %v, want ErrOptionsChanged", err)
+	}
+}
+
+// TestRegistryOwnsDropArgs: no entry may claim the guard's dropArgs.
+func TestRegistryOwnsDropArgs(t *testing.T) {
+	r := detector.NewRegistry()
+	if err := r.Register("mine", detector.Entry{Keys: []string{detector.DropArgsKey}, Build: offBuild}); !errors.Is(err, detector.ErrRegistry) {
+		t.Errorf("claiming the key dropArgs: %v", err)
+	}
+	if err := r.Register("mine", detector.Entry{ToolFields: []string{detector.DropArgsField}, Build: offBuild}); !errors.Is(err, detector.ErrRegistry) {
+		t.Errorf("claiming the tool field dropArgs: %v", err)
+	}
+	cfg, err := r.Build([]byte(`{"dropArgs": ["id"], "tools": {"s": {"dropArgs": ["ts"]}}}`), detector.BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := guard.Options{DropArgs: []string{"id"}, Tools: map[string]guard.ToolOptions{"s": {DropArgs: []string{"ts"}}}}
+	if diff := cmp.Diff(want, cfg.Guard); diff != "" {
+		t.Errorf("an empty registry's guard options (-want +got):\n%s", diff)
+	}
+}
+
+// TestNotDefault: the rules beyond the reference are not in the defaults.
+func TestNotDefault(t *testing.T) {
+	for _, d := range detector.Defaults() {
+		if d.Name() == stall.Name || d.Name() == window.Name {
+			t.Errorf("%s is in Defaults", d.Name())
+		}
+	}
+}
