@@ -14,7 +14,9 @@ import (
 	"github.com/loopguard/loopguard/detector/noprogress"
 	"github.com/loopguard/loopguard/detector/oscillation"
 	"github.com/loopguard/loopguard/detector/repeat"
+	"github.com/loopguard/loopguard/detector/stall"
 	"github.com/loopguard/loopguard/detector/toollimit"
+	"github.com/loopguard/loopguard/detector/window"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/testutil"
 )
@@ -60,8 +62,9 @@ func (d *textCounter) Restore(state []byte) error {
 func (d *textCounter) Reset() { d.n = 0 }
 
 // allDetectors builds every built-in detector, with options that make random
-// runs trip all of them, plus the custom one. clock drives the duration
-// budget.
+// runs trip all of them (and warn), plus the custom one. clock drives the
+// duration budget. The oscillation rule compares results, the state with
+// more to save (its preflight is covered by the detector's own tests).
 func allDetectors(t interface{ Fatal(...any) }, clock *testutil.Clock) []guard.Detector {
 	must := func(d guard.Detector, err error) guard.Detector {
 		if err != nil {
@@ -73,10 +76,12 @@ func allDetectors(t interface{ Fatal(...any) }, clock *testutil.Clock) []guard.D
 		must(finish.New(finish.Options{OtherPolicy: finish.StopIfTextOnly})),
 		must(budget.New(budget.Options{MaxSteps: 40, MaxTotalTokens: budget.Limit{Value: 900, WarnAt: 0.5},
 			MaxCostUSD: budget.Limit{Value: 0.5}, MaxDurationMs: budget.Limit{Value: 60_000}, WarnAt: 0.8, Now: clock.Now})),
-		must(toollimit.New(toollimit.Options{MaxCalls: map[string]int{"write": 4, "think": 0}})),
-		must(repeat.New(repeat.Options{Threshold: 3, Tools: map[string]repeat.ToolPolicy{"read": {Polling: true, MaxIdenticalResults: 2}}})),
-		must(oscillation.New(oscillation.Options{MaxPeriod: 3, Repeats: 2})),
-		must(noprogress.New(noprogress.Options{Threshold: 3, Window: 4})),
+		must(toollimit.New(toollimit.Options{MaxCalls: map[string]int{"write": 4, "think": 0}, Warn: true})),
+		must(repeat.New(repeat.Options{Threshold: 3, Warn: true, Tools: map[string]repeat.ToolPolicy{"read": {Polling: true, MaxIdenticalResults: 2}}})),
+		must(window.New(window.Options{Window: 6, Threshold: 3, Warn: true})),
+		must(oscillation.New(oscillation.Options{MaxPeriod: 3, Repeats: 2, RequireIdenticalResults: true, Warn: true})),
+		must(noprogress.New(noprogress.Options{Threshold: 3, Window: 4, Warn: true})),
+		must(stall.New(stall.Options{Threshold: 4, Window: 5, Warn: true})),
 		&textCounter{every: 5},
 	}
 }
