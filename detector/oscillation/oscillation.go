@@ -65,7 +65,8 @@ const (
 	MaxMaxPeriod     = 256
 )
 
-// MaxToolNameLen is the most bytes of a tool name that a snapshot keeps.
+// MaxToolNameLen is the most bytes of a tool name that the detector keeps
+// (and reports in evidence), and so that a snapshot holds.
 const MaxToolNameLen = 256
 
 // Options tune the detector. The zero value is the reference's default:
@@ -285,7 +286,9 @@ func (d *Detector) push(c *guard.Call) {
 			}
 		}
 	}
-	e := entry{key: c.Key, sig: sig, tool: c.Tool}
+	// The name is cut as a snapshot cuts it, so that a restored detector
+	// reports exactly what the original does.
+	e := entry{key: c.Key, sig: sig, tool: cutName(c.Tool)}
 	switch {
 	case shared >= 0:
 		e.preview = d.at(shared).preview // the same key has the same preview
@@ -403,7 +406,8 @@ func (d *Detector) Preflight(f *guard.Facts) guard.Verdict {
 			continue
 		}
 		c := &f.Calls[d.pending[i-d.n]]
-		cycle[j], tools[j] = c.Tool+"("+c.Preview()+")", c.Tool
+		tool := cutName(c.Tool)
+		cycle[j], tools[j] = tool+"("+c.Preview()+")", tool
 	}
 	return d.stop(p, cycles, cycle, tools, guard.PhasePreflight)
 }

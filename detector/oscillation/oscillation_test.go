@@ -448,9 +448,9 @@ func TestAgainstModel(t *testing.T) {
 				w, e := *want, got.(oscillation.Evidence)
 				w.Tools, w.Cycle = append([]string(nil), w.Tools...), append([]string(nil), w.Cycle...)
 				for j := range w.Tools {
-					// A snapshot cuts tool names to 256 bytes, and a
-					// redacted one hides the previews of the calls
-					// before it.
+					// The detector keeps (and reports) tool names cut
+					// to 256 bytes, and a redacted snapshot hides the
+					// previews of the calls before it.
 					if j < len(e.Tools) && len(w.Tools[j]) > 256 && e.Tools[j] == w.Tools[j][:256] {
 						w.Cycle[j] = strings.Replace(w.Cycle[j], w.Tools[j], e.Tools[j], 1)
 						w.Tools[j] = e.Tools[j]

@@ -261,3 +261,31 @@ func TestOptionsBeyond(t *testing.T) {
 		t.Errorf("the default options read %s: old snapshots would no longer restore", b)
 	}
 }
+
+// TestLongToolNames checks that a cycle of a tool whose name is longer than
+// a snapshot keeps is reported alike before and after a restore: cut.
+func TestLongToolNames(t *testing.T) {
+	long := call(strings.Repeat("t", 300), `{}`)
+	g := newGuard(t, oscillation.Options{Warn: true}, guard.Options{})
+	run(g, steps(long, b, long, b))
+	data, err := g.Snapshot(guard.SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := oscillation.New(oscillation.Options{Warn: true})
+	restored, err := guard.Restore(data, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range steps(long, b) {
+		want, got := g.Check(s), restored.Check(s)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("restored guard (-original +restored):\n%s", diff)
+		}
+		if want.Stop {
+			if tool := want.Evidence.(oscillation.Evidence).Tools[0]; len(tool) != oscillation.MaxToolNameLen {
+				t.Errorf("evidence names a tool of %d bytes, want %d", len(tool), oscillation.MaxToolNameLen)
+			}
+		}
+	}
+}

@@ -1,0 +1,37 @@
+package oscillation_test
+
+import (
+	"testing"
+
+	"github.com/loopguard/loopguard/detector/oscillation"
+	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/guardtest"
+)
+
+// TestConformance runs, on 30 random runs per property, the detector kit on the options beyond the reference
+// (the defaults are run by package guardtest's own tests).
+func TestConformance(t *testing.T) {
+	build := func(o oscillation.Options) func() guard.Detector {
+		return func() guard.Detector { return newGuardDetector(t, o) }
+	}
+	for name, o := range map[string]oscillation.Options{
+		"identical": {RequireIdenticalResults: true, Repeats: 2},
+		"warn":      {Warn: true, Repeats: 2},
+		"both":      {RequireIdenticalResults: true, Warn: true, MaxPeriod: 4},
+	} {
+		t.Run(name, func(t *testing.T) {
+			other := o
+			other.Warn = !o.Warn
+			guardtest.Run(t, build(o), guardtest.WithOtherOptions(build(other)), guardtest.WithChecks(30))
+		})
+	}
+}
+
+func newGuardDetector(t *testing.T, o oscillation.Options) *oscillation.Detector {
+	t.Helper()
+	d, err := oscillation.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
