@@ -1,11 +1,13 @@
 package feedback_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/loopguard/loopguard/detector"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
 )
@@ -143,4 +145,77 @@ func ExampleForWarning() {
 	os.Stdout.WriteString(feedback.ForWarning(w) + "\n")
 	// Output:
 	// You have called `search` twice in a row with exactly the same arguments. Another identical call will stop this run: change the arguments, use a different tool, or answer with what you already know.
+}
+
+// TestNoSecretReachesWarnings drives every rule that warns, and the rules
+// beyond the reference, to warnings and stops on data full of secrets (one
+// tool name included), and checks every feedback text.
+func TestNoSecretReachesWarnings(t *testing.T) {
+	const doc = `{"maxSteps": false, "finishReason": {"otherPolicy": "continue"},
+		"repeatedToolCall": {"warn": true, "threshold": 4}, "oscillation": {"warn": true, "repeats": 2},
+		"noProgress": {"warn": true, "threshold": 4}, "toolLimit": {"warn": true},
+		"window": {"warn": true, "window": 6, "threshold": 2}, "stall": {"warn": true, "threshold": 3},
+		"tools": {"capped": {"maxCalls": 3}}}`
+	all := strings.Join(secrets, " ")
+	secretCall := func(name string, i int) guard.ToolCall {
+		return guard.ToolCall{Name: name, Args: secretJSON(i), Result: all, Err: errors.New(all)}
+	}
+	// Each scenario is a run of its own: a repeat, a cycle, a cap, a
+	// windowed repeat, and text-only steps.
+	var repeatRun, cycle, capRun, windowRun, stallRun []guard.ToolCall
+	for i := range 5 {
+		repeatRun = append(repeatRun, secretCall("sk-live-7f3a9c search", 0))
+		cycle = append(cycle, secretCall("search", i%2))
+		capRun = append(capRun, secretCall("capped", i))
+		windowRun = append(windowRun, secretCall("search", 0), secretCall("read", i))
+		stallRun = append(stallRun, guard.ToolCall{})
+	}
+	codes := map[string]bool{}
+	var texts []string
+	for _, calls := range [][]guard.ToolCall{repeatRun, cycle, capRun, windowRun, stallRun} {
+		cfg, err := detector.FromJSON([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := cfg.Guard.New(cfg.Detectors...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range calls {
+			s := guard.Step{Text: "my secret is " + all}
+			if c.Name != "" {
+				s.ToolCalls = []guard.ToolCall{c}
+			}
+			d := g.Preflight(s.ToolCalls...)
+			v := g.Check(s)
+			for _, text := range []string{v.Feedback, d.Feedback} {
+				if text != "" {
+					texts = append(texts, text)
+				}
+			}
+			codes[v.Code], codes[d.Code] = true, true
+			for _, w := range append(v.Warnings, d.Warnings...) {
+				codes[w.Code] = true
+				if w.Feedback == "" {
+					t.Errorf("%s without feedback", w.Code)
+				}
+				texts = append(texts, w.Feedback)
+			}
+		}
+	}
+	for _, want := range []string{feedback.CodeRepeatWarning, feedback.CodeOscillationWarning, feedback.CodeNoProgressWarning,
+		feedback.CodeToolCallCapWarning, feedback.CodeWindowedRepeatWarning, feedback.CodeStallWarning,
+		feedback.CodeWindowedRepeat, feedback.CodeStall} {
+		if !codes[want] {
+			t.Errorf("the runs never gave %s; the test does not cover it (codes seen: %v)", want, codes)
+		}
+	}
+	for _, text := range texts {
+		for _, word := range strings.Fields(all) {
+			if len(word) > 4 && strings.Contains(text, word) {
+				t.Errorf("feedback repeats part of a secret (%q): %s", word, text)
+			}
+		}
+	}
+	t.Logf("%d feedback texts checked", len(texts))
 }
