@@ -10,17 +10,21 @@
 // [Run] from a test of your detector's package:
 //
 //	func TestConformance(t *testing.T) {
-//		guardtest.Run(t, func() guard.Detector {
-//			d, err := mydetector.New(mydetector.Options{Threshold: 3})
-//			if err != nil {
-//				t.Fatal(err)
+//		build := func(o mydetector.Options) func() guard.Detector {
+//			return func() guard.Detector {
+//				d, err := mydetector.New(o)
+//				if err != nil {
+//					panic(err) // reported by the kit, in the subtest
+//				}
+//				return d
 //			}
-//			return d
-//		}, guardtest.WithOtherOptions(func() guard.Detector {
-//			d, _ := mydetector.New(mydetector.Options{Threshold: 4})
-//			return d
-//		}))
+//		}
+//		guardtest.Run(t, build(mydetector.Options{Threshold: 3}),
+//			guardtest.WithOtherOptions(build(mydetector.Options{Threshold: 4})))
 //	}
+//
+// The factories are called inside Run's subtests: they should panic on an
+// error rather than call the outer test's t.Fatal.
 //
 // Each property is a subtest of its own, with a fresh detector (and more, as
 // the property needs), so a property can be skipped with go test -skip. The

@@ -1,6 +1,7 @@
 package guardtest_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,18 +10,21 @@ import (
 	"github.com/loopguard/loopguard/detector/noprogress"
 	"github.com/loopguard/loopguard/detector/oscillation"
 	"github.com/loopguard/loopguard/detector/repeat"
+	"github.com/loopguard/loopguard/detector/stall"
 	"github.com/loopguard/loopguard/detector/toollimit"
+	"github.com/loopguard/loopguard/detector/window"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/guardtest"
 )
 
-// factory turns a constructor and options into a detector factory that fails
-// the test on an error.
-func factory[O any, D guard.Detector](t *testing.T, build func(O) (D, error), o O) func() guard.Detector {
+// factory turns a constructor and options into a detector factory. The
+// factory is called inside the kit's subtests, so it panics on an error
+// (the kit reports it) instead of calling t.Fatal on the parent test.
+func factory[O any, D guard.Detector](_ *testing.T, build func(O) (D, error), o O) func() guard.Detector {
 	return func() guard.Detector {
 		d, err := build(o)
 		if err != nil {
-			t.Fatalf("building the detector: %v", err)
+			panic(fmt.Sprintf("building the detector: %v", err))
 		}
 		return d
 	}
@@ -57,6 +61,10 @@ func builtins(t *testing.T) []struct {
 		{"oscillation/short", factory(t, oscillation.New, oscillation.Options{MaxPeriod: 4, Repeats: 2}), factory(t, oscillation.New, oscillation.Options{MaxPeriod: 5, Repeats: 2})},
 		{"noprogress/default", factory(t, noprogress.New, noprogress.Options{}), factory(t, noprogress.New, noprogress.Options{Threshold: 4})},
 		{"noprogress/window", factory(t, noprogress.New, noprogress.Options{Threshold: 2, Window: 5}), factory(t, noprogress.New, noprogress.Options{Threshold: 2})},
+		{"stall/default", factory(t, stall.New, stall.Options{}), factory(t, stall.New, stall.Options{Threshold: 7})},
+		{"stall/warn", factory(t, stall.New, stall.Options{Threshold: 2, Window: 3, Warn: true}), factory(t, stall.New, stall.Options{Threshold: 2, Window: 3})},
+		{"window/default", factory(t, window.New, window.Options{}), factory(t, window.New, window.Options{Threshold: 7})},
+		{"window/warn", factory(t, window.New, window.Options{Window: 6, Threshold: 3, Warn: true}), factory(t, window.New, window.Options{Window: 7, Threshold: 3, Warn: true})},
 	}
 }
 
