@@ -48,7 +48,7 @@ const (
 	tagObject      = '{'
 	tagObjectEnd   = '}'
 	tagCircular    = 'C'
-	tagMaxDepth    = 'D'
+	tagTooDeep     = 'D'
 	tagTruncated   = 'T'
 	tagFailed      = 'E'
 	tagInvalidJSON = 'X'
@@ -184,7 +184,7 @@ func (e *encoder) next() bool {
 func (e *encoder) open() bool {
 	e.count++
 	if e.depth >= e.maxDepth {
-		e.buf = append(e.buf, tagMaxDepth)
+		e.buf = append(e.buf, tagTooDeep)
 		return false
 	}
 	return true

@@ -57,7 +57,7 @@ func appendText(dst, enc []byte) ([]byte, []byte) {
 		dst = strconv.AppendUint(dst, binary.LittleEndian.Uint64(enc), 10)
 		dst = append(dst, ']')
 		enc = enc[8:]
-	case tagMaxDepth:
+	case tagTooDeep:
 		dst = append(dst, "[TooDeep]"...)
 	case tagTruncated:
 		dst = append(dst, "[Truncated]"...)

@@ -257,7 +257,7 @@ func (e *encoder) reflectValue(v reflect.Value, quoted bool) {
 		if e.hops >= maxTextDepth {
 			// A chain of 10,000 distinct pointers: cut it, to bound the
 			// recursion.
-			e.scalar(tagMaxDepth)
+			e.scalar(tagTooDeep)
 		} else {
 			e.hops++
 			e.reflectValue(v.Elem(), quoted)
