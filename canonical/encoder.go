@@ -210,6 +210,11 @@ func (e *encoder) number(f float64) {
 
 func (e *encoder) opaque(tag byte, b []byte) {
 	e.count++
+	e.appendOpaque(tag, b)
+}
+
+// appendOpaque writes tagged opaque bytes without counting a value.
+func (e *encoder) appendOpaque(tag byte, b []byte) {
 	e.buf = append(e.buf, tag)
 	e.buf = binary.LittleEndian.AppendUint64(e.buf, uint64(len(b)))
 	e.buf = append(e.buf, b...)

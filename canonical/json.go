@@ -240,7 +240,7 @@ func (e *encoder) jsonString(src []byte, i int) (int, bool) {
 		case c == '\\':
 			e.buf = append(e.buf, src[run:i]...)
 			if i+1 < len(src) && unescape[src[i+1]] != 0 {
-				e.buf = append(e.buf, unescape[src[i+1]])
+				e.buf = append(e.buf, unescape[src[i+1]]) // inline: common
 				i += 2
 			} else {
 				var ok bool
@@ -313,44 +313,31 @@ func (e *encoder) escape(src []byte, i int) (int, bool) {
 	if i+1 >= len(src) {
 		return i, false
 	}
-	var c byte
-	switch src[i+1] {
-	case '"', '\\', '/':
-		c = src[i+1]
-	case 'b':
-		c = '\b'
-	case 'f':
-		c = '\f'
-	case 'n':
-		c = '\n'
-	case 'r':
-		c = '\r'
-	case 't':
-		c = '\t'
-	case 'u':
-		r := hex4(src, i+2)
-		if r < 0 {
-			return i, false
-		}
-		i += 6
-		if 0xD800 <= r && r < 0xE000 {
-			// A surrogate: valid only as a high one followed by a low one;
-			// otherwise U+FFFD, as in encoding/json.
-			if r < 0xDC00 && i+1 < len(src) && src[i] == '\\' && src[i+1] == 'u' {
-				if r2 := hex4(src, i+2); 0xDC00 <= r2 && r2 < 0xE000 {
-					e.buf = utf8.AppendRune(e.buf, 0x10000+(r-0xD800)<<10+(r2-0xDC00))
-					return i + 6, true
-				}
-			}
-			r = utf8.RuneError
-		}
-		e.buf = utf8.AppendRune(e.buf, r)
-		return i, true
-	default:
+	if c := unescape[src[i+1]]; c != 0 {
+		e.buf = append(e.buf, c)
+		return i + 2, true
+	}
+	if src[i+1] != 'u' {
 		return i, false
 	}
-	e.buf = append(e.buf, c)
-	return i + 2, true
+	r := hex4(src, i+2)
+	if r < 0 {
+		return i, false
+	}
+	i += 6
+	if 0xD800 <= r && r < 0xE000 {
+		// A surrogate: valid only as a high one followed by a low one;
+		// otherwise U+FFFD, as in encoding/json.
+		if r < 0xDC00 && i+1 < len(src) && src[i] == '\\' && src[i+1] == 'u' {
+			if r2 := hex4(src, i+2); 0xDC00 <= r2 && r2 < 0xE000 {
+				e.buf = utf8.AppendRune(e.buf, 0x10000+(r-0xD800)<<10+(r2-0xDC00))
+				return i + 6, true
+			}
+		}
+		r = utf8.RuneError
+	}
+	e.buf = utf8.AppendRune(e.buf, r)
+	return i, true
 }
 
 // hex4 returns the value of the 4 hex digits at src[i:], or -1.

@@ -58,8 +58,7 @@ func (e *encoder) boolean(b bool) {
 // caller counts the value.
 func (e *encoder) str(s string) {
 	if !utf8.ValidString(s) {
-		e.count--
-		e.opaque(tagInvalidUTF8, unsafe.Slice(unsafe.StringData(s), len(s)))
+		e.appendOpaque(tagInvalidUTF8, unsafe.Slice(unsafe.StringData(s), len(s)))
 		return
 	}
 	e.buf = append(e.buf, tagString)
