@@ -21,10 +21,11 @@
 // client's loop. Call [guard.Guard.Summary] for the last verdict, or run the
 // same guard in the agent's own loop.
 //
-// Preflight and recording are separate steps, so two identical calls that
-// arrive at the same moment on one guard can both be allowed: each is judged
-// against the calls recorded so far. Calls of one session usually arrive one
-// at a time; give each session its own guard (see [Sessions]) to keep it so.
+// Calls that run at the same moment see each other: each is preflighted
+// together with the calls of the same guard still running, so of three
+// identical calls made at once, the third is refused as it would be one after
+// the other. A guard should be used by one middleware only (and by your own
+// code only to read it): calls it records elsewhere are not seen running.
 //
 // The package name matches the SDK's; import one of them under another name:
 //
@@ -48,14 +49,18 @@ const methodCallTool = "tools/call"
 // every tools/call with g, whichever session it comes from. A nil g lets
 // every call through.
 func Middleware(g *guard.Guard) sdk.Middleware {
-	return serverMiddleware(func(context.Context, *sdk.ServerSession) (*guard.Guard, error) {
-		return g, nil
+	var t *tracker
+	if g != nil {
+		t = &tracker{g: g}
+	}
+	return serverMiddleware(func(context.Context, *sdk.ServerSession) (*tracker, error) {
+		return t, nil
 	})
 }
 
 // serverMiddleware guards tools/call with the guard that pick returns; a nil
-// guard lets the call through, an error fails the request.
-func serverMiddleware(pick func(context.Context, *sdk.ServerSession) (*guard.Guard, error)) sdk.Middleware {
+// one lets the call through, an error fails the request.
+func serverMiddleware(pick func(context.Context, *sdk.ServerSession) (*tracker, error)) sdk.Middleware {
 	return func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 			params, ok := req.GetParams().(*sdk.CallToolParamsRaw)
@@ -63,15 +68,15 @@ func serverMiddleware(pick func(context.Context, *sdk.ServerSession) (*guard.Gua
 				return next(ctx, method, req)
 			}
 			ss, _ := req.GetSession().(*sdk.ServerSession)
-			g, err := pick(ctx, ss)
+			t, err := pick(ctx, ss)
 			if err != nil {
 				return nil, err
 			}
-			if g == nil {
+			if t == nil {
 				return next(ctx, method, req)
 			}
 			call := guard.ToolCall{Name: params.Name, Args: rawArgs(params.Arguments)}
-			return guarded(ctx, g, call, func() (sdk.Result, error) { return next(ctx, method, req) })
+			return guarded(ctx, t, call, func() (sdk.Result, error) { return next(ctx, method, req) })
 		}
 	}
 }
@@ -81,6 +86,7 @@ func serverMiddleware(pick func(context.Context, *sdk.ServerSession) (*guard.Gua
 // never sent: the caller of ClientSession.CallTool gets the error result at
 // once. A nil g lets every call through.
 func ClientMiddleware(g *guard.Guard) sdk.Middleware {
+	t := &tracker{g: g}
 	return func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 			params, ok := req.GetParams().(*sdk.CallToolParams)
@@ -88,30 +94,32 @@ func ClientMiddleware(g *guard.Guard) sdk.Middleware {
 				return next(ctx, method, req)
 			}
 			call := guard.ToolCall{Name: params.Name, Args: clientArgs(params.Arguments)}
-			return guarded(ctx, g, call, func() (sdk.Result, error) { return next(ctx, method, req) })
+			return guarded(ctx, t, call, func() (sdk.Result, error) { return next(ctx, method, req) })
 		}
 	}
 }
 
 // guarded preflights call, runs it when allowed and records its outcome.
-func guarded(ctx context.Context, g *guard.Guard, call guard.ToolCall, run func() (sdk.Result, error)) (sdk.Result, error) {
-	if d := g.Preflight(call); !d.Allow {
+func guarded(ctx context.Context, t *tracker, call guard.ToolCall, run func() (sdk.Result, error)) (sdk.Result, error) {
+	d, id := t.begin(call)
+	if !d.Allow {
 		return Refusal(d), nil
 	}
 	res, err := run()
-	if ctx.Err() != nil && err != nil {
+	ctres, _ := res.(*sdk.CallToolResult)
+	switch {
+	case ctx.Err() != nil && err != nil:
 		// The caller went away: the call did not finish, so it is no
 		// outcome.
-		return res, err
-	}
-	ctres, _ := res.(*sdk.CallToolResult)
-	if err == nil && ctres != nil && len(ctres.InputRequests) > 0 {
+		t.end(id, call, false)
+	case err == nil && ctres != nil && len(ctres.InputRequests) > 0:
 		// The server asks the client for input and the call will be
 		// made again: this is not its outcome yet.
-		return res, err
+		t.end(id, call, false)
+	default:
+		recordOutcome(&call, ctres, err)
+		t.end(id, call, true)
 	}
-	recordOutcome(&call, ctres, err)
-	g.Check(guard.Step{ToolCalls: []guard.ToolCall{call}})
 	return res, err
 }
 

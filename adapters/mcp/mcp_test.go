@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -276,5 +277,66 @@ func TestRefusalWithoutFeedback(t *testing.T) {
 	}
 	if text := res.Content[0].(*sdk.TextContent).Text; !strings.Contains(text, "not run") {
 		t.Errorf("refusal text %q does not say the call was not run", text)
+	}
+}
+
+// Calls made at the same moment see each other: while two identical calls
+// are still running, a third is refused.
+func TestConcurrentCallsSeeEachOther(t *testing.T) {
+	s := sdk.NewServer(&sdk.Implementation{Name: "slow-server", Version: "v0.0.1"}, nil)
+	var started atomic.Int32
+	release := make(chan struct{})
+	sdk.AddTool(s, &sdk.Tool{Name: "slow", Description: "waits"},
+		func(context.Context, *sdk.CallToolRequest, searchIn) (*sdk.CallToolResult, any, error) {
+			started.Add(1)
+			<-release
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "done"}}}, nil, nil
+		})
+	g := newGuard(t)
+	s.AddReceivingMiddleware(lgmcp.Middleware(g))
+	_, cs := connect(t, s, nil)
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(unblock) // before the session closes, even when the test fails
+
+	results := make(chan callResult, 3)
+	for range 3 {
+		go func() {
+			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "slow", Arguments: map[string]any{"query": "q"}})
+			if err != nil {
+				t.Error(err)
+				results <- callResult{}
+				return
+			}
+			results <- callResult{IsError: res.IsError}
+		}()
+	}
+	// The refusal comes back while the two others still run.
+	select {
+	case r := <-results:
+		if !r.IsError {
+			t.Errorf("the first call to end was not refused: %+v", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no call was refused while two were running")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for started.Load() < 2 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if n := started.Load(); n != 2 {
+		t.Errorf("%d calls running, want 2", n)
+	}
+	unblock()
+	for range 2 {
+		if r := <-results; r.IsError {
+			t.Errorf("an allowed call failed: %+v", r)
+		}
+	}
+	if n := started.Load(); n != 2 {
+		t.Errorf("the tool ran %d times, want 2", n)
+	}
+	if sum := g.Summary(); sum.Steps != 2 {
+		t.Errorf("%d steps recorded, want 2", sum.Steps)
 	}
 }

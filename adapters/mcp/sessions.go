@@ -28,7 +28,7 @@ type Sessions struct {
 // sessionGuard is a session's guard, made once.
 type sessionGuard struct {
 	once sync.Once
-	g    *guard.Guard
+	t    *tracker // nil for no guard
 	err  error
 }
 
@@ -50,17 +50,27 @@ func PerSession(newGuard func(*sdk.ServerSession) (*guard.Guard, error)) *Sessio
 // Middleware returns the receiving middleware for an mcp.Server that guards
 // each session's tools/call requests with that session's guard.
 func (s *Sessions) Middleware() sdk.Middleware {
-	return serverMiddleware(func(_ context.Context, ss *sdk.ServerSession) (*guard.Guard, error) {
+	return serverMiddleware(func(_ context.Context, ss *sdk.ServerSession) (*tracker, error) {
 		if ss == nil {
 			return nil, nil
 		}
-		return s.Guard(ss)
+		sg := s.session(ss)
+		return sg.t, sg.err
 	})
 }
 
 // Guard returns the guard of session ss, making it if the session has none
 // yet, so that the server's own code can read its verdicts and summary.
 func (s *Sessions) Guard(ss *sdk.ServerSession) (*guard.Guard, error) {
+	sg := s.session(ss)
+	if sg.t == nil {
+		return nil, sg.err
+	}
+	return sg.t.g, sg.err
+}
+
+// session returns the state of ss, making its guard if it has none yet.
+func (s *Sessions) session(ss *sdk.ServerSession) *sessionGuard {
 	s.mu.Lock()
 	sg, ok := s.guards[ss]
 	if !ok {
@@ -69,8 +79,14 @@ func (s *Sessions) Guard(ss *sdk.ServerSession) (*guard.Guard, error) {
 		go s.forgetWhenDone(ss)
 	}
 	s.mu.Unlock()
-	sg.once.Do(func() { sg.g, sg.err = s.newGuard(ss) })
-	return sg.g, sg.err
+	sg.once.Do(func() {
+		g, err := s.newGuard(ss)
+		if g != nil && err == nil {
+			sg.t = &tracker{g: g}
+		}
+		sg.err = err
+	})
+	return sg
 }
 
 // forgetWhenDone drops the guard of ss once the session has ended.
