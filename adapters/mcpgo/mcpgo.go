@@ -19,10 +19,11 @@
 // client's loop. Call [guard.Guard.Summary] for the last verdict, or run the
 // same guard in the agent's own loop.
 //
-// Preflight and recording are separate steps, so two identical calls that
-// arrive at the same moment on one guard can both be allowed: each is judged
-// against the calls recorded so far. Give each session its own guard (see
-// [Sessions]) to keep a session's calls apart from the others'.
+// Calls that run at the same moment see each other: each is preflighted
+// together with the calls of the same guard still running, so of three
+// identical calls made at once, the third is refused as it would be one after
+// the other. A guard should be used by one middleware only (and by your own
+// code only to read it): calls it records elsewhere are not seen running.
 package mcpgo
 
 import (
@@ -40,37 +41,43 @@ import (
 // Middleware returns a tool handler middleware that guards every tool call
 // with g, whichever session it comes from. A nil g lets every call through.
 func Middleware(g *guard.Guard) server.ToolHandlerMiddleware {
-	return middleware(func(context.Context) (*guard.Guard, error) { return g, nil })
+	var t *tracker
+	if g != nil {
+		t = &tracker{g: g}
+	}
+	return middleware(func(context.Context) (*tracker, error) { return t, nil })
 }
 
-// middleware guards tool calls with the guard that pick returns; a nil guard
+// middleware guards tool calls with the guard that pick returns; a nil one
 // lets the call through, an error fails the call with that error.
-func middleware(pick func(context.Context) (*guard.Guard, error)) server.ToolHandlerMiddleware {
+func middleware(pick func(context.Context) (*tracker, error)) server.ToolHandlerMiddleware {
 	return func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 		return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			g, err := pick(ctx)
+			t, err := pick(ctx)
 			if err != nil {
 				return nil, err
 			}
-			if g == nil {
+			if t == nil {
 				return next(ctx, req)
 			}
 			call := guard.ToolCall{Name: req.Params.Name, Args: arguments(req.Params)}
-			if d := g.Preflight(call); !d.Allow {
+			d, id := t.begin(call)
+			if !d.Allow {
 				return Refusal(d), nil
 			}
 			res, err := next(ctx, req)
-			if err != nil && ctx.Err() != nil {
+			switch {
+			case err != nil && ctx.Err() != nil:
 				// The caller went away: the call did not finish.
-				return res, err
-			}
-			if awaitsInput(res, err) {
+				t.end(id, call, false)
+			case awaitsInput(res, err):
 				// The call waits for the client's input and will be
 				// made again: this is not its outcome yet.
-				return res, err
+				t.end(id, call, false)
+			default:
+				recordOutcome(&call, res, err)
+				t.end(id, call, true)
 			}
-			recordOutcome(&call, res, err)
-			g.Check(guard.Step{ToolCalls: []guard.ToolCall{call}})
 			return res, err
 		}
 	}

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mark3labs/mcp-go/client"
@@ -224,5 +226,59 @@ func TestRefusalWithoutFeedback(t *testing.T) {
 	res := mcpgo.Refusal(guard.Decision{Reason: guard.ReasonCustom, Code: "CUSTOM"})
 	if !res.IsError || len(res.Content) != 1 || !strings.Contains(res.Content[0].(mcp.TextContent).Text, "not run") {
 		t.Errorf("Refusal = %+v", res)
+	}
+}
+
+// Calls made at the same moment see each other: while two identical calls
+// are still running, a third is refused.
+func TestConcurrentCallsSeeEachOther(t *testing.T) {
+	var started atomic.Int32
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(unblock)
+	g := newGuard(t)
+	s := server.NewMCPServer("slow-server", "1.0.0", server.WithToolCapabilities(true), server.WithToolHandlerMiddleware(mcpgo.Middleware(g)))
+	s.AddTool(mcp.NewTool("slow", mcp.WithString("query")),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			started.Add(1)
+			<-release
+			return mcp.NewToolResultText("done"), nil
+		})
+	c := connect(t, s)
+
+	results := make(chan callResult, 3)
+	for range 3 {
+		go func() {
+			r, err := callErr(c, "slow", "q")
+			if err != nil {
+				t.Error(err)
+			}
+			results <- r
+		}()
+	}
+	select {
+	case r := <-results:
+		if !r.IsError {
+			t.Errorf("the first call to end was not refused: %+v", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no call was refused while two were running")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for started.Load() < 2 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if n := started.Load(); n != 2 {
+		t.Errorf("%d calls running, want 2", n)
+	}
+	unblock()
+	for range 2 {
+		if r := <-results; r.IsError {
+			t.Errorf("an allowed call failed: %+v", r)
+		}
+	}
+	if n, steps := started.Load(), g.Summary().Steps; n != 2 || steps != 2 {
+		t.Errorf("the tool ran %d times and %d steps were recorded, want 2 and 2", n, steps)
 	}
 }

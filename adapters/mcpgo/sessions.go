@@ -30,7 +30,7 @@ type Sessions struct {
 // sessionGuard is a session's guard, made once.
 type sessionGuard struct {
 	once sync.Once
-	g    *guard.Guard
+	t    *tracker // nil for no guard
 	err  error
 }
 
@@ -52,18 +52,28 @@ func PerSession(newGuard func(server.ClientSession) (*guard.Guard, error)) *Sess
 // Middleware returns the tool handler middleware that guards each session's
 // calls with that session's guard.
 func (s *Sessions) Middleware() server.ToolHandlerMiddleware {
-	return middleware(func(ctx context.Context) (*guard.Guard, error) {
+	return middleware(func(ctx context.Context) (*tracker, error) {
 		cs := server.ClientSessionFromContext(ctx)
 		if cs == nil {
 			return nil, nil
 		}
-		return s.Guard(cs)
+		sg := s.session(cs)
+		return sg.t, sg.err
 	})
 }
 
 // Guard returns the guard of session cs, making it if the session has none
 // yet, so that the server's own code can read its verdicts and summary.
 func (s *Sessions) Guard(cs server.ClientSession) (*guard.Guard, error) {
+	sg := s.session(cs)
+	if sg.t == nil {
+		return nil, sg.err
+	}
+	return sg.t.g, sg.err
+}
+
+// session returns the state of cs, making its guard if it has none yet.
+func (s *Sessions) session(cs server.ClientSession) *sessionGuard {
 	id := cs.SessionID()
 	s.mu.Lock()
 	sg, ok := s.guards[id]
@@ -72,8 +82,14 @@ func (s *Sessions) Guard(cs server.ClientSession) (*guard.Guard, error) {
 		s.guards[id] = sg
 	}
 	s.mu.Unlock()
-	sg.once.Do(func() { sg.g, sg.err = s.newGuard(cs) })
-	return sg.g, sg.err
+	sg.once.Do(func() {
+		g, err := s.newGuard(cs)
+		if g != nil && err == nil {
+			sg.t = &tracker{g: g}
+		}
+		sg.err = err
+	})
+	return sg
 }
 
 // Hooks adds to h a hook that drops a session's guard when the session
