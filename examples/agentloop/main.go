@@ -8,11 +8,13 @@
 //
 //   - the third identical search is refused before it runs, and the refusal's
 //     feedback goes back to the model in place of the tool's result;
+//
 //   - the model insists, and its steps bring nothing new while it says the
 //     same thing, so the no-progress rule stops the run;
+//
 //   - the loop hands that feedback to the model, which answers without tools.
 //
-//	go run ./examples/agentloop
+//     go run ./examples/agentloop
 package main
 
 import (
