@@ -47,7 +47,7 @@ type heldTurn struct {
 	done     []bool // the call ran and its outcome is in step
 }
 
-// NewRunner returns a Runner that uses g.
+// NewRunner returns a Runner that uses g, which must not be nil.
 func NewRunner(g *guard.Guard) *Runner {
 	return &Runner{g: g, names: make(map[string]bool)}
 }

@@ -135,7 +135,7 @@ type Turn struct {
 // before any of them runs. The calls are judged in order as parts of one
 // step: each with the allowed calls before it, so that parallel calls see
 // each other. Nothing is recorded: give the outcomes to the returned Turn,
-// then pass [Turn.Step] to g.Check.
+// then pass [Turn.Step] to g.Check. g must not be nil.
 func Preflight(g *guard.Guard, c *sdk.ChatCompletion) *Turn {
 	step, ids := chatStep(c)
 	t := &Turn{completion: c, t: preflightTurn(g, step, ids)}

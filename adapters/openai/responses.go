@@ -84,7 +84,8 @@ type ResponseTurn struct {
 // PreflightResponse asks g about the function and custom tool calls of r
 // before any of them runs, in order, as parts of one step (as [Preflight]
 // does for a chat completion). Nothing is recorded: give the outcomes to the
-// returned ResponseTurn, then pass [ResponseTurn.Step] to g.Check.
+// returned ResponseTurn, then pass [ResponseTurn.Step] to g.Check. g must
+// not be nil.
 func PreflightResponse(g *guard.Guard, r *responses.Response) *ResponseTurn {
 	step, ids := responseStep(r)
 	t := &ResponseTurn{t: preflightTurn(g, step, ids)}
