@@ -130,6 +130,9 @@ func For(v guard.Verdict, phase guard.Phase) string {
 	}
 	f := readFields(v.Evidence)
 	if phase == guard.PhasePreflight {
+		if v.Code == CodeStall {
+			return "" // the stall rule never refuses a call
+		}
 		if body := refusal(v.Code, f); body != "" {
 			return "That call was not run: " + body
 		}
@@ -169,6 +172,8 @@ func refusal(code string, f fields) string {
 	switch code {
 	case "REPEATED_TOOL_CALL":
 		return fmt.Sprintf("it would have been the %s call in a row to %s with exactly the same arguments, and it would not tell you anything new. Change the arguments, use a different tool, or answer with what you already know.", ordinal(f.Count), ToolName(f.Tool))
+	case CodeWindowedRepeat:
+		return fmt.Sprintf("it would have been exactly the same call to %s for the %s time among your recent calls, and it would not tell you anything new. Change the arguments, use a different tool, or answer with what you already know.", ToolName(f.Tool), ordinal(f.Count))
 	case "OSCILLATION":
 		return fmt.Sprintf("it would have completed the same cycle of %s calls (%s) for the %s time without getting closer to an answer. Break the cycle: try a different approach, or answer with what you already know.", num(f.Period), toolList(f.Tools), ordinal(f.Repeats))
 	}
@@ -194,6 +199,10 @@ func text(code string, f fields) string {
 		return fmt.Sprintf("You are going round in a circle: the same %s calls (%s) have repeated %s without getting closer to an answer. Break the cycle: try a different approach, or answer with what you already know.", num(f.Period), toolList(f.Tools), times(f.Repeats))
 	case "NO_PROGRESS":
 		return fmt.Sprintf("Your last %s steps said the same thing and brought no new information. Do something different that can bring new information, or give your final answer.", num(f.Steps))
+	case CodeWindowedRepeat:
+		return fmt.Sprintf("You have made exactly the same call to %s %s among your recent calls, and another one will not tell you anything new. Change the arguments, use a different tool, or answer with what you already know.", ToolName(f.Tool), times(f.Count))
+	case CodeStall:
+		return fmt.Sprintf("Your last %s steps brought no new information: no tool call returned anything new. Stop and think about what could bring new information, or give your final answer with what you have.", num(f.Steps))
 	case "FINISH_TERMINAL":
 		return "Your last turn ended in a way that lets the run go no further (for example, the output was cut off or withheld). Give a short, complete final answer."
 	case "FINISH_OTHER", "FINISH_OTHER_TEXT_ONLY":

@@ -11,11 +11,11 @@ import (
 // stop of its kind.
 const (
 	// CodeRepeatWarning: a run of identical calls is one call short of
-	// the repeat threshold. Metric is the tool, Value the run's length,
+	// the repeat threshold. Tool is the tool, Value the run's length,
 	// Limit the threshold.
 	CodeRepeatWarning = "REPEAT_WARNING"
 	// CodeWindowedRepeatWarning: one more identical call would make too
-	// many in the sliding window. Metric is the tool, Value the calls in
+	// many in the sliding window. Tool is the tool, Value the calls in
 	// the window, Limit the count that stops.
 	CodeWindowedRepeatWarning = "WINDOWED_REPEAT_WARNING"
 	// CodeOscillationWarning: one more call that follows the cycle would
@@ -28,7 +28,7 @@ const (
 	// run. Value and Limit count steps.
 	CodeStallWarning = "STALL_WARNING"
 	// CodeToolCallCapWarning: a tool has used its cap; one more call of
-	// it stops the run. Metric is the tool, Value its calls, Limit the
+	// it stops the run. Tool is the tool, Value its calls, Limit the
 	// count that stops (the cap plus one).
 	CodeToolCallCapWarning = "TOOL_CALL_CAP_WARNING"
 	// CodeBudgetWarning: a budget is close to spent (package budget's
@@ -36,8 +36,7 @@ const (
 	CodeBudgetWarning = "BUDGET_WARNING"
 )
 
-// The codes of the stops of the rules beyond the reference, whose texts
-// [ForStop] adds to For's.
+// The codes of the stops of the rules beyond the reference.
 const (
 	// CodeStall is the stall rule's stop (evidence: steps, threshold).
 	CodeStall = "STALL"
@@ -53,13 +52,13 @@ const (
 // text, and it never reads w.Detail.
 //
 // The warnings of the tool rules (REPEAT_WARNING, WINDOWED_REPEAT_WARNING,
-// TOOL_CALL_CAP_WARNING) carry the tool's name in w.Metric.
+// TOOL_CALL_CAP_WARNING) carry the tool's name in w.Tool.
 func ForWarning(w guard.Warning) string {
 	switch w.Code {
 	case CodeRepeatWarning:
-		return fmt.Sprintf("You have called %s %s in a row with exactly the same arguments. Another identical call will stop this run: change the arguments, use a different tool, or answer with what you already know.", ToolName(w.Metric), times(w.Value))
+		return fmt.Sprintf("You have called %s %s in a row with exactly the same arguments. Another identical call will stop this run: change the arguments, use a different tool, or answer with what you already know.", ToolName(w.Tool), times(w.Value))
 	case CodeWindowedRepeatWarning:
-		return fmt.Sprintf("You have made exactly the same call to %s %s among your recent calls. Another identical call will stop this run: change the arguments, use a different tool, or answer with what you already know.", ToolName(w.Metric), times(w.Value))
+		return fmt.Sprintf("You have made exactly the same call to %s %s among your recent calls. Another identical call will stop this run: change the arguments, use a different tool, or answer with what you already know.", ToolName(w.Tool), times(w.Value))
 	case CodeOscillationWarning:
 		return "Your recent calls go round in a circle, repeating the same sequence. Following it once more will stop this run: break the cycle with a different approach, or answer with what you already know."
 	case CodeNoProgressWarning:
@@ -67,7 +66,7 @@ func ForWarning(w guard.Warning) string {
 	case CodeStallWarning:
 		return fmt.Sprintf("Your last %s steps brought no new information: no tool call returned anything new. One more such step will stop this run: make a tool call that can bring new information, or give your final answer.", num(w.Value))
 	case CodeToolCallCapWarning:
-		return fmt.Sprintf("You have now called %s %s, as often as this run allows. Another call to it will stop this run: use another tool or answer with what you have.", ToolName(w.Metric), times(w.Value))
+		return fmt.Sprintf("You have now called %s %s, as often as this run allows. Another call to it will stop this run: use another tool or answer with what you have.", ToolName(w.Tool), times(w.Value))
 	case CodeBudgetWarning:
 		words, ok := metricWords[w.Metric]
 		if !ok {
@@ -89,28 +88,4 @@ func percent(value, limit float64) string {
 		p = 100
 	}
 	return num(float64(int64(p))) + "%"
-}
-
-// ForStop returns For(v, phase), or, for the stops of the rules beyond the
-// reference that For does not know yet (STALL, WINDOWED_REPEAT), their
-// text. The same rules apply: fixed sentences, counts and the tool's name
-// through [ToolName], never arguments, results or text.
-func ForStop(v guard.Verdict, phase guard.Phase) string {
-	if text := For(v, phase); text != "" || !v.Stop {
-		return text
-	}
-	f := readFields(v.Evidence)
-	switch v.Code {
-	case CodeStall:
-		if phase == guard.PhasePreflight {
-			return "" // the stall rule never refuses a call
-		}
-		return fmt.Sprintf("Your last %s steps brought no new information: no tool call returned anything new. Stop and think about what could bring new information, or give your final answer with what you have.", num(f.Steps))
-	case CodeWindowedRepeat:
-		if phase == guard.PhasePreflight {
-			return fmt.Sprintf("That call was not run: it would have been exactly the same call to %s for the %s time among your recent calls, and it would not tell you anything new. Change the arguments, use a different tool, or answer with what you already know.", ToolName(f.Tool), ordinal(f.Count))
-		}
-		return fmt.Sprintf("You have made exactly the same call to %s %s among your recent calls, and another one will not tell you anything new. Change the arguments, use a different tool, or answer with what you already know.", ToolName(f.Tool), times(f.Count))
-	}
-	return ""
 }

@@ -76,8 +76,12 @@ type Verdict struct {
 type Warning struct {
 	// Code is the warning's kind, such as "BUDGET_WARNING".
 	Code string `json:"code"`
-	// Metric names what is measured, such as "totalTokens".
+	// Metric names what is measured, such as "totalTokens" or
+	// "stalledSteps".
 	Metric string `json:"metric,omitempty"`
+	// Tool names the tool, for the warnings of the rules about one tool
+	// (repeats, caps).
+	Tool string `json:"tool,omitempty"`
 	// Value is the current value of the metric.
 	Value float64 `json:"value"`
 	// Limit is the value at which the rule stops the run.
@@ -155,6 +159,8 @@ var hints = map[Reason]string{
 	ReasonNoProgress:       "the agent repeats itself while nothing new comes back",
 	ReasonFinishReason:     "the provider ended the turn; the loop should not ask again",
 	ReasonBudget:           "a token, cost or time budget is spent",
+	"stall":                "steps keep coming back with nothing new, whatever the text",
+	"windowed-repeat":      "the agent keeps coming back to the same call between others",
 }
 
 // Explain returns a readable account of v for logs: the rule, the detail, a

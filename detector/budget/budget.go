@@ -301,10 +301,12 @@ func (d *Detector) verdict(r *reading, p guard.Phase) guard.Verdict {
 				v.Warnings = make([]guard.Warning, 0, 2)
 			}
 			ratio := value / l.Value
-			v.Warnings = append(v.Warnings, guard.Warning{
+			w := guard.Warning{
 				Code: CodeWarning, Metric: metrics[i].name, Value: value, Limit: l.Value, Ratio: ratio,
 				Detail: d.warningDetail(metrics[i].name, value, l.Value, ratio),
-			})
+			}
+			w.Feedback = feedback.ForWarning(w)
+			v.Warnings = append(v.Warnings, w)
 		}
 	}
 	switch {

@@ -75,10 +75,12 @@ func steps(n, limit int, ws ...guard.Warning) guard.Verdict {
 
 func warn(metric string, value, limit float64) guard.Warning {
 	ratio := value / limit
-	return guard.Warning{Code: budget.CodeWarning, Metric: metric, Value: value, Limit: limit, Ratio: ratio,
+	w := guard.Warning{Code: budget.CodeWarning, Metric: metric, Value: value, Limit: limit, Ratio: ratio,
 		Detail: fmt.Sprintf("%s is at %s of its limit %s (%s%%)", metric, guard.FormatNumber(value),
 			guard.FormatNumber(limit), guard.FormatNumber(math.Round(ratio*1000)/10)),
 		Detector: budget.Name}
+	w.Feedback = feedback.ForWarning(w)
+	return w
 }
 
 func warns(ws ...guard.Warning) guard.Verdict { return guard.Verdict{Warnings: ws} }

@@ -28,7 +28,7 @@
 // refused, and a call of a polling tool breaks the simulated run.
 //
 // With Options.Warn, a step that leaves the run one call short of its
-// threshold carries a REPEAT_WARNING (Metric: the tool; Value: the run's
+// threshold carries a REPEAT_WARNING (Tool: the tool; Value: the run's
 // length; Limit: the threshold), with feedback that tells the model that
 // one more identical call will stop the run. A run of one call never warns,
 // so a threshold of 2 gives no warnings.
@@ -268,7 +268,7 @@ func (d *Detector) warning(c *guard.Call, r rule) guard.Warning {
 		same = "the same arguments and the same outcome"
 	}
 	w := guard.Warning{
-		Code: WarningCode, Metric: c.Tool, Value: float64(d.count), Limit: float64(r.threshold),
+		Code: WarningCode, Tool: c.Tool, Value: float64(d.count), Limit: float64(r.threshold),
 		Ratio: float64(d.count) / float64(r.threshold),
 		Detail: fmt.Sprintf("tool %q called %d times in a row with %s %s; one more stops the run (threshold %d)",
 			c.Tool, d.count, same, c.Preview(), r.threshold),

@@ -12,7 +12,7 @@ import (
 )
 
 func warning(tool string, count, threshold int, detail string) guard.Verdict {
-	w := guard.Warning{Code: repeat.WarningCode, Metric: tool, Value: float64(count), Limit: float64(threshold),
+	w := guard.Warning{Code: repeat.WarningCode, Tool: tool, Value: float64(count), Limit: float64(threshold),
 		Ratio: float64(count) / float64(threshold), Detail: detail}
 	w.Feedback = feedback.ForWarning(w)
 	w.Detector = repeat.Name

@@ -177,7 +177,7 @@ func (d *Detector) Observe(f *guard.Facts) {
 			Detail:   fmt.Sprintf("%d steps in a row brought no new tool outcome and no new input (threshold %d)", ev.Steps, t),
 			Evidence: ev,
 		}
-		v.Feedback = feedback.ForStop(v, guard.PhaseCheck)
+		v.Feedback = feedback.For(v, guard.PhaseCheck)
 		d.verdict = v
 	case d.opts.Warn && d.stalled == t-1 && d.stalled >= 2:
 		w := guard.Warning{

@@ -56,7 +56,7 @@ var (
 func stop(steps, threshold int) guard.Verdict {
 	v := guard.Verdict{Stop: true, Reason: stall.ReasonStall, Code: stall.Code,
 		Evidence: stall.Evidence{Steps: steps, Threshold: threshold}}
-	v.Feedback = feedback.ForStop(v, guard.PhaseCheck)
+	v.Feedback = feedback.For(v, guard.PhaseCheck)
 	v.Detector = stall.Name
 	return v
 }
@@ -600,6 +600,6 @@ func ExampleNew() {
 	// step 0: go on
 	// step 1: go on
 	// warning: STALL_WARNING: 2 steps in a row brought no new tool outcome and no new input; 3 stop the run
-	// step 2: stop: stall (STALL): 3 steps in a row brought no new tool outcome and no new input (threshold 3)
-	// step 3: stop: stall (STALL): 4 steps in a row brought no new tool outcome and no new input (threshold 3)
+	// step 2: stop: stall (STALL): 3 steps in a row brought no new tool outcome and no new input (threshold 3); hint: steps keep coming back with nothing new, whatever the text
+	// step 3: stop: stall (STALL): 4 steps in a row brought no new tool outcome and no new input (threshold 3); hint: steps keep coming back with nothing new, whatever the text
 }

@@ -12,7 +12,7 @@
 // recorded so far, and the first call beyond a cap is refused.
 //
 // With Options.Warn, a step whose calls bring a tool to exactly its cap
-// (of at least 1) carries a TOOL_CALL_CAP_WARNING for that tool (Metric: the
+// (of at least 1) carries a TOOL_CALL_CAP_WARNING for that tool (Tool: the
 // tool; Value: its calls; Limit: the count that stops, the cap plus one),
 // with feedback telling the model that one more call of it stops the run.
 package toollimit
@@ -195,7 +195,7 @@ func (d *Detector) Verdict() guard.Verdict {
 		t := &d.tools[j]
 		limit := float64(t.limit) + 1
 		ws[i] = guard.Warning{
-			Code: WarningCode, Metric: t.name, Value: float64(t.calls), Limit: limit, Ratio: float64(t.calls) / limit,
+			Code: WarningCode, Tool: t.name, Value: float64(t.calls), Limit: limit, Ratio: float64(t.calls) / limit,
 			Detail: fmt.Sprintf("%q is at its cap of %d; one more call stops the run", t.name, t.limit),
 		}
 		ws[i].Feedback = feedback.ForWarning(ws[i])

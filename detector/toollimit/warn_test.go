@@ -24,7 +24,7 @@ func newWarnGuard(t testing.TB, caps map[string]int) *guard.Guard {
 }
 
 func capWarning(tool string, calls int, detail string) guard.Warning {
-	w := guard.Warning{Code: toollimit.WarningCode, Metric: tool, Value: float64(calls), Limit: float64(calls + 1),
+	w := guard.Warning{Code: toollimit.WarningCode, Tool: tool, Value: float64(calls), Limit: float64(calls + 1),
 		Ratio: float64(calls) / float64(calls+1), Detail: detail}
 	w.Feedback = feedback.ForWarning(w)
 	w.Detector = toollimit.Name

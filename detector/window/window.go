@@ -226,7 +226,7 @@ func (d *Detector) Observe(f *guard.Facts) {
 		}
 		if count := d.countNext(c.Key); count > d.opts.Threshold {
 			w := guard.Warning{
-				Code: WarningCode, Metric: c.Tool, Value: float64(count - 1), Limit: float64(count),
+				Code: WarningCode, Tool: c.Tool, Value: float64(count - 1), Limit: float64(count),
 				Ratio: float64(count-1) / float64(count),
 				Detail: fmt.Sprintf("tool %q called %d times within the last %d calls with the same arguments %s; one more stops the run (threshold %d)",
 					c.Tool, count-1, d.opts.Window, c.Preview(), d.opts.Threshold),
@@ -268,7 +268,7 @@ func (d *Detector) stop(c *guard.Call, count int, phase guard.Phase) guard.Verdi
 			ev.Tool, verb, count, ev.Window, ev.ArgsPreview, ev.Threshold),
 		Evidence: ev,
 	}
-	v.Feedback = feedback.ForStop(v, phase)
+	v.Feedback = feedback.For(v, phase)
 	return v
 }
 

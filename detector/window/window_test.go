@@ -49,7 +49,7 @@ const pa = `{"q":"a"}`
 func stop(tool, preview string, count, threshold, win int, phase guard.Phase) guard.Verdict {
 	v := guard.Verdict{Stop: true, Reason: window.ReasonWindowedRepeat, Code: window.Code,
 		Evidence: window.Evidence{Tool: tool, ArgsPreview: preview, Count: count, Threshold: threshold, Window: win}}
-	v.Feedback = feedback.ForStop(v, phase)
+	v.Feedback = feedback.For(v, phase)
 	v.Detector = window.Name
 	return v
 }
@@ -58,7 +58,7 @@ func stop(tool, preview string, count, threshold, win int, phase guard.Phase) gu
 func stopA(count int) guard.Verdict { return stop("search", pa, count, 3, 10, guard.PhaseCheck) }
 
 func warn(tool string, count int) guard.Verdict {
-	w := guard.Warning{Code: window.WarningCode, Metric: tool, Value: float64(count), Limit: float64(count + 1),
+	w := guard.Warning{Code: window.WarningCode, Tool: tool, Value: float64(count), Limit: float64(count + 1),
 		Ratio: float64(count) / float64(count+1)}
 	w.Feedback = feedback.ForWarning(w)
 	w.Detector = window.Name
@@ -714,6 +714,6 @@ func ExampleDetector_RecentKeys() {
 	}
 	fmt.Println(d.Len(), "calls in the window,", len(d.RecentKeys()), "keys")
 	// Output:
-	// stop: windowed-repeat (WINDOWED_REPEAT): tool "search" called 4 times within the last 8 calls with the same arguments {"q":"a"} (threshold 3)
+	// stop: windowed-repeat (WINDOWED_REPEAT): tool "search" called 4 times within the last 8 calls with the same arguments {"q":"a"} (threshold 3); hint: the agent keeps coming back to the same call between others
 	// 7 calls in the window, 7 keys
 }
