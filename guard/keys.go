@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"bytes"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -95,6 +96,9 @@ func dropFields(args any, drop map[string]bool) any {
 	case map[string]any:
 		m = a
 	case json.RawMessage:
+		if !mayHoldMember(a, drop) {
+			return args // the common case, decided without decoding
+		}
 		if json.Unmarshal(a, &m) != nil || m == nil {
 			return args
 		}
@@ -121,6 +125,21 @@ func dropFields(args any, drop map[string]bool) any {
 		}
 	}
 	return out
+}
+
+// mayHoldMember reports whether JSON text might hold a member named in
+// drop: false only when no name appears in it as written and it has no
+// escape sequence that could spell one.
+func mayHoldMember(text []byte, drop map[string]bool) bool {
+	if bytes.Contains(text, []byte(`\u`)) {
+		return true
+	}
+	for name := range drop {
+		if bytes.Contains(text, []byte(name)) {
+			return true
+		}
+	}
+	return false
 }
 
 // keyFingerprint is the part of the call-key options that can be
