@@ -337,7 +337,7 @@ func TestBrokenDetectors(t *testing.T) {
 		}, nil, "Name", "two fresh detectors are named", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := []guardtest.Option{guardtest.WithSeed(1), guardtest.WithChecks(20)}
+			opts := []guardtest.Option{guardtest.WithSeed(1), guardtest.WithChecks(10)}
 			if tc.other != nil {
 				opts = append(opts, guardtest.WithOtherOptions(tc.other))
 			}

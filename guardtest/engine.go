@@ -114,7 +114,7 @@ func (e *env) genRun(i int) []guard.Step {
 
 // shrinkBudget is the most candidate runs shrink tries, for a property
 // checked on every run.
-const shrinkBudget = 400
+const shrinkBudget = 200
 
 // shrink returns a smaller run that still fails: it drops steps, chunks
 // first, then single calls, trying at most budget candidates.

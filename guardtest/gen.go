@@ -173,7 +173,7 @@ func oddSteps() []oddStep {
 		deepGo = []any{deepGo}
 	}
 	deepJSON := json.RawMessage(strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000))
-	huge := strings.Repeat("loop and loop again ", 1<<16) // 1.3 MB
+	huge := strings.Repeat("loop and loop again ", 1<<14) // 320 kB
 	var nilErr *panicError
 	same := make([]guard.ToolCall, 5000)
 	for i := range same {
