@@ -33,3 +33,18 @@ func Example() {
 	// FINISH_OTHER_TEXT_ONLY true
 	// FINISH_TERMINAL false true
 }
+
+// For an agent that parses its actions out of the model's text, "stop" is
+// reported on every step and must not end the run.
+func ExampleTextActions() {
+	d, err := finish.New(finish.TextActions())
+	if err != nil {
+		panic(err)
+	}
+	g, _ := guard.New(d)
+	fmt.Println(guard.Explain(g.Check(guard.Step{Text: "THOUGHT: run the tests\n```bash\npytest\n```", FinishReason: "STOP"})))
+	fmt.Println(g.Check(guard.Step{Text: "cut off mid-", FinishReason: "length"}).Code)
+	// Output:
+	// go on
+	// FINISH_TERMINAL
+}

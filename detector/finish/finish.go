@@ -222,3 +222,14 @@ func (d *Detector) Restore(state []byte) error {
 
 // Reset forgets the last step.
 func (d *Detector) Reset() { d.code, d.ev = "", Evidence{} }
+
+// TextActions returns the options for agents whose harness reads the action
+// out of the model's text (mini-swe-agent, ReAct-style agents) instead of
+// using the provider's tool calls. Such providers report "stop" on every
+// step, so "stop" ends nothing here: the loop rules judge the run and the
+// harness decides when it is over. A truncated, filtered or failed turn
+// ("length", "content-filter", "error") still stops the run, and unfamiliar
+// reasons go on. The audit command's --preset text-actions is this.
+func TextActions() Options {
+	return Options{Terminal: []string{"length", "content-filter", "error"}, OtherPolicy: Continue}
+}
