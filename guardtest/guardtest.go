@@ -30,10 +30,10 @@
 // the property needs), so a property can be skipped with go test -skip. The
 // properties are:
 //
-//   - PreflightKeepsState: Preflight leaves the detector's snapshot
-//     byte-identical, answers the same question the same way, does not
-//     modify the calls it is given, and a twin that is never asked gives the
-//     same verdicts.
+//   - PreflightKeepsState: Preflight leaves the detector's snapshot as it
+//     was (byte-identical, for a deterministic Snapshot), answers the same
+//     question the same way, does not modify the calls it is given, and a
+//     twin that is never asked gives the same verdicts.
 //   - ObserveKeepsStep: Observe and Verdict modify neither the step the
 //     caller passed to Check (down to the maps of the arguments) nor the
 //     step and facts that later detectors read.
@@ -71,8 +71,8 @@
 // that reads a wall clock must be given a fixed one by newDetector, or its
 // verdicts cannot be compared.
 //
-// The package uses only the standard library: users of guardtest need no
-// property-testing or diff package.
+// Besides loopguard's own packages, guardtest uses only the standard library:
+// its users need no property-testing or diff package.
 package guardtest
 
 import (
