@@ -80,6 +80,11 @@ type Guard struct {
 	history                       []Step // ring of at most opts.History steps
 	histNext                      int
 
+	// The calls StartCall allowed that have not finished, in start order;
+	// runMu is taken before mu, never after.
+	runMu   sync.Mutex
+	running []*Running
+
 	// Scratch, reused from step to step.
 	facts   Facts
 	cur     Step

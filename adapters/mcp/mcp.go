@@ -49,18 +49,14 @@ const methodCallTool = "tools/call"
 // every tools/call with g, whichever session it comes from. A nil g lets
 // every call through.
 func Middleware(g *guard.Guard) sdk.Middleware {
-	var t *tracker
-	if g != nil {
-		t = &tracker{g: g}
-	}
-	return serverMiddleware(func(context.Context, *sdk.ServerSession) (*tracker, error) {
-		return t, nil
+	return serverMiddleware(func(context.Context, *sdk.ServerSession) (*guard.Guard, error) {
+		return g, nil
 	})
 }
 
 // serverMiddleware guards tools/call with the guard that pick returns; a nil
 // one lets the call through, an error fails the request.
-func serverMiddleware(pick func(context.Context, *sdk.ServerSession) (*tracker, error)) sdk.Middleware {
+func serverMiddleware(pick func(context.Context, *sdk.ServerSession) (*guard.Guard, error)) sdk.Middleware {
 	return func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 			params, ok := req.GetParams().(*sdk.CallToolParamsRaw)
@@ -68,15 +64,15 @@ func serverMiddleware(pick func(context.Context, *sdk.ServerSession) (*tracker, 
 				return next(ctx, method, req)
 			}
 			ss, _ := req.GetSession().(*sdk.ServerSession)
-			t, err := pick(ctx, ss)
+			g, err := pick(ctx, ss)
 			if err != nil {
 				return nil, err
 			}
-			if t == nil {
+			if g == nil {
 				return next(ctx, method, req)
 			}
 			call := guard.ToolCall{Name: params.Name, Args: rawArgs(params.Arguments)}
-			return guarded(ctx, t, call, func() (sdk.Result, error) { return next(ctx, method, req) })
+			return guarded(ctx, g, call, func() (sdk.Result, error) { return next(ctx, method, req) })
 		}
 	}
 }
@@ -86,7 +82,6 @@ func serverMiddleware(pick func(context.Context, *sdk.ServerSession) (*tracker, 
 // never sent: the caller of ClientSession.CallTool gets the error result at
 // once. A nil g lets every call through.
 func ClientMiddleware(g *guard.Guard) sdk.Middleware {
-	t := &tracker{g: g}
 	return func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 			params, ok := req.GetParams().(*sdk.CallToolParams)
@@ -94,14 +89,14 @@ func ClientMiddleware(g *guard.Guard) sdk.Middleware {
 				return next(ctx, method, req)
 			}
 			call := guard.ToolCall{Name: params.Name, Args: clientArgs(params.Arguments)}
-			return guarded(ctx, t, call, func() (sdk.Result, error) { return next(ctx, method, req) })
+			return guarded(ctx, g, call, func() (sdk.Result, error) { return next(ctx, method, req) })
 		}
 	}
 }
 
 // guarded preflights call, runs it when allowed and records its outcome.
-func guarded(ctx context.Context, t *tracker, call guard.ToolCall, run func() (sdk.Result, error)) (sdk.Result, error) {
-	d, id := t.begin(call)
+func guarded(ctx context.Context, g *guard.Guard, call guard.ToolCall, run func() (sdk.Result, error)) (sdk.Result, error) {
+	r, d := g.StartCall(ctx, call)
 	if !d.Allow {
 		return Refusal(d), nil
 	}
@@ -111,14 +106,14 @@ func guarded(ctx context.Context, t *tracker, call guard.ToolCall, run func() (s
 	case ctx.Err() != nil && err != nil:
 		// The caller went away: the call did not finish, so it is no
 		// outcome.
-		t.end(id, call, false)
+		r.Abandon()
 	case err == nil && ctres != nil && len(ctres.InputRequests) > 0:
 		// The server asks the client for input and the call will be
 		// made again: this is not its outcome yet.
-		t.end(id, call, false)
+		r.Abandon()
 	default:
 		recordOutcome(&call, ctres, err)
-		t.end(id, call, true)
+		r.Finish(ctx, call.Result, call.Err)
 	}
 	return res, err
 }

@@ -28,7 +28,7 @@ type Sessions struct {
 // sessionGuard is a session's guard, made once.
 type sessionGuard struct {
 	once sync.Once
-	t    *tracker // nil for no guard
+	g    *guard.Guard // nil for no guard
 	err  error
 }
 
@@ -50,12 +50,12 @@ func PerSession(newGuard func(*sdk.ServerSession) (*guard.Guard, error)) *Sessio
 // Middleware returns the receiving middleware for an mcp.Server that guards
 // each session's tools/call requests with that session's guard.
 func (s *Sessions) Middleware() sdk.Middleware {
-	return serverMiddleware(func(_ context.Context, ss *sdk.ServerSession) (*tracker, error) {
+	return serverMiddleware(func(_ context.Context, ss *sdk.ServerSession) (*guard.Guard, error) {
 		if ss == nil {
 			return nil, nil
 		}
 		sg := s.session(ss)
-		return sg.t, sg.err
+		return sg.g, sg.err
 	})
 }
 
@@ -63,10 +63,7 @@ func (s *Sessions) Middleware() sdk.Middleware {
 // yet, so that the server's own code can read its verdicts and summary.
 func (s *Sessions) Guard(ss *sdk.ServerSession) (*guard.Guard, error) {
 	sg := s.session(ss)
-	if sg.t == nil {
-		return nil, sg.err
-	}
-	return sg.t.g, sg.err
+	return sg.g, sg.err
 }
 
 // session returns the state of ss, making its guard if it has none yet.
@@ -82,7 +79,7 @@ func (s *Sessions) session(ss *sdk.ServerSession) *sessionGuard {
 	sg.once.Do(func() {
 		g, err := s.newGuard(ss)
 		if g != nil && err == nil {
-			sg.t = &tracker{g: g}
+			sg.g = g
 		}
 		sg.err = err
 	})

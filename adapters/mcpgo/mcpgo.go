@@ -41,27 +41,23 @@ import (
 // Middleware returns a tool handler middleware that guards every tool call
 // with g, whichever session it comes from. A nil g lets every call through.
 func Middleware(g *guard.Guard) server.ToolHandlerMiddleware {
-	var t *tracker
-	if g != nil {
-		t = &tracker{g: g}
-	}
-	return middleware(func(context.Context) (*tracker, error) { return t, nil })
+	return middleware(func(context.Context) (*guard.Guard, error) { return g, nil })
 }
 
 // middleware guards tool calls with the guard that pick returns; a nil one
 // lets the call through, an error fails the call with that error.
-func middleware(pick func(context.Context) (*tracker, error)) server.ToolHandlerMiddleware {
+func middleware(pick func(context.Context) (*guard.Guard, error)) server.ToolHandlerMiddleware {
 	return func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 		return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			t, err := pick(ctx)
+			g, err := pick(ctx)
 			if err != nil {
 				return nil, err
 			}
-			if t == nil {
+			if g == nil {
 				return next(ctx, req)
 			}
 			call := guard.ToolCall{Name: req.Params.Name, Args: arguments(req.Params)}
-			d, id := t.begin(call)
+			r, d := g.StartCall(ctx, call)
 			if !d.Allow {
 				return Refusal(d), nil
 			}
@@ -69,14 +65,14 @@ func middleware(pick func(context.Context) (*tracker, error)) server.ToolHandler
 			switch {
 			case err != nil && ctx.Err() != nil:
 				// The caller went away: the call did not finish.
-				t.end(id, call, false)
+				r.Abandon()
 			case awaitsInput(res, err):
 				// The call waits for the client's input and will be
 				// made again: this is not its outcome yet.
-				t.end(id, call, false)
+				r.Abandon()
 			default:
 				recordOutcome(&call, res, err)
-				t.end(id, call, true)
+				r.Finish(ctx, call.Result, call.Err)
 			}
 			return res, err
 		}

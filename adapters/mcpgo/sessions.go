@@ -30,7 +30,7 @@ type Sessions struct {
 // sessionGuard is a session's guard, made once.
 type sessionGuard struct {
 	once sync.Once
-	t    *tracker // nil for no guard
+	g    *guard.Guard // nil for no guard
 	err  error
 }
 
@@ -52,13 +52,13 @@ func PerSession(newGuard func(server.ClientSession) (*guard.Guard, error)) *Sess
 // Middleware returns the tool handler middleware that guards each session's
 // calls with that session's guard.
 func (s *Sessions) Middleware() server.ToolHandlerMiddleware {
-	return middleware(func(ctx context.Context) (*tracker, error) {
+	return middleware(func(ctx context.Context) (*guard.Guard, error) {
 		cs := server.ClientSessionFromContext(ctx)
 		if cs == nil {
 			return nil, nil
 		}
 		sg := s.session(cs)
-		return sg.t, sg.err
+		return sg.g, sg.err
 	})
 }
 
@@ -66,10 +66,7 @@ func (s *Sessions) Middleware() server.ToolHandlerMiddleware {
 // yet, so that the server's own code can read its verdicts and summary.
 func (s *Sessions) Guard(cs server.ClientSession) (*guard.Guard, error) {
 	sg := s.session(cs)
-	if sg.t == nil {
-		return nil, sg.err
-	}
-	return sg.t.g, sg.err
+	return sg.g, sg.err
 }
 
 // session returns the state of cs, making its guard if it has none yet.
@@ -85,7 +82,7 @@ func (s *Sessions) session(cs server.ClientSession) *sessionGuard {
 	sg.once.Do(func() {
 		g, err := s.newGuard(cs)
 		if g != nil && err == nil {
-			sg.t = &tracker{g: g}
+			sg.g = g
 		}
 		sg.err = err
 	})
