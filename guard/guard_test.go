@@ -411,6 +411,9 @@ func TestStepJSONRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatal(err)
 	}
+	if b, err := json.Marshal(guard.Step{Usage: guard.Usage{CostUSD: math.NaN(), InputTokens: 1}}); err != nil || string(b) != `{"text":"","toolCalls":[],"usage":{"inputTokens":1}}` {
+		t.Errorf("a NaN cost: %s, %v", b, err)
+	}
 	g1, g2 := &probe{name: "p"}, &probe{name: "p"}
 	mustNew(t, guard.Options{}, g1).Check(in)
 	mustNew(t, guard.Options{}, g2).Check(out)
@@ -501,6 +504,10 @@ func TestRestoreRejectsBadSnapshots(t *testing.T) {
 		"no detectors":  replace(`"detectors":[`, `"detectorz":[`),
 		"deep":          strings.Repeat("[", 1000) + strings.Repeat("]", 1000),
 		"too many fail": replace(`"failedToolCalls":0`, `"failedToolCalls":3`),
+		"upper case":    replace(`"steps":1`, `"STEPS":1`),
+		"null counter":  replace(`"steps":1`, `"steps":null`),
+		"no state":      replace(`,"state":{"count":1}`, ``),
+		"null guard":    replace(`"guard":"`, `"guard":null,"x":"`),
 	}
 	for name, data := range bad {
 		if _, err := guard.Restore([]byte(data), &probe{name: "p"}); err == nil {

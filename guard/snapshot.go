@@ -157,6 +157,9 @@ func (o Options) Restore(data []byte, detectors ...Detector) (*Guard, error) {
 	if string(version.Version) != "1" {
 		return nil, stateErr("unknown version %s (this build reads version %d)", orMissing(version.Version), SnapshotVersion)
 	}
+	if err := requireKeys(data, "steps", "toolCalls", "failedToolCalls", "totals", "guard", "detectors"); err != nil {
+		return nil, err
+	}
 	if err := json.Unmarshal(data, &s); err != nil {
 		return nil, stateErr("%v", err)
 	}
@@ -170,6 +173,20 @@ func (o Options) Restore(data []byte, detectors ...Detector) (*Guard, error) {
 	fe := &FingerprintError{}
 	if s.Guard != o.fingerprint() {
 		fe.Changed = append(fe.Changed, "guard")
+	}
+	var raws struct {
+		Detectors []json.RawMessage `json:"detectors"`
+	}
+	if err := json.Unmarshal(data, &raws); err != nil {
+		return nil, stateErr("%v", err)
+	}
+	for i, r := range raws.Detectors {
+		if err := requireKeys(r, "name", "fingerprint"); err != nil {
+			return nil, fmt.Errorf("detector #%d: %w", i, err)
+		}
+		if err := requirePresent(r, "state"); err != nil {
+			return nil, fmt.Errorf("detector #%d: %w", i, err)
+		}
 	}
 	records := make(map[string]detectorRecord, len(s.Detectors))
 	for _, r := range s.Detectors {
@@ -241,6 +258,41 @@ func orMissing(raw json.RawMessage) string {
 		return string(raw[:20]) + "..."
 	}
 	return string(raw)
+}
+
+// requireKeys checks that the JSON object data has each key, spelt exactly
+// (encoding/json would match any case), with a value that is not null
+// (encoding/json would leave the zero value).
+func requireKeys(data []byte, keys ...string) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return stateErr("%v", err)
+	}
+	for _, k := range keys {
+		v, ok := m[k]
+		if !ok {
+			return stateErr("no %q", k)
+		}
+		if string(bytes.TrimSpace(v)) == "null" {
+			return stateErr("%q is null", k)
+		}
+	}
+	return nil
+}
+
+// requirePresent checks that the JSON object data has each key, spelt
+// exactly; null is allowed (a detector's fresh state is null).
+func requirePresent(data []byte, keys ...string) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return stateErr("%v", err)
+	}
+	for _, k := range keys {
+		if _, ok := m[k]; !ok {
+			return stateErr("no %q", k)
+		}
+	}
+	return nil
 }
 
 // strictObject checks that data is one JSON object.

@@ -292,6 +292,9 @@ func (s Step) MarshalJSON() ([]byte, error) {
 	}
 	if s.Usage != (Usage{}) {
 		u := s.Usage
+		if !finiteNonNeg(u.CostUSD) {
+			u.CostUSD = 0 // JSON has no NaN or infinity; such a cost is ignored anyway
+		}
 		out.Usage = &usage{u.InputTokens, u.OutputTokens, u.TotalTokens, u.CostUSD, float64(u.Duration) / float64(time.Millisecond)}
 	}
 	return json.Marshal(out)

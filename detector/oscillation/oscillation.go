@@ -459,8 +459,13 @@ func (d *Detector) Snapshot(o guard.SnapshotOptions) ([]byte, error) {
 	return json.Marshal(s)
 }
 
-// cutName cuts a tool name to MaxToolNameLen bytes, on a character boundary.
+// cutName makes a tool name valid UTF-8 (as a snapshot will write it) and
+// cuts it to MaxToolNameLen bytes, on a character boundary, so that the state
+// kept is the state restored.
 func cutName(s string) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
 	if len(s) <= MaxToolNameLen {
 		return s
 	}

@@ -708,3 +708,26 @@ func ExampleNew() {
 	// Output:
 	// OSCILLATION 2 3 [search({"q":"flights"}) open({"url":"https://example.com"})]
 }
+
+// A tool name that is not UTF-8 is kept as a snapshot writes it, so that
+// Snapshot, Restore, Snapshot gives the same bytes (found by FuzzCheck).
+func TestToolNameNotUTF8RoundTrips(t *testing.T) {
+	d, err := oscillation.New(oscillation.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := guard.New(d)
+	g.Check(guard.Step{ToolCalls: []guard.ToolCall{{Name: "bad\xff\xfe", Args: json.RawMessage(`{}`)}}})
+	first, err := d.Snapshot(guard.SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := oscillation.New(oscillation.Options{})
+	if err := r.Restore(first); err != nil {
+		t.Fatal(err)
+	}
+	second, _ := r.Snapshot(guard.SnapshotOptions{})
+	if string(first) != string(second) {
+		t.Errorf("snapshot changed across a restore:\n%s\n%s", first, second)
+	}
+}
