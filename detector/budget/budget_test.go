@@ -13,6 +13,7 @@ import (
 	"github.com/loopguard/loopguard/detector/budget"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/testutil"
 )
 
 // clock is a fake wall clock.
@@ -413,14 +414,7 @@ func TestNew(t *testing.T) {
 			t.Errorf("New(%+v) = %v, want ErrInvalidOption", tt.opts, err)
 			continue
 		}
-		var got []string
-		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-			var oe *guard.OptionError
-			if !errors.As(e, &oe) || oe.Detector != budget.Name {
-				t.Fatalf("error %v is not an OptionError of %s", e, budget.Name)
-			}
-			got = append(got, oe.Field)
-		}
+		got := testutil.OptionFields(t, err, budget.Name)
 		if diff := cmp.Diff(tt.fields, got); diff != "" {
 			t.Errorf("New(%+v): invalid fields (-want +got):\n%s", tt.opts, diff)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/loopguard/loopguard/detector/finish"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/testutil"
 )
 
 func newGuard(t testing.TB, o finish.Options) *guard.Guard {
@@ -258,15 +259,7 @@ func TestNew(t *testing.T) {
 		if !errors.Is(err, guard.ErrInvalidOption) {
 			t.Errorf("New(%+v) = %v, not ErrInvalidOption", tt.opts, err)
 		}
-		var got []string
-		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-			var oe *guard.OptionError
-			if !errors.As(e, &oe) || oe.Detector != finish.Name {
-				t.Errorf("New(%+v): error %v is not an OptionError of %s", tt.opts, e, finish.Name)
-				continue
-			}
-			got = append(got, oe.Field)
-		}
+		got := testutil.OptionFields(t, err, finish.Name)
 		if diff := cmp.Diff(tt.fields, got); diff != "" {
 			t.Errorf("New(%+v) fields (-want +got):\n%s", tt.opts, diff)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/loopguard/loopguard/detector/repeat"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/testutil"
 )
 
 func call(tool, args string) guard.ToolCall {
@@ -493,13 +494,7 @@ func TestOptions(t *testing.T) {
 			t.Errorf("New(%+v) = %v, %v; want an invalid option", tt.opts, d, err)
 			continue
 		}
-		var fields []string
-		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-			var oe *guard.OptionError
-			if errors.As(e, &oe) && oe.Detector == noprogress.Name {
-				fields = append(fields, oe.Field)
-			}
-		}
+		fields := testutil.OptionFields(t, err, noprogress.Name)
 		if diff := cmp.Diff(tt.fields, fields); diff != "" {
 			t.Errorf("New(%+v) fields (-want +got):\n%s", tt.opts, diff)
 		}

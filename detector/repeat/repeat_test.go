@@ -13,6 +13,7 @@ import (
 	"github.com/loopguard/loopguard/detector/repeat"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/testutil"
 )
 
 // call returns a call of tool with JSON arguments.
@@ -664,15 +665,7 @@ func TestOptionErrors(t *testing.T) {
 			t.Errorf("New(%+v) = %v, %v; want an invalid option", tt.opts, d, err)
 			continue
 		}
-		var fields []string
-		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-			var oe *guard.OptionError
-			if !errors.As(e, &oe) || oe.Detector != repeat.Name {
-				t.Errorf("error %v is not an OptionError of %s", e, repeat.Name)
-				continue
-			}
-			fields = append(fields, oe.Field)
-		}
+		fields := testutil.OptionFields(t, err, repeat.Name)
 		if diff := cmp.Diff(tt.fields, fields); diff != "" {
 			t.Errorf("New(%+v) fields (-want +got):\n%s", tt.opts, diff)
 		}

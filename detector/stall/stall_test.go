@@ -18,6 +18,7 @@ import (
 	"github.com/loopguard/loopguard/detector/stall"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/testutil"
 )
 
 func call(tool, args string) guard.ToolCall {
@@ -482,13 +483,7 @@ func TestOptions(t *testing.T) {
 			t.Errorf("New(%+v) = %v, %v; want an invalid option", tt.opts, d, err)
 			continue
 		}
-		var fields []string
-		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-			var oe *guard.OptionError
-			if errors.As(e, &oe) && oe.Detector == stall.Name {
-				fields = append(fields, oe.Field)
-			}
-		}
+		fields := testutil.OptionFields(t, err, stall.Name)
 		if diff := cmp.Diff(tt.fields, fields); diff != "" {
 			t.Errorf("New(%+v) fields (-want +got):\n%s", tt.opts, diff)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/loopguard/loopguard/detector/toollimit"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/testutil"
 )
 
 var ignore = guard.Options{Ignore: []string{"think"}}
@@ -234,14 +235,7 @@ func TestNew(t *testing.T) {
 	if !errors.Is(err, guard.ErrInvalidOption) {
 		t.Fatalf("New with bad caps = %v, want ErrInvalidOption", err)
 	}
-	var fields []string
-	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-		var oe *guard.OptionError
-		if !errors.As(e, &oe) || oe.Detector != toollimit.Name {
-			t.Fatalf("error %v is not an OptionError of %s", e, toollimit.Name)
-		}
-		fields = append(fields, oe.Field)
-	}
+	fields := testutil.OptionFields(t, err, toollimit.Name)
 	want := []string{`MaxCalls["a"]`, `MaxCalls["c\xff"]`, `MaxCalls["xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx..."]`}
 	if diff := cmp.Diff(want, fields); diff != "" {
 		t.Errorf("invalid fields (-want +got):\n%s", diff)

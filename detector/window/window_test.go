@@ -20,6 +20,7 @@ import (
 	"github.com/loopguard/loopguard/detector/window"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/testutil"
 )
 
 func call(tool, args string) guard.ToolCall {
@@ -605,13 +606,7 @@ func TestOptions(t *testing.T) {
 			t.Errorf("New(%+v) = %v, %v; want an invalid option", tt.opts, d, err)
 			continue
 		}
-		var fields []string
-		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-			var oe *guard.OptionError
-			if errors.As(e, &oe) && oe.Detector == window.Name {
-				fields = append(fields, oe.Field)
-			}
-		}
+		fields := testutil.OptionFields(t, err, window.Name)
 		if diff := cmp.Diff(tt.fields, fields); diff != "" {
 			t.Errorf("New(%+v) fields (-want +got):\n%s", tt.opts, diff)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"testing"
 	"time"
 
 	"pgregory.net/rapid"
@@ -95,3 +96,24 @@ func (c *Clock) Now() time.Time { return c.T }
 
 // Advance moves the clock on by d.
 func (c *Clock) Advance(d time.Duration) { c.T = c.T.Add(d) }
+
+// OptionFields returns the fields named by the *guard.OptionError values in
+// err (one, or several joined), in order. Any part of err that is not an
+// OptionError of detector is reported as a test error.
+func OptionFields(t testing.TB, err error, detector string) []string {
+	t.Helper()
+	parts := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		parts = j.Unwrap()
+	}
+	var fields []string
+	for _, e := range parts {
+		var oe *guard.OptionError
+		if !errors.As(e, &oe) || oe.Detector != detector {
+			t.Errorf("error %v is not an OptionError of %s", e, detector)
+			continue
+		}
+		fields = append(fields, oe.Field)
+	}
+	return fields
+}
