@@ -363,3 +363,19 @@ func TestTracesManifest(t *testing.T) {
 		t.Errorf("%d runs scored, the manifest has %d entries", runs, entries)
 	}
 }
+
+// TestReadmeLabelsExample checks that the README shows the last 12 lines of
+// the scores of the bundled runs as the command prints them today.
+func TestReadmeLabelsExample(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := runCmd(t, "", "audit", "--preset", "text-actions", "--labels", traces+"/MANIFEST.json", traces)
+	lines := strings.SplitAfter(res.stdout, "\n")
+	tail := strings.Join(lines[len(lines)-13:], "") // the last element is empty
+	cmd := "$ go run ./cmd/loopguard audit --preset text-actions --labels testdata/traces/MANIFEST.json testdata/traces | tail -12\n"
+	if !strings.Contains(string(readme), cmd+tail+"```") {
+		t.Errorf("README.md does not show, after %q, the output:\n%s", cmd, tail)
+	}
+}
