@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/loopguard/loopguard/snapshot"
-	"github.com/loopguard/loopguard/stores/redis/internal/redistest"
+	"github.com/loopguard/loopguard/stores/redis/redistest"
 )
 
 // TestKillAndRestart kills redis-server (SIGKILL) in the middle of a run that

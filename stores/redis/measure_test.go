@@ -16,7 +16,7 @@ import (
 
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/snapshot"
-	"github.com/loopguard/loopguard/stores/redis/internal/redistest"
+	"github.com/loopguard/loopguard/stores/redis/redistest"
 )
 
 // TestMeasure prints the figures of BENCHMARKS.md: operations per second

@@ -15,7 +15,7 @@ import (
 	"github.com/loopguard/loopguard/snapshot"
 	"github.com/loopguard/loopguard/snapshot/storetest"
 	lgredis "github.com/loopguard/loopguard/stores/redis"
-	"github.com/loopguard/loopguard/stores/redis/internal/redistest"
+	"github.com/loopguard/loopguard/stores/redis/redistest"
 )
 
 // factory builds guards from an options document, fresh every time.
