@@ -36,6 +36,7 @@ type faultTally struct {
 	storeErrs, conflicts   int
 	codesDown              map[string]int // verdict codes of checks that failed
 	stopsDown, allowedDown int            // preflights that failed: refused, allowed
+	slowestErr             time.Duration  // the longest a failed check took
 }
 
 func killAndRestart(t *testing.T, policy snapshot.Policy, persist bool) {
@@ -70,7 +71,9 @@ func killAndRestart(t *testing.T, policy snapshot.Policy, persist bool) {
 					return
 				default:
 				}
+				start := time.Now()
 				v, err := r.Check(ctx, "run", step(w, i))
+				took := time.Since(start)
 				d, perr := r.Preflight(ctx, "run", step(w, i+1).ToolCalls...)
 				tally.mu.Lock()
 				tally.checks++
@@ -84,6 +87,7 @@ func killAndRestart(t *testing.T, policy snapshot.Policy, persist bool) {
 						tally.conflicts++
 					}
 					tally.codesDown[v.Code]++
+					tally.slowestErr = max(tally.slowestErr, took)
 				}
 				if perr != nil {
 					if d.Allow {
@@ -148,6 +152,6 @@ func killAndRestart(t *testing.T, policy snapshot.Policy, persist bool) {
 			t.Errorf("fail open: %d checks stopped with %s", n, snapshot.CodeStore)
 		}
 	}
-	t.Logf("%s, appendonly=%v: %d steps submitted by %d workers; %d saved before the kill, %d in the run right after the restart, %d at the end (want %d); %d checks failed (all *StoreError, %d of them conflicts past the retries), their verdicts %v; preflights that failed: %d refused, %d allowed",
-		policy, persist, tally.checks, workers, ackedBeforeKill, afterRestart, sum.Steps, want, tally.errs, tally.conflicts, tally.codesDown, tally.stopsDown, tally.allowedDown)
+	t.Logf("%s, appendonly=%v: %d steps submitted by %d workers; %d saved before the kill, %d in the run right after the restart, %d at the end (want %d); %d checks failed (all *StoreError, %d of them conflicts past the retries, the slowest in %v), their verdicts %v; preflights that failed: %d refused, %d allowed",
+		policy, persist, tally.checks, workers, ackedBeforeKill, afterRestart, sum.Steps, want, tally.errs, tally.conflicts, tally.slowestErr.Round(time.Millisecond), tally.codesDown, tally.stopsDown, tally.allowedDown)
 }
