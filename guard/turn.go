@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/loopguard/loopguard/canonical"
@@ -40,10 +41,11 @@ import (
 // run in parallel. IDs name calls: the methods that take an ID find the first
 // call of the turn with it, and the empty ID names none.
 type Turn struct {
-	g     *Guard
-	mu    sync.Mutex
-	calls []turnCall // every call the turn decided, in order
-	ended bool
+	g       *Guard
+	mu      sync.Mutex
+	calls   []turnCall // every call the turn decided, in order
+	scratch []ToolCall // the calls to judge, reused; End's calls at the end
+	ended   bool
 }
 
 // turnCall is one call of a turn.
@@ -79,6 +81,7 @@ func (t *Turn) Preflight(ctx context.Context, calls ...ToolCall) ([]Decision, er
 		t.mu.Unlock()
 		return nil, ErrTurnEnded
 	}
+	t.calls = slices.Grow(t.calls, len(calls))
 	for i, c := range calls {
 		c.Result, c.Err = nil, nil
 		d, step := t.g.preflight(t.with(c), false)
@@ -97,15 +100,17 @@ func (t *Turn) Preflight(ctx context.Context, calls ...ToolCall) ([]Decision, er
 	return ds, nil
 }
 
-// with returns the turn's allowed calls, then c. t.mu is held.
+// with returns the turn's allowed calls, then c, in t.scratch: the guard
+// copies them and keeps none. t.mu is held.
 func (t *Turn) with(c ToolCall) []ToolCall {
-	calls := make([]ToolCall, 0, len(t.calls)+1)
+	calls := t.scratch[:0]
 	for _, tc := range t.calls {
 		if tc.decision.Allow {
 			calls = append(calls, tc.call)
 		}
 	}
-	return append(calls, c)
+	t.scratch = append(calls, c)
+	return t.scratch
 }
 
 // Run runs one call of the turn if the guard allows it, and records its
@@ -313,12 +318,12 @@ func marshalSafe(v any) (b []byte, err error) {
 func (t *Turn) Step(s Step) Step {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.step(s)
+	return t.step(s, nil)
 }
 
-// step is Step with t.mu held.
-func (t *Turn) step(s Step) Step {
-	s.ToolCalls, s.Refused = nil, nil
+// step is Step with t.mu held; the calls are appended to calls[:0].
+func (t *Turn) step(s Step, calls []ToolCall) Step {
+	s.ToolCalls, s.Refused = calls[:0], nil
 	for _, c := range t.calls {
 		switch {
 		case !c.decision.Allow:
@@ -326,6 +331,9 @@ func (t *Turn) step(s Step) Step {
 		case c.finished:
 			s.ToolCalls = append(s.ToolCalls, c.call)
 		}
+	}
+	if len(s.ToolCalls) == 0 {
+		s.ToolCalls = nil
 	}
 	return s
 }
@@ -348,7 +356,8 @@ func (t *Turn) End(ctx context.Context, s Step) (Verdict, error) {
 		return Verdict{}, ErrTurnEnded
 	}
 	t.ended = true
-	s = t.step(s)
+	s = t.step(s, t.scratch) // judging is over: the scratch can hold the step's calls
+	t.scratch = nil
 	t.mu.Unlock()
 	v := t.g.CheckContext(ctx, s)
 	return v, v.Err()

@@ -400,3 +400,56 @@ func TestTurnPreflightCallIndexWithDefaults(t *testing.T) {
 		t.Errorf("decisions %+v; want the fourth refused, index 3", ds)
 	}
 }
+
+// A call still running when the turn ends is left out of the step, and what
+// it returns later changes nothing; a turn of refusals alone records no
+// calls.
+func TestTurnEndWhileACallRuns(t *testing.T) {
+	ctx := context.Background()
+	g := repeatGuard(t, guard.Options{})
+	turn := g.Begin()
+	started, finish := make(chan struct{}), make(chan struct{})
+	done := make(chan error)
+	go func() {
+		res, err := turn.Run(ctx, withID("slow", testutil.Q("slow")), func(context.Context) (any, error) {
+			close(started)
+			<-finish
+			return "late", nil
+		})
+		if res != "late" {
+			err = errors.Join(err, errors.New("Run lost the tool's result"))
+		}
+		done <- err
+	}()
+	<-started
+	if _, err := turn.Run(ctx, testutil.Q("fast"), func(context.Context) (any, error) { return "r", nil }); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := turn.End(ctx, guard.Step{}); v.Stop || err != nil {
+		t.Fatalf("End: %v %v", v, err)
+	}
+	close(finish)
+	if err := <-done; err != nil {
+		t.Errorf("the running call: %v", err)
+	}
+	h := g.History()
+	if len(h) != 1 || len(h[0].ToolCalls) != 1 || h[0].ToolCalls[0].Result != "r" {
+		t.Errorf("recorded %+v; want the fast call alone", h)
+	}
+	if a, _ := turn.Answer("slow"); a != "That call was not run." {
+		t.Errorf("Answer(slow) = %q", a)
+	}
+
+	// Refusals alone: Refused holds them, ToolCalls is nil.
+	for range 2 {
+		g.Check(guard.Step{ToolCalls: []guard.ToolCall{testutil.Q("x")}})
+	}
+	turn = g.Begin()
+	turn.Preflight(ctx, testutil.Q("x"))
+	s := turn.Step(guard.Step{})
+	turn.End(ctx, guard.Step{})
+	h = g.History()
+	if last := h[len(h)-1]; last.ToolCalls != nil || len(last.Refused) != 1 || s.ToolCalls != nil || len(s.Refused) != 1 {
+		t.Errorf("a turn of one refusal recorded %+v (Step gave %+v)", last, s)
+	}
+}
