@@ -118,9 +118,10 @@ type Decision struct {
 	// from 0, among the calls given to the method that decided. For
 	// [Guard.Preflight] of several calls it is the first call at which
 	// the refusing rule refuses them (the calls before it, alone, would
-	// pass that rule); for [Turn.Preflight] it is the call's own index;
-	// for [Turn.Run] and [Guard.StartCall], which judge one call, it is 0.
-	// Without calls (a step limit), it is 0.
+	// pass that rule); for [Turn.Preflight] it is the call's own index
+	// among its calls (and stays so when [Turn.Run] takes that decision);
+	// for a call that Turn.Run judges itself, and for [Guard.StartCall],
+	// it is 0. Without calls (a step limit), it is 0.
 	CallIndex int `json:"callIndex"`
 	// CallID is, in a refusal, the ID of the refused call
 	// ([ToolCall.ID]), or empty.
