@@ -72,7 +72,8 @@ const notRunText = "That call was not run."
 // join the turn: give the outcomes of the allowed ones with
 // [Turn.SetResult], or run them with [Turn.Run]. Their Result and Err are
 // ignored. The observer, if any, is told of each decision after the turn's
-// lock is released, with ctx.
+// lock is released, with ctx. On a turn that has ended it decides nothing
+// and returns [ErrTurnEnded].
 func (t *Turn) Preflight(ctx context.Context, calls ...ToolCall) ([]Decision, error) {
 	ds := make([]Decision, len(calls))
 	steps := make([]int, len(calls))
