@@ -217,8 +217,9 @@ func (g *Guard) Preflight(calls ...ToolCall) Decision {
 }
 
 // preflight is Preflight without the observer; it also returns the index of
-// the step the calls would belong to.
-func (g *Guard) preflight(calls []ToolCall) (Decision, int) {
+// the step the calls would belong to. With locate, a refusal says which call
+// was refused (Decision.CallIndex); without, the caller says it.
+func (g *Guard) preflight(calls []ToolCall, locate bool) (Decision, int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.pre = append(g.pre[:0], calls...)
@@ -234,6 +235,7 @@ func (g *Guard) preflight(calls []ToolCall) (Decision, int) {
 
 	d := Decision{Allow: true}
 	var warnings []Warning
+	var refuser Detector
 	for _, det := range g.dets {
 		dv := det.Preflight(f)
 		warnings = appendWarnings(warnings, dv.Warnings, det.Name())
@@ -241,6 +243,13 @@ func (g *Guard) preflight(calls []ToolCall) (Decision, int) {
 			v := g.finish(dv, det.Name(), PhasePreflight)
 			d = Decision{Reason: v.Reason, Code: v.Code, Detail: v.Detail, Evidence: v.Evidence,
 				Feedback: v.Feedback, Detector: v.Detector}
+			refuser = det
+		}
+	}
+	if refuser != nil && locate {
+		d.CallIndex = refusedAt(refuser, f)
+		if d.CallIndex < len(g.pre) {
+			d.CallID = g.pre[d.CallIndex].ID
 		}
 	}
 	d.Warnings = warnings
