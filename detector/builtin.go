@@ -111,7 +111,7 @@ func buildFinish(in Input) (guard.Detector, error) {
 				o.Terminal = r.stringList(path, m.val)
 				for i, t := range o.Terminal {
 					if finish.Normalize(t) == "" {
-						r.failf(path+"["+strconv.Itoa(i)+"]", "must not be empty")
+						r.failf(path+"["+strconv.Itoa(i)+"]", "must name a finish reason, not %q (empty, or no reason once normalised)", t)
 					}
 				}
 			case "otherPolicy":
@@ -123,8 +123,17 @@ func buildFinish(in Input) (guard.Detector, error) {
 						r.failf(path, "must be %q, %q or %q, not %q", finish.StopIfTextOnly, finish.Stop, finish.Continue, s)
 					}
 				}
+			case "stopWithToolCalls":
+				if s, ok := r.str(path, m.val); ok {
+					switch p := finish.Policy(s); p {
+					case finish.Stop, finish.Continue:
+						o.StopWithToolCalls = p
+					default:
+						r.failf(path, "must be %q or %q, not %q", finish.Continue, finish.Stop, s)
+					}
+				}
 			default:
-				r.unknown(keyFinish, m.key, []string{"otherPolicy", "terminal"})
+				r.unknown(keyFinish, m.key, []string{"otherPolicy", "stopWithToolCalls", "terminal"})
 			}
 		}
 	}
@@ -132,7 +141,8 @@ func buildFinish(in Input) (guard.Detector, error) {
 		return nil, err
 	}
 	d, err := finish.New(o)
-	return built(d, err, fields{"Terminal": keyFinish + ".terminal", "OtherPolicy": keyFinish + ".otherPolicy"})
+	return built(d, err, fields{"Terminal": keyFinish + ".terminal", "OtherPolicy": keyFinish + ".otherPolicy",
+		"StopWithToolCalls": keyFinish + ".stopWithToolCalls"})
 }
 
 // The budget's limits, by their names in the document.

@@ -201,6 +201,9 @@ func TestBuild(t *testing.T) {
 			with(map[string]guard.Detector{"finish": fin(finish.Options{Terminal: []string{}})}), nil},
 		{"finish policy stop", `{"finishReason": {"otherPolicy": "stop"}}`,
 			with(map[string]guard.Detector{"finish": fin(finish.Options{OtherPolicy: finish.Stop})}), nil},
+		{"finish reference reading", `{"finishReason": {"stopWithToolCalls": "stop"}}`,
+			with(map[string]guard.Detector{"finish": fin(finish.Options{StopWithToolCalls: finish.Stop})}), nil},
+		{"finish stopWithToolCalls continue is the default", `{"finishReason": {"stopWithToolCalls": "continue"}}`, with(nil), nil},
 		{"finish explicit defaults", `{"finishReason": {"terminal": ["stop", "length", "content-filter", "error"], "otherPolicy": "stop-if-text-only"}}`, with(nil), nil},
 		{"finish false", `{"finishReason": false}`, with(map[string]guard.Detector{"finish": off}), nil},
 
@@ -359,7 +362,9 @@ func TestBuildErrors(t *testing.T) {
 		{"finish policy in the wrong case", `{"finishReason": {"otherPolicy": "Stop"}}`, []problem{{"finish", "finishReason.otherPolicy", "must be"}}},
 		{"finish terminal string", `{"finishReason": {"terminal": "stop"}}`, []problem{{"finish", "finishReason.terminal", "must be an array of strings, not a string"}}},
 		{"finish terminal number entry", `{"finishReason": {"terminal": ["stop", 1]}}`, []problem{{"finish", "finishReason.terminal[1]", "must be a string, not a number"}}},
-		{"finish terminal blank entry", `{"finishReason": {"terminal": [" "]}}`, []problem{{"finish", "finishReason.terminal[0]", "must not be empty"}}},
+		{"finish terminal blank entry", `{"finishReason": {"terminal": [" "]}}`, []problem{{"finish", "finishReason.terminal[0]", `must name a finish reason, not " " (empty, or no reason once normalised)`}}},
+		{"finish terminal no reason", `{"finishReason": {"terminal": ["pause_turn"]}}`, []problem{{"finish", "finishReason.terminal[0]", `must name a finish reason, not "pause_turn" (empty, or no reason once normalised)`}}},
+		{"finish stopWithToolCalls", `{"finishReason": {"stopWithToolCalls": "stop-if-text-only"}}`, []problem{{"finish", "finishReason.stopWithToolCalls", `must be "continue" or "stop", not "stop-if-text-only"`}}},
 
 		// Every problem is reported, in a stable order.
 		{"several problems", `{"tools": {"b": {"maxCalls": -1, "x": 1}, "a": {"maxcalls": 1}}, "zzz": 1, "oscillation": {"repeats": 1, "maxPeriod": 0}, "maxSteps": 0}`,
