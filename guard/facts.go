@@ -26,6 +26,10 @@ type Facts struct {
 	// Calls are the step's tool calls, in order, ignored ones included
 	// (see Call.Ignored).
 	Calls []Call
+	// Refused are the calls of the step that the guard refused and that
+	// did not run (Step.Refused), with their keys and no outcome. Empty in
+	// preflight.
+	Refused []Call
 	// TextHash is the hash of the normalised text (lower-cased, runs of
 	// white space made one space, trimmed).
 	TextHash canonical.Sum
@@ -68,8 +72,18 @@ type Call struct {
 	Outcome canonical.Sum
 	// HasResult reports whether a result or an error was supplied.
 	HasResult bool
-	// Failed reports whether the call has an error.
+	// Failed reports whether the call failed: it has an error, or its
+	// result matches a FailWhen pattern of the guard's options.
 	Failed bool
+	// Failure is the signature of a failed call, zero for one that did not
+	// fail: a hash of the tool's name and the normalised text of its error
+	// and its result, so that a call that fails the same way with other
+	// arguments has the same Failure. The text is lower-cased; the strings
+	// of the call's arguments that it echoes (an old_str that "did not
+	// appear verbatim", a path that does not exist) are taken out; numbers
+	// (line and column positions), hex ids and temporary names become '#';
+	// white space is collapsed; at most 2048 bytes of each part count.
+	Failure canonical.Sum
 	// Ignored reports whether the tool is one the guard ignores
 	// ([Options.Ignore]): such a call is no pattern, no progress and no
 	// use of a cap.
@@ -315,6 +329,8 @@ const (
 	kindKey    = 'k'
 	kindResult = 'r'
 	kindError  = 'e'
+	// kindFailure is read by failureSum.
+	kindFailure = 'f'
 )
 
 // combine hashes a kind, a tool name and sums into one sum, using scratch.
@@ -345,6 +361,10 @@ func (g *Guard) callFacts(tc *ToolCall, withOutcome bool) Call {
 	case tc.Result != nil:
 		c.HasResult = true
 		g.scratch, c.Outcome = combine(g.scratch, kindResult, tc.Name, c.Args, canonical.Hash(tc.Result))
+		c.Failed = g.fails != nil && g.fails.fails(tc.Name, tc.Result)
+	}
+	if c.Failed {
+		c.Failure = g.failureSum(tc)
 	}
 	return c
 }

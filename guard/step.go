@@ -29,6 +29,11 @@ type Step struct {
 	// a tool result, such as a user's reply in a conversational agent.
 	// Non-empty Input counts as progress for the rules that look for it.
 	Input string
+	// Refused are calls the model asked for in this step that the guard
+	// refused; they did not run. A model that keeps asking for a refused
+	// call is stopped by the refusal rule. [Turn] fills it; a hand-written
+	// loop that preflights its calls puts the refused ones here.
+	Refused []ToolCall
 }
 
 // A ToolCall is one call of a tool: its name, its arguments and, once it has

@@ -181,7 +181,7 @@ func TestCheck(t *testing.T) {
 			want: cat(goOn(2), one(stop(3, 3, "sorry, could you rephrase that?"))),
 		},
 		{
-			name: "new input with another text starts a new count",
+			name:  "new input with another text starts a new count",
 			steps: []guard.Step{same, same, {Text: "Trying something else.", Input: "try harder"}, same, same, same},
 			want:  cat(goOn(5), one(stop(3, 3, "let me look again."))),
 		},

@@ -1,0 +1,350 @@
+// Package failure stops a run in which a tool keeps failing the same way
+// while the agent changes its arguments a little each time: an edit whose
+// old text "did not appear verbatim", a command with the same build error, a
+// syntax error whose line number moves.
+//
+// The consecutive rule of package repeat misses such loops, because the
+// arguments differ; the stall rule misses them too, because each new
+// argument makes a new outcome. This rule compares failures by their
+// signature (guard.Call.Failure): the tool's name and the normalised text of
+// the error and the result, with the strings of the arguments that it echoes
+// taken out, numbers and ids made '#'. What counts as a failure is decided by
+// the guard: a call with an error, or a result that matches a FailWhen
+// pattern of guard.Options (an MCP isError, a non-zero exit code, an
+// "ERROR:" prefix).
+//
+// The detector keeps the signatures of the last Options.Window calls,
+// across steps and in order (calls that did not fail hold a place, calls of
+// ignored tools are left out). It stops when a call's failure is the same
+// as Options.Threshold of the failures in the window, itself included: with
+// the defaults, the third same failure within the last 10 calls stops. Within
+// a step calls are judged one by one, and the first that reaches the
+// threshold is the one reported. It also catches short ping-pongs of calls
+// that each fail the same way (a b a b a), which end before the oscillation
+// rule's third cycle.
+//
+// A failure is known only once the call has run, so the rule judges nothing
+// in preflight.
+//
+// With Options.Warn, a step whose failure brings a count to one short of the
+// threshold (from a count of 2) carries a REPEATED_FAILURE_WARNING.
+package failure
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/loopguard/loopguard/canonical"
+	"github.com/loopguard/loopguard/feedback"
+	"github.com/loopguard/loopguard/guard"
+)
+
+// Name is the detector's name: the key of its state in snapshots.
+const Name = "failure"
+
+// Code is the code of the detector's stops, and WarningCode that of its
+// warnings.
+const (
+	Code        = feedback.CodeRepeatedFailure
+	WarningCode = feedback.CodeRepeatedFailureWarning
+)
+
+// ReasonRepeatedFailure is the reason of the detector's stops.
+const ReasonRepeatedFailure guard.Reason = "repeated-failure"
+
+// Priority is the detector's priority: right after the consecutive repeat
+// rule (guard.PriorityRepeat), which reports identical calls first.
+const Priority = guard.PriorityRepeat + 25
+
+// Defaults of the options, and the largest window.
+const (
+	DefaultThreshold = 3
+	DefaultWindow    = 10
+	// MaxWindow bounds the work per call, which scans the window.
+	MaxWindow = 256
+)
+
+// Options tune the detector. The zero value is the default: the third same
+// failure within the last 10 calls stops the run.
+type Options struct {
+	// Threshold is how many same failures within the window stop the
+	// run: 0 means DefaultThreshold; any other value must be from 2 to
+	// Window.
+	Threshold int `json:"threshold"`
+	// Window is how many of the newest calls are looked at: 0 means
+	// DefaultWindow, any other value must be from 2 to MaxWindow.
+	Window int `json:"window"`
+	// Warn adds a REPEATED_FAILURE_WARNING to a step whose failure brings
+	// a count to Threshold-1 (when that is at least 2).
+	Warn bool `json:"warn,omitempty"`
+}
+
+// Evidence is the evidence of a stop.
+type Evidence struct {
+	// Tool is the name of the failing tool.
+	Tool string `json:"tool"`
+	// Count is the number of same failures in the window, the reported
+	// call included.
+	Count int `json:"count"`
+	// Threshold is Options.Threshold.
+	Threshold int `json:"threshold"`
+	// Window is Options.Window.
+	Window int `json:"window"`
+	// StepIndexes are the 0-based indexes of the steps of those failures,
+	// oldest first (a step appears once per failing call).
+	StepIndexes []int `json:"stepIndexes"`
+	// ArgsPreview is a short preview of the last failing call's
+	// arguments.
+	ArgsPreview string `json:"argsPreview"`
+}
+
+// entry is one call in the window: its failure signature (zero when it did
+// not fail) and the index of its step.
+type entry struct {
+	failure canonical.Sum
+	step    int
+}
+
+// A Detector finds the same failure repeated among the newest calls.
+// Create it with New.
+type Detector struct {
+	opts Options
+
+	// ring holds the newest calls: ring[(start+i)%len(ring)] is the i-th
+	// oldest of the n held.
+	ring     []entry
+	start, n int
+
+	verdict guard.Verdict
+}
+
+var (
+	_ guard.Detector   = (*Detector)(nil)
+	_ guard.Summarizer = (*Detector)(nil)
+)
+
+// New returns a detector with these options, or an error (a
+// *guard.OptionError) for every invalid option.
+func New(o Options) (*Detector, error) {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &guard.OptionError{Detector: Name, Field: field, Err: fmt.Errorf(format, args...)})
+	}
+	if o.Window != 0 && (o.Window < 2 || o.Window > MaxWindow) {
+		bad("Window", "must be 0 (the default, %d) or from 2 to %d, not %d", DefaultWindow, MaxWindow, o.Window)
+	}
+	if o.Threshold != 0 && o.Threshold < 2 {
+		bad("Threshold", "must be 0 (the default, %d) or at least 2, not %d", DefaultThreshold, o.Threshold)
+	}
+	if len(errs) == 0 {
+		if o.Window == 0 {
+			o.Window = DefaultWindow
+		}
+		if o.Threshold == 0 {
+			o.Threshold = DefaultThreshold
+		}
+		if o.Threshold > o.Window {
+			bad("Threshold", "%d exceeds the window of %d calls", o.Threshold, o.Window)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return &Detector{opts: o, ring: make([]entry, o.Window)}, nil
+}
+
+// Name returns "failure".
+func (d *Detector) Name() string { return Name }
+
+// Priority returns Priority.
+func (d *Detector) Priority() int { return Priority }
+
+// Options returns the options with the defaults filled in.
+func (d *Detector) Options() any { return d.opts }
+
+// at returns the i-th oldest entry of the window.
+func (d *Detector) at(i int) entry { return d.ring[(d.start+i)%len(d.ring)] }
+
+// push adds an entry to the window, dropping the oldest when it is full.
+func (d *Detector) push(e entry) {
+	if d.n < len(d.ring) {
+		d.ring[(d.start+d.n)%len(d.ring)] = e
+		d.n++
+		return
+	}
+	d.ring[d.start] = e
+	d.start = (d.start + 1) % len(d.ring)
+}
+
+// count returns the number of entries with this failure.
+func (d *Detector) count(failure canonical.Sum) int {
+	n := 0
+	for i := 0; i < d.n; i++ {
+		if d.ring[i].failure == failure {
+			n++
+		}
+	}
+	return n
+}
+
+// Observe pushes the step's calls onto the window, judging the failed ones
+// one by one.
+func (d *Detector) Observe(f *guard.Facts) {
+	d.verdict = guard.Verdict{}
+	var warn *guard.Call
+	warnCount := 0
+	for i := range f.Calls {
+		c := &f.Calls[i]
+		if c.Ignored {
+			continue
+		}
+		if !c.Failed {
+			d.push(entry{step: f.Index})
+			continue
+		}
+		d.push(entry{failure: c.Failure, step: f.Index})
+		count := d.count(c.Failure)
+		switch {
+		case d.verdict.Stop:
+		case count >= d.opts.Threshold:
+			d.verdict = d.stop(c, count)
+		case d.opts.Warn && count == d.opts.Threshold-1 && count >= 2 && warn == nil:
+			warn, warnCount = c, count
+		}
+	}
+	if warn != nil && !d.verdict.Stop {
+		w := guard.Warning{
+			Code: WarningCode, Tool: warn.Tool, Value: float64(warnCount), Limit: float64(d.opts.Threshold),
+			Ratio: float64(warnCount) / float64(d.opts.Threshold),
+			Detail: fmt.Sprintf("tool %q failed the same way %d times within the last %d calls; one more stops the run (threshold %d)",
+				warn.Tool, warnCount, d.opts.Window, d.opts.Threshold),
+		}
+		w.Feedback = feedback.ForWarning(w)
+		d.verdict.Warnings = []guard.Warning{w}
+	}
+}
+
+// stop builds the stop verdict for call c with this count.
+func (d *Detector) stop(c *guard.Call, count int) guard.Verdict {
+	ev := Evidence{Tool: c.Tool, Count: count, Threshold: d.opts.Threshold, Window: d.opts.Window,
+		ArgsPreview: c.Preview()}
+	for i := 0; i < d.n; i++ {
+		if e := d.at(i); e.failure == c.Failure {
+			ev.StepIndexes = append(ev.StepIndexes, e.step)
+		}
+	}
+	v := guard.Verdict{
+		Stop:   true,
+		Reason: ReasonRepeatedFailure,
+		Code:   Code,
+		Detail: fmt.Sprintf("tool %q failed the same way %d times within the last %d calls, the last with arguments %s (threshold %d)",
+			ev.Tool, count, ev.Window, ev.ArgsPreview, ev.Threshold),
+		Evidence: ev,
+	}
+	v.Feedback = feedback.For(v, guard.PhaseCheck)
+	return v
+}
+
+// Verdict returns the stop (or warning) found by the last Observe, if any.
+func (d *Detector) Verdict() guard.Verdict { return d.verdict }
+
+// Preflight judges nothing: a failure is known only once the call has run.
+func (d *Detector) Preflight(*guard.Facts) guard.Verdict { return guard.Verdict{} }
+
+// Reset forgets the run.
+func (d *Detector) Reset() {
+	clear(d.ring)
+	d.start, d.n = 0, 0
+	d.verdict = guard.Verdict{}
+}
+
+// state is the JSON form of the detector's state: the calls in the window,
+// oldest first.
+type state struct {
+	// Failures are the calls' failure signatures; null for a call that
+	// did not fail.
+	Failures []*canonical.Sum `json:"failures"`
+	// Steps are the indexes of the calls' steps, in the same order.
+	Steps []int `json:"steps"`
+}
+
+// Snapshot returns the window as JSON, or null when it is empty. The state
+// holds no text, so redaction changes nothing.
+func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
+	if d.n == 0 {
+		return []byte("null"), nil
+	}
+	s := state{Failures: make([]*canonical.Sum, d.n), Steps: make([]int, d.n)}
+	for i := range d.n {
+		e := d.at(i)
+		if e.failure != (canonical.Sum{}) {
+			sum := e.failure
+			s.Failures[i] = &sum
+		}
+		s.Steps[i] = e.step
+	}
+	return json.Marshal(s)
+}
+
+// Restore replaces the state by one that Snapshot returned: at most Window
+// calls, as many step indexes as failures, indexes not negative and never
+// decreasing.
+func (d *Detector) Restore(data []byte) error {
+	var s *state
+	if err := json.Unmarshal(data, &s); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
+	if s == nil {
+		d.Reset()
+		return nil
+	}
+	switch {
+	case len(s.Failures) == 0:
+		return fmt.Errorf("%s: a state without calls (a fresh state is null)", Name)
+	case len(s.Failures) > d.opts.Window:
+		return fmt.Errorf("%s: %d calls in a window of %d", Name, len(s.Failures), d.opts.Window)
+	case len(s.Steps) != len(s.Failures):
+		return fmt.Errorf("%s: %d step indexes for %d calls", Name, len(s.Steps), len(s.Failures))
+	}
+	for i, step := range s.Steps {
+		if step < 0 || i > 0 && step < s.Steps[i-1] {
+			return fmt.Errorf("%s: step indexes must not be negative nor decrease (%v)", Name, s.Steps)
+		}
+		if f := s.Failures[i]; f != nil && *f == (canonical.Sum{}) {
+			return fmt.Errorf("%s: a zero failure signature", Name)
+		}
+	}
+	d.Reset()
+	for i, f := range s.Failures {
+		e := entry{step: s.Steps[i]}
+		if f != nil {
+			e.failure = *f
+		}
+		d.push(e)
+	}
+	return nil
+}
+
+// Summary describes the window.
+type Summary struct {
+	// Calls is the number of calls in the window.
+	Calls int `json:"calls"`
+	// Failures is the number of those that failed.
+	Failures int `json:"failures"`
+	// MaxCount is the most times one failure appears in it.
+	MaxCount int `json:"maxCount"`
+}
+
+// Summary returns the window's size, its failures and the count of its most
+// repeated failure (a Summary).
+func (d *Detector) Summary() any {
+	s := Summary{Calls: d.n}
+	for i := 0; i < d.n; i++ {
+		if f := d.ring[i].failure; f != (canonical.Sum{}) {
+			s.Failures++
+			s.MaxCount = max(s.MaxCount, d.count(f))
+		}
+	}
+	return s
+}
