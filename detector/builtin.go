@@ -7,9 +7,11 @@ import (
 	"strings"
 
 	"github.com/loopguard/loopguard/detector/budget"
+	"github.com/loopguard/loopguard/detector/failure"
 	"github.com/loopguard/loopguard/detector/finish"
 	"github.com/loopguard/loopguard/detector/noprogress"
 	"github.com/loopguard/loopguard/detector/oscillation"
+	"github.com/loopguard/loopguard/detector/refusal"
 	"github.com/loopguard/loopguard/detector/repeat"
 	"github.com/loopguard/loopguard/detector/stall"
 	"github.com/loopguard/loopguard/detector/toollimit"
@@ -28,6 +30,8 @@ const (
 	keyToolLimit   = "toolLimit"
 	keyWindow      = "window"
 	keyStall       = "stall"
+	keyFailure     = "repeatedFailure"
+	keyRefusal     = "repeatedRefusal"
 
 	fieldMaxCalls        = "maxCalls"
 	fieldRepeatThreshold = "repeatThreshold"
@@ -49,7 +53,9 @@ func builtins() []builtin {
 		{finish.Name, Entry{Keys: []string{keyFinish}, Default: true, Build: buildFinish}},
 		{budget.Name, Entry{Keys: []string{keyMaxSteps, keyBudget}, Default: true, Build: buildBudget}},
 		{toollimit.Name, Entry{Keys: []string{keyToolLimit}, ToolFields: []string{fieldMaxCalls}, Build: buildToolLimit}},
+		{refusal.Name, Entry{Keys: []string{keyRefusal}, Default: true, Build: buildRefusal}},
 		{repeat.Name, Entry{Keys: []string{keyRepeat}, ToolFields: []string{fieldRepeatThreshold, fieldPolling}, Default: true, Build: buildRepeat}},
+		{failure.Name, Entry{Keys: []string{keyFailure}, Build: buildFailure}},
 		{window.Name, Entry{Keys: []string{keyWindow}, Build: buildWindow}},
 		{oscillation.Name, Entry{Keys: []string{keyOscillation}, Default: true, Build: buildOscillation}},
 		{noprogress.Name, Entry{Keys: []string{keyNoProgress}, Default: true, Build: buildNoProgress}},
@@ -432,15 +438,81 @@ func buildWindow(in Input) (guard.Detector, error) {
 			o.Threshold = r.integer(path, m.val, 2)
 		case fieldWarn:
 			o.Warn = r.boolean(path, m.val)
+		case "compare":
+			if s, ok := r.str(path, m.val); ok {
+				switch s {
+				case window.CompareOutcome, window.CompareCall:
+					o.Compare = s
+				default:
+					r.failf(path, "must be %q or %q, not %q", window.CompareOutcome, window.CompareCall, s)
+				}
+			}
 		default:
-			r.unknown(keyWindow, m.key, []string{"threshold", fieldWarn, "window"})
+			r.unknown(keyWindow, m.key, []string{"compare", "threshold", fieldWarn, "window"})
 		}
 	}
 	if err := r.err(); err != nil || !on {
 		return nil, err
 	}
 	d, err := window.New(o)
-	return built(d, err, fields{"Window": keyWindow + ".window", "Threshold": keyWindow + ".threshold", "Warn": keyWindow + ".warn"})
+	return built(d, err, fields{"Window": keyWindow + ".window", "Threshold": keyWindow + ".threshold", "Warn": keyWindow + ".warn",
+		"Compare": keyWindow + ".compare"})
+}
+
+// buildFailure builds the repeated-failure rule: true for its defaults, or
+// {"threshold": N, "window": M, "warn": b}.
+func buildFailure(in Input) (guard.Detector, error) {
+	r := &reader{det: failure.Name}
+	var o failure.Options
+	ms, on := r.section(keyFailure, in.Values[keyFailure])
+	for _, m := range ms {
+		path := join(keyFailure, m.key)
+		switch m.key {
+		case "window":
+			if o.Window = r.integer(path, m.val, 2); o.Window > failure.MaxWindow {
+				r.failf(path, "must be at most %d, not %d", failure.MaxWindow, o.Window)
+			}
+		case "threshold":
+			o.Threshold = r.integer(path, m.val, 2)
+		case fieldWarn:
+			o.Warn = r.boolean(path, m.val)
+		default:
+			r.unknown(keyFailure, m.key, []string{"threshold", fieldWarn, "window"})
+		}
+	}
+	if err := r.err(); err != nil || !on {
+		return nil, err
+	}
+	d, err := failure.New(o)
+	return built(d, err, fields{"Window": keyFailure + ".window", "Threshold": keyFailure + ".threshold", "Warn": keyFailure + ".warn"})
+}
+
+// buildRefusal builds the repeated-refusal rule: absent or true for its
+// defaults, {"threshold": N, "warn": b}, or false.
+func buildRefusal(in Input) (guard.Detector, error) {
+	r := &reader{det: refusal.Name}
+	var o refusal.Options
+	on := true
+	if raw, present := in.Values[keyRefusal]; present {
+		var ms []member
+		ms, on = r.section(keyRefusal, raw)
+		for _, m := range ms {
+			path := join(keyRefusal, m.key)
+			switch m.key {
+			case "threshold":
+				o.Threshold = r.integer(path, m.val, 2)
+			case fieldWarn:
+				o.Warn = r.boolean(path, m.val)
+			default:
+				r.unknown(keyRefusal, m.key, []string{"threshold", fieldWarn})
+			}
+		}
+	}
+	if err := r.err(); err != nil || !on {
+		return nil, err
+	}
+	d, err := refusal.New(o)
+	return built(d, err, fields{"Threshold": keyRefusal + ".threshold", "Warn": keyRefusal + ".warn"})
 }
 
 // buildStall builds the stall rule, which is off unless "stall" is present:

@@ -44,6 +44,7 @@ import (
 	"github.com/loopguard/loopguard/detector/finish"
 	"github.com/loopguard/loopguard/detector/noprogress"
 	"github.com/loopguard/loopguard/detector/oscillation"
+	"github.com/loopguard/loopguard/detector/refusal"
 	"github.com/loopguard/loopguard/detector/repeat"
 	"github.com/loopguard/loopguard/guard"
 
@@ -65,11 +66,12 @@ func Defaults() []guard.Detector {
 	rep, err3 := repeat.New(repeat.Options{})
 	osc, err4 := oscillation.New(oscillation.Options{})
 	nop, err5 := noprogress.New(noprogress.Options{})
-	for _, err := range []error{err1, err2, err3, err4, err5} {
+	ref, err6 := refusal.New(refusal.Options{})
+	for _, err := range []error{err1, err2, err3, err4, err5, err6} {
 		if err != nil {
 			// The defaults are constants: this is a bug, never bad data.
 			panic(fmt.Sprintf("detector: the default options are invalid: %v", err))
 		}
 	}
-	return []guard.Detector{fin, bud, rep, osc, nop}
+	return []guard.Detector{fin, bud, ref, rep, osc, nop}
 }
