@@ -14,6 +14,7 @@ import (
 	"github.com/loopguard/loopguard/detector/refusal"
 	"github.com/loopguard/loopguard/detector/repeat"
 	"github.com/loopguard/loopguard/detector/stall"
+	"github.com/loopguard/loopguard/detector/text"
 	"github.com/loopguard/loopguard/detector/toollimit"
 	"github.com/loopguard/loopguard/detector/window"
 	"github.com/loopguard/loopguard/guard"
@@ -32,6 +33,7 @@ const (
 	keyStall       = "stall"
 	keyFailure     = "repeatedFailure"
 	keyRefusal     = "repeatedRefusal"
+	keyText        = "repeatedText"
 
 	fieldMaxCalls        = "maxCalls"
 	fieldRepeatThreshold = "repeatThreshold"
@@ -59,6 +61,7 @@ func builtins() []builtin {
 		{window.Name, Entry{Keys: []string{keyWindow}, Build: buildWindow}},
 		{oscillation.Name, Entry{Keys: []string{keyOscillation}, Default: true, Build: buildOscillation}},
 		{noprogress.Name, Entry{Keys: []string{keyNoProgress}, Default: true, Build: buildNoProgress}},
+		{text.Name, Entry{Keys: []string{keyText}, Build: buildText}},
 		{stall.Name, Entry{Keys: []string{keyStall}, Build: buildStall}},
 	}
 }
@@ -485,6 +488,34 @@ func buildFailure(in Input) (guard.Detector, error) {
 	}
 	d, err := failure.New(o)
 	return built(d, err, fields{"Window": keyFailure + ".window", "Threshold": keyFailure + ".threshold", "Warn": keyFailure + ".warn"})
+}
+
+// buildText builds the repeated-text rule: true for its defaults, or
+// {"threshold": N, "window": M, "warn": b}.
+func buildText(in Input) (guard.Detector, error) {
+	r := &reader{det: text.Name}
+	var o text.Options
+	ms, on := r.section(keyText, in.Values[keyText])
+	for _, m := range ms {
+		path := join(keyText, m.key)
+		switch m.key {
+		case "window":
+			if o.Window = r.integer(path, m.val, 2); o.Window > text.MaxWindow {
+				r.failf(path, "must be at most %d, not %d", text.MaxWindow, o.Window)
+			}
+		case "threshold":
+			o.Threshold = r.integer(path, m.val, 2)
+		case fieldWarn:
+			o.Warn = r.boolean(path, m.val)
+		default:
+			r.unknown(keyText, m.key, []string{"threshold", fieldWarn, "window"})
+		}
+	}
+	if err := r.err(); err != nil || !on {
+		return nil, err
+	}
+	d, err := text.New(o)
+	return built(d, err, fields{"Window": keyText + ".window", "Threshold": keyText + ".threshold", "Warn": keyText + ".warn"})
 }
 
 // buildRefusal builds the repeated-refusal rule: absent or true for its

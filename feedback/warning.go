@@ -42,6 +42,9 @@ const (
 	// refused stops the run. Tool is the tool, Value the refusals, Limit
 	// the threshold.
 	CodeRepeatedRefusalWarning = "REPEATED_REFUSAL_WARNING"
+	// CodeRepeatedTextWarning: saying the same thing once more stops the
+	// run. Value and Limit count steps.
+	CodeRepeatedTextWarning = "REPEATED_TEXT_WARNING"
 )
 
 // The codes of the stops of the rules beyond the reference.
@@ -58,6 +61,9 @@ const (
 	// asking for a call that was refused (evidence: tool, count,
 	// threshold).
 	CodeRepeatedRefusal = "REPEATED_REFUSAL"
+	// CodeRepeatedText is the repeated-text rule's stop: the model wrote
+	// the same text again and again (evidence: count, threshold, window).
+	CodeRepeatedText = "REPEATED_TEXT"
 )
 
 // ForWarning returns the model-facing text of an early warning, or "" for a
@@ -84,6 +90,8 @@ func ForWarning(w guard.Warning) string {
 		return fmt.Sprintf("Your calls to %s have failed %s the same way, although the arguments changed. Another call that fails like this will stop this run: read the error, then try a different approach or answer with what you know.", ToolName(w.Tool), times(w.Value))
 	case CodeRepeatedRefusalWarning:
 		return fmt.Sprintf("You have asked %s for a call to %s that is not allowed to run. It will not be run; asking for it again will stop this run. Use another approach or answer with what you have.", times(w.Value), ToolName(w.Tool))
+	case CodeRepeatedTextWarning:
+		return fmt.Sprintf("You have written the same message %s among your recent turns. Writing it once more will stop this run: say something new, try a different approach, or give your final answer.", times(w.Value))
 	case CodeToolCallCapWarning:
 		return fmt.Sprintf("You have now called %s %s, as often as this run allows. Another call to it will stop this run: use another tool or answer with what you have.", ToolName(w.Tool), times(w.Value))
 	case CodeBudgetWarning:
