@@ -32,7 +32,8 @@ var auditCommand = &command{
 }
 
 const auditUsage = `Usage: loopguard audit [--config FILE] [--preset text-actions] [--input FORMAT]
-                       [--format text|json] [--fail-on fault|any|never] PATH...
+                       [--format text|json] [--fail-on fault|any|never]
+                       [--labels MANIFEST.json] PATH...
 
 Audit replays each run in PATH through a fresh guard built from the options in
 FILE (the default set when there is none) and reports, per run, its steps,
@@ -79,8 +80,8 @@ var presets = map[string]struct{ key, value string }{
 }
 
 type auditFlags struct {
-	fs                                    *flag.FlagSet
-	config, preset, input, format, failOn *string
+	fs                                            *flag.FlagSet
+	config, preset, input, format, failOn, labels *string
 }
 
 func newAuditFlags(out io.Writer) *auditFlags {
@@ -93,10 +94,12 @@ func newAuditFlags(out io.Writer) *auditFlags {
 		input:  fs.String("input", "auto", "input `format`: auto, steps, openai or anthropic"),
 		format: fs.String("format", "text", "output `format`: text or json"),
 		failOn: fs.String("fail-on", "fault", "exit 1 when a run stops on a `fault`, on any stop (any), or never"),
+		labels: fs.String("labels", "", "score the runs against the labels in `MANIFEST.json` (see below)"),
 	}
 	fs.Usage = func() {
 		io.WriteString(fs.Output(), auditUsage)
 		fs.PrintDefaults()
+		io.WriteString(fs.Output(), labelsUsage)
 	}
 	return f
 }
@@ -163,7 +166,7 @@ func runAudit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	flags := newAuditFlags(stderr)
 	usageErr := func(format string, args ...any) int {
 		fmt.Fprintf(stderr, "loopguard audit: "+format+"\n", args...)
-		fmt.Fprintln(stderr, `usage: loopguard audit [--config FILE] [--preset text-actions] [--input FORMAT] [--format text|json] [--fail-on fault|any|never] PATH...`)
+		fmt.Fprintln(stderr, `usage: loopguard audit [--config FILE] [--preset text-actions] [--input FORMAT] [--format text|json] [--fail-on fault|any|never] [--labels MANIFEST.json] PATH...`)
 		return exitUsage
 	}
 	paths, err := parseFlags(flags.fs, args)
@@ -202,6 +205,10 @@ func runAudit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return usageErr("--preset %s: %v", *flags.preset, err)
 		}
 	}
+	labels, err := loadLabels(*flags.labels)
+	if err != nil {
+		return usageErr("--labels: %v", err)
+	}
 
 	if os.Getenv("GOGC") == "" {
 		// An audit makes much short-lived garbage (each run's steps) and
@@ -211,7 +218,7 @@ func runAudit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	a := &auditor{conf: conf, input: input, stdin: stdin}
 	jobs, status := a.collect(paths, stderr)
-	w := newReportWriter(stdout, *flags.format)
+	w := newAuditOutput(stdout, stderr, *flags.format, labels)
 	var sum summary
 	sum.Kind, sum.ByReason = "summary", map[string]int{}
 	prog := newProgress(stderr, len(jobs))
