@@ -224,8 +224,9 @@ func marshalSafe(v any) (b []byte, err error) {
 }
 
 // appendFailureText appends the normalised form of a failure's text to dst:
-// the arguments' strings it echoes taken out, lower-cased, numbers, hex ids
-// and temporary names made '#', runs of white space made one space. At most
+// the arguments' strings it echoes taken out (a run of them, separated only
+// by white space, counts as one), lower-cased, numbers, hex ids and
+// temporary names made '#', runs of white space made one space. At most
 // failureReadMax bytes of s are read and failureTextMax written.
 func appendFailureText(dst []byte, s string, echoes []string) []byte {
 	if len(s) > failureReadMax {
@@ -256,6 +257,13 @@ func appendFailureText(dst []byte, s string, echoes []string) []byte {
 			space = false
 			dst = appendToken(dst, s[i:j])
 			i = j
+			continue
+		}
+		if c == 0 && len(dst) > start && dst[len(dst)-1] == 0 {
+			// Runs of echoed strings (the lines of one argument) read
+			// as one, however many lines the argument had.
+			space = false
+			i++
 			continue
 		}
 		if space && len(dst) > start {

@@ -13,13 +13,15 @@
 // pattern of guard.Options (an MCP isError, a non-zero exit code, an
 // "ERROR:" prefix).
 //
-// The detector keeps the signatures of the last Options.Window calls,
-// across steps and in order (calls that did not fail hold a place, calls of
-// ignored tools are left out). It stops when a call's failure is the same
-// as Options.Threshold of the failures in the window, itself included: with
-// the defaults, the third same failure within the last 10 calls stops. Within
-// a step calls are judged one by one, and the first that reaches the
-// threshold is the one reported. It also catches short ping-pongs of calls
+// The detector keeps the last Options.Window calls, across steps and in order
+// (calls of ignored tools are left out). It counts the steps in the window in
+// which a tool failed the same way since that tool last succeeded: a success
+// of the tool ends the streak (the agent is getting somewhere with it), calls
+// of other tools do not, and several calls of one step that fail the same way
+// count once (a harness that reports one outcome for a batch of edits). The
+// run stops when a count reaches Options.Threshold: with the defaults, the
+// third same failure within the last 10 calls. Within a step calls are judged
+// one by one, and the first that reaches the threshold is the one reported. It also catches short ping-pongs of calls
 // that each fail the same way (a b a b a), which end before the oscillation
 // rule's third cycle.
 //
@@ -34,6 +36,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/loopguard/loopguard/canonical"
 	"github.com/loopguard/loopguard/feedback"
@@ -68,9 +71,9 @@ const (
 // Options tune the detector. The zero value is the default: the third same
 // failure within the last 10 calls stops the run.
 type Options struct {
-	// Threshold is how many same failures within the window stop the
-	// run: 0 means DefaultThreshold; any other value must be from 2 to
-	// Window.
+	// Threshold is how many steps with the same failure of a tool,
+	// within the window and since the tool last succeeded, stop the run: 0
+	// means DefaultThreshold; any other value must be from 2 to Window.
 	Threshold int `json:"threshold"`
 	// Window is how many of the newest calls are looked at: 0 means
 	// DefaultWindow, any other value must be from 2 to MaxWindow.
@@ -84,24 +87,24 @@ type Options struct {
 type Evidence struct {
 	// Tool is the name of the failing tool.
 	Tool string `json:"tool"`
-	// Count is the number of same failures in the window, the reported
-	// call included.
+	// Count is the number of steps in the window in which the tool failed
+	// the same way since it last succeeded, the reported call's included.
 	Count int `json:"count"`
 	// Threshold is Options.Threshold.
 	Threshold int `json:"threshold"`
 	// Window is Options.Window.
 	Window int `json:"window"`
-	// StepIndexes are the 0-based indexes of the steps of those failures,
-	// oldest first (a step appears once per failing call).
+	// StepIndexes are the 0-based indexes of those steps, oldest first.
 	StepIndexes []int `json:"stepIndexes"`
 	// ArgsPreview is a short preview of the last failing call's
 	// arguments.
 	ArgsPreview string `json:"argsPreview"`
 }
 
-// entry is one call in the window: its failure signature (zero when it did
-// not fail) and the index of its step.
+// entry is one call in the window: its tool (a hash of the name), its
+// failure signature (zero when it did not fail) and the index of its step.
 type entry struct {
+	tool    canonical.Sum
 	failure canonical.Sum
 	step    int
 }
@@ -177,12 +180,38 @@ func (d *Detector) push(e entry) {
 	d.start = (d.start + 1) % len(d.ring)
 }
 
-// count returns the number of entries with this failure.
-func (d *Detector) count(failure canonical.Sum) int {
-	n := 0
-	for i := 0; i < d.n; i++ {
-		if d.ring[i].failure == failure {
-			n++
+// counted returns the indexes of the steps, oldest first, that count for a
+// failure of a tool: the steps in the window with that failure of that tool
+// since the tool last succeeded. The newest entries are read first, a
+// success of the tool ends the count, and a step with several calls that
+// fail the same way counts once.
+func (d *Detector) counted(tool, failure canonical.Sum) []int {
+	var steps []int
+	for i := d.n - 1; i >= 0; i-- {
+		e := d.at(i)
+		switch {
+		case e.tool != tool:
+		case e.failure == (canonical.Sum{}):
+			i = 0 // the tool succeeded: older failures do not count
+		case e.failure == failure && (len(steps) == 0 || steps[len(steps)-1] != e.step):
+			steps = append(steps, e.step)
+		}
+	}
+	slices.Reverse(steps)
+	return steps
+}
+
+// count returns len(d.counted(tool, failure)) without allocating.
+func (d *Detector) count(tool, failure canonical.Sum) int {
+	n, last := 0, -1
+	for i := d.n - 1; i >= 0; i-- {
+		e := d.at(i)
+		switch {
+		case e.tool != tool:
+		case e.failure == (canonical.Sum{}):
+			return n
+		case e.failure == failure && e.step != last:
+			n, last = n+1, e.step
 		}
 	}
 	return n
@@ -199,16 +228,17 @@ func (d *Detector) Observe(f *guard.Facts) {
 		if c.Ignored {
 			continue
 		}
+		tool := canonical.HashString(c.Tool)
 		if !c.Failed {
-			d.push(entry{step: f.Index})
+			d.push(entry{tool: tool, step: f.Index})
 			continue
 		}
-		d.push(entry{failure: c.Failure, step: f.Index})
-		count := d.count(c.Failure)
+		d.push(entry{tool: tool, failure: c.Failure, step: f.Index})
+		count := d.count(tool, c.Failure)
 		switch {
 		case d.verdict.Stop:
 		case count >= d.opts.Threshold:
-			d.verdict = d.stop(c, count)
+			d.verdict = d.stop(c, tool, count)
 		case d.opts.Warn && count == d.opts.Threshold-1 && count >= 2 && warn == nil:
 			warn, warnCount = c, count
 		}
@@ -226,14 +256,9 @@ func (d *Detector) Observe(f *guard.Facts) {
 }
 
 // stop builds the stop verdict for call c with this count.
-func (d *Detector) stop(c *guard.Call, count int) guard.Verdict {
+func (d *Detector) stop(c *guard.Call, tool canonical.Sum, count int) guard.Verdict {
 	ev := Evidence{Tool: c.Tool, Count: count, Threshold: d.opts.Threshold, Window: d.opts.Window,
-		ArgsPreview: c.Preview()}
-	for i := 0; i < d.n; i++ {
-		if e := d.at(i); e.failure == c.Failure {
-			ev.StepIndexes = append(ev.StepIndexes, e.step)
-		}
-	}
+		ArgsPreview: c.Preview(), StepIndexes: d.counted(tool, c.Failure)}
 	v := guard.Verdict{
 		Stop:   true,
 		Reason: ReasonRepeatedFailure,
@@ -262,6 +287,8 @@ func (d *Detector) Reset() {
 // state is the JSON form of the detector's state: the calls in the window,
 // oldest first.
 type state struct {
+	// Tools are hashes of the calls' tool names.
+	Tools []canonical.Sum `json:"tools"`
 	// Failures are the calls' failure signatures; null for a call that
 	// did not fail.
 	Failures []*canonical.Sum `json:"failures"`
@@ -275,9 +302,10 @@ func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 	if d.n == 0 {
 		return []byte("null"), nil
 	}
-	s := state{Failures: make([]*canonical.Sum, d.n), Steps: make([]int, d.n)}
+	s := state{Tools: make([]canonical.Sum, d.n), Failures: make([]*canonical.Sum, d.n), Steps: make([]int, d.n)}
 	for i := range d.n {
 		e := d.at(i)
+		s.Tools[i] = e.tool
 		if e.failure != (canonical.Sum{}) {
 			sum := e.failure
 			s.Failures[i] = &sum
@@ -288,8 +316,8 @@ func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 }
 
 // Restore replaces the state by one that Snapshot returned: at most Window
-// calls, as many step indexes as failures, indexes not negative and never
-// decreasing.
+// calls, as many tools and step indexes as failures, indexes not negative
+// and never decreasing.
 func (d *Detector) Restore(data []byte) error {
 	var s *state
 	if err := json.Unmarshal(data, &s); err != nil {
@@ -304,8 +332,8 @@ func (d *Detector) Restore(data []byte) error {
 		return fmt.Errorf("%s: a state without calls (a fresh state is null)", Name)
 	case len(s.Failures) > d.opts.Window:
 		return fmt.Errorf("%s: %d calls in a window of %d", Name, len(s.Failures), d.opts.Window)
-	case len(s.Steps) != len(s.Failures):
-		return fmt.Errorf("%s: %d step indexes for %d calls", Name, len(s.Steps), len(s.Failures))
+	case len(s.Steps) != len(s.Failures) || len(s.Tools) != len(s.Failures):
+		return fmt.Errorf("%s: %d tools and %d step indexes for %d calls", Name, len(s.Tools), len(s.Steps), len(s.Failures))
 	}
 	for i, step := range s.Steps {
 		if step < 0 || i > 0 && step < s.Steps[i-1] {
@@ -317,7 +345,7 @@ func (d *Detector) Restore(data []byte) error {
 	}
 	d.Reset()
 	for i, f := range s.Failures {
-		e := entry{step: s.Steps[i]}
+		e := entry{tool: s.Tools[i], step: s.Steps[i]}
 		if f != nil {
 			e.failure = *f
 		}
@@ -332,7 +360,7 @@ type Summary struct {
 	Calls int `json:"calls"`
 	// Failures is the number of those that failed.
 	Failures int `json:"failures"`
-	// MaxCount is the most times one failure appears in it.
+	// MaxCount is the highest count of one failure (see Options).
 	MaxCount int `json:"maxCount"`
 }
 
@@ -341,9 +369,9 @@ type Summary struct {
 func (d *Detector) Summary() any {
 	s := Summary{Calls: d.n}
 	for i := 0; i < d.n; i++ {
-		if f := d.ring[i].failure; f != (canonical.Sum{}) {
+		if e := d.ring[i]; e.failure != (canonical.Sum{}) {
 			s.Failures++
-			s.MaxCount = max(s.MaxCount, d.count(f))
+			s.MaxCount = max(s.MaxCount, d.count(e.tool, e.failure))
 		}
 	}
 	return s

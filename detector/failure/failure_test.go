@@ -125,6 +125,24 @@ func TestCheck(t *testing.T) {
 			want: []string{"", "", "", "", "", "", "", "", "", stop3},
 		},
 		{
+			name: "a success of the same tool ends the streak",
+			steps: steps(edit("a1"), edit("a2"),
+				guard.ToolCall{Name: "str_replace", Args: map[string]string{"old_str": "x"}, Result: "ok"}, edit("a3"), edit("a4")),
+			want: []string{"", "", "", "", ""},
+		},
+		{
+			name: "a success of another tool does not",
+			steps: steps(edit("a1"), edit("a2"),
+				guard.ToolCall{Name: "bash", Args: map[string]string{"command": "ls"}, Result: "ok"}, edit("a3")),
+			want: []string{"", "", "", stop3},
+		},
+		{
+			name: "calls of one step that fail the same way count once",
+			steps: []guard.Step{{ToolCalls: []guard.ToolCall{edit("a1"), edit("a2"), edit("a3")}},
+				{ToolCalls: []guard.ToolCall{edit("a4")}}, {ToolCalls: []guard.ToolCall{edit("a5")}}},
+			want: []string{"", "", stop3},
+		},
+		{
 			name:  "other failures do not add up",
 			steps: steps(edit("a1"), build("", 1), edit("a2"), build("", 2), ok("r", "1")),
 			want:  []string{"", "", "", "", ""},
@@ -185,9 +203,10 @@ func TestCheck(t *testing.T) {
 func TestWithinAStep(t *testing.T) {
 	g := newGuard(t, failure.Options{}, guard.Options{})
 	g.Check(guard.Step{ToolCalls: []guard.ToolCall{edit("a1")}})
-	v := g.Check(guard.Step{ToolCalls: []guard.ToolCall{ok("r", "1"), edit("a2"), edit("a3"), edit("a4")}})
+	g.Check(guard.Step{ToolCalls: []guard.ToolCall{ok("r", "1"), edit("a2")}})
+	v := g.Check(guard.Step{ToolCalls: []guard.ToolCall{edit("a3"), build("", 1), edit("a4")}})
 	want := guard.Verdict{Stop: true, Reason: failure.ReasonRepeatedFailure, Code: failure.Code, Detector: failure.Name,
-		Evidence: failure.Evidence{Tool: "str_replace", Count: 3, Threshold: 3, Window: 10, StepIndexes: []int{0, 1, 1},
+		Evidence: failure.Evidence{Tool: "str_replace", Count: 3, Threshold: 3, Window: 10, StepIndexes: []int{0, 1, 2},
 			ArgsPreview: `{"new_str":"pass","old_str":"a3","path":"/repo/app.py"}`}}
 	want.Feedback = feedback.For(want, guard.PhaseCheck)
 	if diff := cmp.Diff(want, v, cmpopts.IgnoreFields(guard.Verdict{}, "Detail")); diff != "" {
@@ -300,6 +319,8 @@ func TestRestoreRejects(t *testing.T) {
 	for _, s := range []string{
 		``, `[]`, `{`, `{"failures":[]}`, `{}`, `{"failures":null,"steps":[]}`,
 		`{"failures":[` + k + `],"steps":[]}`,
+		`{"failures":[` + k + `],"steps":[0]}`, // no tools
+		`{"tools":[],"failures":[` + k + `],"steps":[0]}`,
 		`{"failures":[` + k + `,null],"steps":[2,1]}`,
 		`{"failures":[` + k + `],"steps":[-1]}`,
 		`{"failures":["00000000000000000000000000000000"],"steps":[0]}`,
@@ -316,7 +337,8 @@ func TestRestoreRejects(t *testing.T) {
 			t.Errorf("after Restore(%s) failed, the state was lost", s)
 		}
 	}
-	for _, s := range []string{`{"failures":[` + k + `],"steps":[0]}`, `{"failures":[null,` + k + `,null],"steps":[0,0,3]}`} {
+	for _, s := range []string{`{"tools":[` + k + `],"failures":[` + k + `],"steps":[0]}`,
+		`{"tools":[` + k + `,` + k + `,` + k + `],"failures":[null,` + k + `,null],"steps":[0,0,3]}`} {
 		d := newDetector(t, failure.Options{Window: 3, Threshold: 2})
 		if err := d.Restore([]byte(s)); err != nil {
 			t.Errorf("Restore(%s): %v", s, err)
