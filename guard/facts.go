@@ -92,6 +92,25 @@ type Call struct {
 	raw     *ToolCall
 	preview string
 	hasPrev bool
+	op      string
+	hasOp   bool
+}
+
+// Op returns the operation a multi-purpose tool was asked for: the value of
+// its top-level "command" or "action" argument when that is a short word
+// (1 to 32 ASCII letters, digits, '_' or '-'), and "" otherwise. Editors
+// (view, create, str_replace), browsers (click, scroll) and computer-use
+// tools put their operation there; a shell tool's "command" is a command
+// line, never a word, so it has none. The arguments are read on the first
+// call, and only then.
+func (c *Call) Op() string {
+	if !c.hasOp {
+		c.hasOp = true
+		if c.raw != nil {
+			c.op = opOf(c.raw.Args)
+		}
+	}
+	return c.op
 }
 
 // Preview returns at most PreviewLen characters of the canonical arguments,

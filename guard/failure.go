@@ -348,3 +348,60 @@ func isHexID(t string) bool {
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
+
+// opOf returns the operation named by the top-level "command" or "action"
+// field of a call's arguments, if it is a short word (see [Call.Op]).
+func opOf(args any) (op string) {
+	defer func() {
+		if recover() != nil {
+			op = ""
+		}
+	}()
+	var fields struct {
+		Command json.RawMessage `json:"command"`
+		Action  json.RawMessage `json:"action"`
+	}
+	switch a := args.(type) {
+	case nil:
+		return ""
+	case json.RawMessage:
+		if json.Unmarshal(a, &fields) != nil {
+			return ""
+		}
+	case map[string]any:
+		return word(a["command"], a["action"])
+	case map[string]string:
+		return word(a["command"], a["action"])
+	default:
+		raw, err := json.Marshal(a)
+		if err != nil || json.Unmarshal(raw, &fields) != nil {
+			return ""
+		}
+	}
+	var cmd, act string
+	_ = json.Unmarshal(fields.Command, &cmd)
+	_ = json.Unmarshal(fields.Action, &act)
+	return word(cmd, act)
+}
+
+// word returns the first of vs that is a string of 1 to 32 ASCII letters,
+// digits, '_' or '-', or "".
+func word(vs ...any) string {
+	for _, v := range vs {
+		s, ok := v.(string)
+		if !ok || len(s) == 0 || len(s) > 32 {
+			continue
+		}
+		okWord := true
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; !isAlnum(c) && c != '_' && c != '-' {
+				okWord = false
+				break
+			}
+		}
+		if okWord {
+			return s
+		}
+	}
+	return ""
+}

@@ -15,9 +15,11 @@
 //
 // The detector keeps the last Options.Window calls, across steps and in order
 // (calls of ignored tools are left out). It counts the steps in the window in
-// which a tool failed the same way since that tool last succeeded: a success
-// of the tool ends the streak (the agent is getting somewhere with it), calls
-// of other tools do not, and several calls of one step that fail the same way
+// which a tool failed the same way since that tool last succeeded at the same
+// operation: a success ends the streak (the agent is getting somewhere),
+// while calls of other tools, and successes of another operation of a
+// multi-purpose tool (an editor's view between two failed str_replace
+// calls; see guard.Call.Op), do not, and several calls of one step that fail the same way
 // count once (a harness that reports one outcome for a batch of edits). The
 // run stops when a count reaches Options.Threshold: with the defaults, the
 // third same failure within the last 10 calls. Within a step calls are judged
@@ -102,11 +104,17 @@ type Evidence struct {
 }
 
 // entry is one call in the window: its tool (a hash of the name), its
-// failure signature (zero when it did not fail) and the index of its step.
+// operation (a hash of the tool's name and guard.Call.Op; zero for a
+// success that nothing before it could be a streak of), its failure
+// signature (zero when it did not fail) and the index of its step.
 type entry struct {
-	tool    canonical.Sum
-	failure canonical.Sum
-	step    int
+	tool, op, failure canonical.Sum
+	step              int
+}
+
+// opKey returns the hash of a call's tool and operation.
+func opKey(c *guard.Call) canonical.Sum {
+	return canonical.HashString(c.Tool + "\x00" + c.Op())
 }
 
 // A Detector finds the same failure repeated among the newest calls.
@@ -181,40 +189,52 @@ func (d *Detector) push(e entry) {
 }
 
 // counted returns the indexes of the steps, oldest first, that count for a
-// failure of a tool: the steps in the window with that failure of that tool
-// since the tool last succeeded. The newest entries are read first, a
-// success of the tool ends the count, and a step with several calls that
-// fail the same way counts once.
-func (d *Detector) counted(tool, failure canonical.Sum) []int {
+// failure: the steps in the window in which that failure happened since the
+// tool last succeeded at the same operation. The newest entries are read
+// first, and a step with several calls that fail the same way counts once.
+func (d *Detector) counted(e entry) []int {
 	var steps []int
-	for i := d.n - 1; i >= 0; i-- {
-		e := d.at(i)
-		switch {
-		case e.tool != tool:
-		case e.failure == (canonical.Sum{}):
-			i = 0 // the tool succeeded: older failures do not count
-		case e.failure == failure && (len(steps) == 0 || steps[len(steps)-1] != e.step):
-			steps = append(steps, e.step)
-		}
-	}
+	d.scan(e, func(step int) { steps = append(steps, step) })
 	slices.Reverse(steps)
 	return steps
 }
 
-// count returns len(d.counted(tool, failure)) without allocating.
-func (d *Detector) count(tool, failure canonical.Sum) int {
-	n, last := 0, -1
+// count returns len(d.counted(e)) without allocating.
+func (d *Detector) count(e entry) int {
+	n := 0
+	d.scan(e, func(int) { n++ })
+	return n
+}
+
+// scan calls fn with the step index of each step that counts for the
+// failure e, newest first.
+func (d *Detector) scan(e entry, fn func(step int)) {
+	last := -1
 	for i := d.n - 1; i >= 0; i-- {
-		e := d.at(i)
+		x := d.at(i)
 		switch {
-		case e.tool != tool:
-		case e.failure == (canonical.Sum{}):
-			return n
-		case e.failure == failure && e.step != last:
-			n, last = n+1, e.step
+		case x.tool != e.tool:
+		case x.failure == (canonical.Sum{}):
+			// A success of the tool. Without an operation, no failure
+			// of the tool came before it: nothing older counts either.
+			if x.op == e.op || x.op == (canonical.Sum{}) {
+				return
+			}
+		case x.failure == e.failure && x.step != last:
+			last = x.step
+			fn(x.step)
 		}
 	}
-	return n
+}
+
+// hasFailure reports whether a call of tool failed within the window.
+func (d *Detector) hasFailure(tool canonical.Sum) bool {
+	for i := 0; i < d.n; i++ {
+		if x := d.ring[i]; x.tool == tool && x.failure != (canonical.Sum{}) {
+			return true
+		}
+	}
+	return false
 }
 
 // Observe pushes the step's calls onto the window, judging the failed ones
@@ -228,17 +248,23 @@ func (d *Detector) Observe(f *guard.Facts) {
 		if c.Ignored {
 			continue
 		}
-		tool := canonical.HashString(c.Tool)
+		e := entry{tool: canonical.HashString(c.Tool), step: f.Index}
 		if !c.Failed {
-			d.push(entry{tool: tool, step: f.Index})
+			// The operation of a success matters only if it can end a
+			// streak of failures: read the arguments only then.
+			if d.hasFailure(e.tool) {
+				e.op = opKey(c)
+			}
+			d.push(e)
 			continue
 		}
-		d.push(entry{tool: tool, failure: c.Failure, step: f.Index})
-		count := d.count(tool, c.Failure)
+		e.op, e.failure = opKey(c), c.Failure
+		d.push(e)
+		count := d.count(e)
 		switch {
 		case d.verdict.Stop:
 		case count >= d.opts.Threshold:
-			d.verdict = d.stop(c, tool, count)
+			d.verdict = d.stop(c, e, count)
 		case d.opts.Warn && count == d.opts.Threshold-1 && count >= 2 && warn == nil:
 			warn, warnCount = c, count
 		}
@@ -256,9 +282,9 @@ func (d *Detector) Observe(f *guard.Facts) {
 }
 
 // stop builds the stop verdict for call c with this count.
-func (d *Detector) stop(c *guard.Call, tool canonical.Sum, count int) guard.Verdict {
+func (d *Detector) stop(c *guard.Call, e entry, count int) guard.Verdict {
 	ev := Evidence{Tool: c.Tool, Count: count, Threshold: d.opts.Threshold, Window: d.opts.Window,
-		ArgsPreview: c.Preview(), StepIndexes: d.counted(tool, c.Failure)}
+		ArgsPreview: c.Preview(), StepIndexes: d.counted(e)}
 	v := guard.Verdict{
 		Stop:   true,
 		Reason: ReasonRepeatedFailure,
@@ -289,6 +315,9 @@ func (d *Detector) Reset() {
 type state struct {
 	// Tools are hashes of the calls' tool names.
 	Tools []canonical.Sum `json:"tools"`
+	// Ops are hashes of the calls' tools and operations; null where it was
+	// not needed.
+	Ops []*canonical.Sum `json:"ops"`
 	// Failures are the calls' failure signatures; null for a call that
 	// did not fail.
 	Failures []*canonical.Sum `json:"failures"`
@@ -302,10 +331,15 @@ func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 	if d.n == 0 {
 		return []byte("null"), nil
 	}
-	s := state{Tools: make([]canonical.Sum, d.n), Failures: make([]*canonical.Sum, d.n), Steps: make([]int, d.n)}
+	s := state{Tools: make([]canonical.Sum, d.n), Ops: make([]*canonical.Sum, d.n), Failures: make([]*canonical.Sum, d.n),
+		Steps: make([]int, d.n)}
 	for i := range d.n {
 		e := d.at(i)
 		s.Tools[i] = e.tool
+		if e.op != (canonical.Sum{}) {
+			op := e.op
+			s.Ops[i] = &op
+		}
 		if e.failure != (canonical.Sum{}) {
 			sum := e.failure
 			s.Failures[i] = &sum
@@ -332,15 +366,19 @@ func (d *Detector) Restore(data []byte) error {
 		return fmt.Errorf("%s: a state without calls (a fresh state is null)", Name)
 	case len(s.Failures) > d.opts.Window:
 		return fmt.Errorf("%s: %d calls in a window of %d", Name, len(s.Failures), d.opts.Window)
-	case len(s.Steps) != len(s.Failures) || len(s.Tools) != len(s.Failures):
-		return fmt.Errorf("%s: %d tools and %d step indexes for %d calls", Name, len(s.Tools), len(s.Steps), len(s.Failures))
+	case len(s.Steps) != len(s.Failures) || len(s.Tools) != len(s.Failures) || len(s.Ops) != len(s.Failures):
+		return fmt.Errorf("%s: %d tools, %d operations and %d step indexes for %d calls", Name,
+			len(s.Tools), len(s.Ops), len(s.Steps), len(s.Failures))
 	}
 	for i, step := range s.Steps {
 		if step < 0 || i > 0 && step < s.Steps[i-1] {
 			return fmt.Errorf("%s: step indexes must not be negative nor decrease (%v)", Name, s.Steps)
 		}
-		if f := s.Failures[i]; f != nil && *f == (canonical.Sum{}) {
-			return fmt.Errorf("%s: a zero failure signature", Name)
+		if f := s.Failures[i]; f != nil && (*f == (canonical.Sum{}) || s.Ops[i] == nil) {
+			return fmt.Errorf("%s: a zero failure signature, or a failure without an operation", Name)
+		}
+		if op := s.Ops[i]; op != nil && *op == (canonical.Sum{}) {
+			return fmt.Errorf("%s: a zero operation", Name)
 		}
 	}
 	d.Reset()
@@ -348,6 +386,9 @@ func (d *Detector) Restore(data []byte) error {
 		e := entry{tool: s.Tools[i], step: s.Steps[i]}
 		if f != nil {
 			e.failure = *f
+		}
+		if op := s.Ops[i]; op != nil {
+			e.op = *op
 		}
 		d.push(e)
 	}
@@ -371,7 +412,7 @@ func (d *Detector) Summary() any {
 	for i := 0; i < d.n; i++ {
 		if e := d.ring[i]; e.failure != (canonical.Sum{}) {
 			s.Failures++
-			s.MaxCount = max(s.MaxCount, d.count(e.tool, e.failure))
+			s.MaxCount = max(s.MaxCount, d.count(e))
 		}
 	}
 	return s

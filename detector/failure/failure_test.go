@@ -51,6 +51,14 @@ func edit(old string) guard.ToolCall {
 		Err:    errors.New("error observation")}
 }
 
+// opEdit is an edit whose arguments name their operation.
+func opEdit(old string) guard.ToolCall {
+	c := edit(old)
+	args, _ := json.Marshal(map[string]string{"command": "str_replace", "path": "/repo/app.py", "old_str": old, "new_str": "pass"})
+	c.Args = json.RawMessage(args)
+	return c
+}
+
 // build is a build command that fails with a syntax error on line n.
 func build(flags string, line int) guard.ToolCall {
 	return guard.ToolCall{Name: "bash", Args: map[string]string{"command": "go build " + flags},
@@ -128,6 +136,22 @@ func TestCheck(t *testing.T) {
 			name: "a success of the same tool ends the streak",
 			steps: steps(edit("a1"), edit("a2"),
 				guard.ToolCall{Name: "str_replace", Args: map[string]string{"old_str": "x"}, Result: "ok"}, edit("a3"), edit("a4")),
+			want: []string{"", "", "", "", ""},
+		},
+		{
+			name: "a success of another operation of the same tool does not",
+			steps: steps(edit("a1"),
+				guard.ToolCall{Name: "str_replace", Args: map[string]string{"command": "view", "path": "/repo/app.py"}, Result: "1 x = 1"},
+				edit("a2"),
+				guard.ToolCall{Name: "str_replace", Args: json.RawMessage(`{"command":"view","path":"/repo/app.py"}`), Result: "1 x = 1"},
+				edit("a3")),
+			want: []string{"", "", "", "", stop3},
+		},
+		{
+			name: "a success of the same operation does",
+			steps: steps(opEdit("a1"), opEdit("a2"),
+				guard.ToolCall{Name: "str_replace", Args: json.RawMessage(`{"command":"str_replace","old_str":"b"}`), Result: "ok"},
+				opEdit("a3"), opEdit("a4")),
 			want: []string{"", "", "", "", ""},
 		},
 		{
@@ -321,6 +345,8 @@ func TestRestoreRejects(t *testing.T) {
 		`{"failures":[` + k + `],"steps":[]}`,
 		`{"failures":[` + k + `],"steps":[0]}`, // no tools
 		`{"tools":[],"failures":[` + k + `],"steps":[0]}`,
+		`{"tools":[` + k + `],"failures":[` + k + `],"steps":[0]}`,              // no ops
+		`{"tools":[` + k + `],"ops":[null],"failures":[` + k + `],"steps":[0]}`, // a failure needs its operation
 		`{"failures":[` + k + `,null],"steps":[2,1]}`,
 		`{"failures":[` + k + `],"steps":[-1]}`,
 		`{"failures":["00000000000000000000000000000000"],"steps":[0]}`,
@@ -337,8 +363,8 @@ func TestRestoreRejects(t *testing.T) {
 			t.Errorf("after Restore(%s) failed, the state was lost", s)
 		}
 	}
-	for _, s := range []string{`{"tools":[` + k + `],"failures":[` + k + `],"steps":[0]}`,
-		`{"tools":[` + k + `,` + k + `,` + k + `],"failures":[null,` + k + `,null],"steps":[0,0,3]}`} {
+	for _, s := range []string{`{"tools":[` + k + `],"ops":[` + k + `],"failures":[` + k + `],"steps":[0]}`,
+		`{"tools":[` + k + `,` + k + `,` + k + `],"ops":[null,` + k + `,` + k + `],"failures":[null,` + k + `,null],"steps":[0,0,3]}`} {
 		d := newDetector(t, failure.Options{Window: 3, Threshold: 2})
 		if err := d.Restore([]byte(s)); err != nil {
 			t.Errorf("Restore(%s): %v", s, err)
