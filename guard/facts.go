@@ -45,6 +45,9 @@ type Facts struct {
 	// NewInput reports whether the step carried input that is not a tool
 	// result (Step.Input).
 	NewInput bool
+	// InputHash is the hash of the step's input (Step.Input) as given; the
+	// zero Sum when it has none.
+	InputHash canonical.Sum
 	// Usage is the step's usage, with unusable numbers set to zero and the
 	// total filled in.
 	Usage Usage

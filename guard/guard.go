@@ -195,6 +195,9 @@ func (g *Guard) check(s Step) (Verdict, int) {
 	f.RawFinishReason = s.FinishReason
 	f.FinishReason = NormalizeFinishReason(s.FinishReason)
 	f.NewInput = s.Input != ""
+	if f.NewInput {
+		f.InputHash = canonical.HashString(s.Input)
+	}
 	f.Usage = s.Usage.sanitize()
 	g.totals.add(f.Usage)
 	g.steps++

@@ -216,6 +216,9 @@ func TestCheck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.opts == (failure.Options{}) {
+				tt.opts.Threshold = 3 // small runs read better; the default is tested below
+			}
 			got := stops(run(newGuard(t, tt.opts, tt.gopts), tt.steps))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("stops (-want +got):\n%s", diff)
@@ -224,8 +227,16 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-func TestWithinAStep(t *testing.T) {
+func TestDefaultThreshold(t *testing.T) {
 	g := newGuard(t, failure.Options{}, guard.Options{})
+	got := stops(run(g, steps(edit("a1"), edit("a2"), edit("a3"), edit("a4"), edit("a5"))))
+	if diff := cmp.Diff([]string{"", "", "", "", "REPEATED_FAILURE 5"}, got); diff != "" {
+		t.Errorf("stops (-want +got):\n%s", diff)
+	}
+}
+
+func TestWithinAStep(t *testing.T) {
+	g := newGuard(t, failure.Options{Threshold: 3}, guard.Options{})
 	g.Check(guard.Step{ToolCalls: []guard.ToolCall{edit("a1")}})
 	g.Check(guard.Step{ToolCalls: []guard.ToolCall{ok("r", "1"), edit("a2")}})
 	v := g.Check(guard.Step{ToolCalls: []guard.ToolCall{edit("a3"), build("", 1), edit("a4")}})
@@ -247,7 +258,7 @@ func TestWithinAStep(t *testing.T) {
 }
 
 func TestWarn(t *testing.T) {
-	g := newGuard(t, failure.Options{Warn: true}, guard.Options{})
+	g := newGuard(t, failure.Options{Threshold: 3, Warn: true}, guard.Options{})
 	vs := run(g, steps(edit("a1"), edit("a2"), edit("a3")))
 	if len(vs[0].Warnings) != 0 {
 		t.Errorf("first failure warned: %v", vs[0].Warnings)
@@ -285,7 +296,7 @@ func TestOptions(t *testing.T) {
 		{failure.Options{Threshold: -1, Window: 1}, []string{"Window", "Threshold"}},
 		{failure.Options{Window: failure.MaxWindow + 1}, []string{"Window"}},
 		{failure.Options{Window: 4, Threshold: 5}, []string{"Threshold"}},
-		{failure.Options{Window: 2}, []string{"Threshold"}},
+		{failure.Options{Window: 4}, []string{"Threshold"}}, // the default threshold is over it
 	} {
 		d, err := failure.New(tt.opts)
 		if d != nil || !errors.Is(err, guard.ErrInvalidOption) {
@@ -296,13 +307,13 @@ func TestOptions(t *testing.T) {
 			t.Errorf("New(%+v) fields (-want +got):\n%s", tt.opts, diff)
 		}
 	}
-	for _, o := range []failure.Options{{Window: 2, Threshold: 2}, {Window: failure.MaxWindow}, {Threshold: 10}} {
+	for _, o := range []failure.Options{{Window: 2, Threshold: 2}, {Window: 5}, {Window: failure.MaxWindow}, {Threshold: 10}} {
 		if _, err := failure.New(o); err != nil {
 			t.Errorf("New(%+v): %v", o, err)
 		}
 	}
 	d := newDetector(t, failure.Options{})
-	if diff := cmp.Diff(failure.Options{Threshold: 3, Window: 10}, d.Options()); diff != "" {
+	if diff := cmp.Diff(failure.Options{Threshold: 5, Window: 10}, d.Options()); diff != "" {
 		t.Errorf("Options (-want +got):\n%s", diff)
 	}
 	if d.Name() != "failure" || d.Priority() != 425 {

@@ -9,7 +9,10 @@
 // lower-cased, white space collapsed, trimmed) of the last Options.Window
 // steps, and stops when a step's text is the same as that of
 // Options.Threshold of them, itself included. Steps without text hold a place
-// in the window and never count. A text that goes on stops again.
+// in the window and never count, and so does a step whose input repeats the
+// previous step's input word for word: the same answer to a user who says
+// the same thing again is no loop of the agent's. A text that goes on stops
+// again.
 //
 // In labelled real runs, a healthy agent says the same thing at most twice
 // within ten steps ("Now I run the tests again."), while looping agents
@@ -94,9 +97,10 @@ type entry struct {
 // A Detector finds a text said too often among the newest steps. Create it
 // with New.
 type Detector struct {
-	opts     Options
-	ring     []entry
-	start, n int
+	opts      Options
+	ring      []entry
+	start, n  int
+	lastInput canonical.Sum // the previous step's input hash
 
 	verdict guard.Verdict
 }
@@ -170,7 +174,9 @@ func (d *Detector) count(text canonical.Sum) int {
 // Observe pushes the step's text onto the window and judges it.
 func (d *Detector) Observe(f *guard.Facts) {
 	d.verdict = guard.Verdict{}
-	if !f.HasText {
+	sameInput := f.NewInput && f.InputHash == d.lastInput
+	d.lastInput = f.InputHash
+	if !f.HasText || sameInput {
 		d.push(entry{step: f.Index})
 		return
 	}
@@ -216,16 +222,20 @@ func (d *Detector) Preflight(*guard.Facts) guard.Verdict { return guard.Verdict{
 func (d *Detector) Reset() {
 	clear(d.ring)
 	d.start, d.n = 0, 0
+	d.lastInput = canonical.Sum{}
 	d.verdict = guard.Verdict{}
 }
 
 // state is the JSON form of the detector's state: the steps in the window,
 // oldest first.
 type state struct {
-	// Texts are the steps' text hashes; null for a step without text.
+	// Texts are the steps' text hashes; null for a step that does not
+	// count.
 	Texts []*canonical.Sum `json:"texts"`
 	// Steps are the steps' indexes, in the same order.
 	Steps []int `json:"steps"`
+	// LastInput is the hash of the last step's input, if it had one.
+	LastInput *canonical.Sum `json:"lastInput,omitempty"`
 }
 
 // Snapshot returns the window as JSON, or null when it is empty. It holds
@@ -235,6 +245,10 @@ func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 		return []byte("null"), nil
 	}
 	s := state{Texts: make([]*canonical.Sum, d.n), Steps: make([]int, d.n)}
+	if d.lastInput != (canonical.Sum{}) {
+		in := d.lastInput
+		s.LastInput = &in
+	}
 	for i := range d.n {
 		e := d.at(i)
 		if e.text != (canonical.Sum{}) {
@@ -273,7 +287,13 @@ func (d *Detector) Restore(data []byte) error {
 			return fmt.Errorf("%s: a zero text hash", Name)
 		}
 	}
+	if s.LastInput != nil && *s.LastInput == (canonical.Sum{}) {
+		return fmt.Errorf("%s: a zero input hash", Name)
+	}
 	d.Reset()
+	if s.LastInput != nil {
+		d.lastInput = *s.LastInput
+	}
 	for i, t := range s.Texts {
 		e := entry{step: s.Steps[i]}
 		if t != nil {

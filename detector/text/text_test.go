@@ -61,6 +61,14 @@ func TestCheck(t *testing.T) {
 		{"case and white space do not count", text.Options{},
 			[]guard.Step{say("Sorry, could you rephrase?"), say("sorry,  could you REPHRASE?"), say(" Sorry, could you rephrase? ")},
 			[]string{"", "", "REPEATED_TEXT 3"}},
+		{"the same answer to the same message does not count", text.Options{},
+			[]guard.Step{{Text: "Hello! How can I help?", Input: "hi"}, {Text: "Hello! How can I help?", Input: "hi"},
+				{Text: "Hello! How can I help?", Input: "hi"}, {Text: "Hello! How can I help?", Input: "hi"}},
+			[]string{"", "", "", ""}},
+		{"the same answer to changing messages counts", text.Options{},
+			[]guard.Step{{Text: "Sorry, could you rephrase?", Input: "change my flight"}, {Text: "Sorry, could you rephrase?", Input: "move it to Friday"},
+				{Text: "Sorry, could you rephrase?", Input: "please"}},
+			[]string{"", "", "REPEATED_TEXT 3"}},
 		{"steps without text do not count", text.Options{},
 			[]guard.Step{act("", 1), act("", 2), act("", 3), act("", 4)},
 			[]string{"", "", "", ""}},
@@ -145,7 +153,8 @@ func TestOptionsAndRestore(t *testing.T) {
 	const k = `"0123456789abcdef0123456789abcdef"`
 	for _, s := range []string{``, `{}`, `{"texts":[],"steps":[]}`, `{"texts":[` + k + `],"steps":[]}`,
 		`{"texts":[` + k + `,null],"steps":[1,1]}`, `{"texts":[null],"steps":[-1]}`,
-		`{"texts":["00000000000000000000000000000000"],"steps":[0]}`} {
+		`{"texts":["00000000000000000000000000000000"],"steps":[0]}`,
+		`{"texts":[null],"steps":[0],"lastInput":"00000000000000000000000000000000"}`} {
 		d := newDetector(t, text.Options{Window: 3, Threshold: 2})
 		g, _ := guard.New(d)
 		g.Check(say("x"))
@@ -156,7 +165,7 @@ func TestOptionsAndRestore(t *testing.T) {
 			t.Errorf("after Restore(%s) failed, the state was lost", s)
 		}
 	}
-	good := `{"texts":[null,` + k + `],"steps":[4,7]}`
+	good := `{"texts":[null,` + k + `],"steps":[4,7],"lastInput":` + k + `}`
 	if err := d.Restore([]byte(good)); err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +175,7 @@ func TestOptionsAndRestore(t *testing.T) {
 }
 
 func TestSnapshotRestoreContinues(t *testing.T) {
-	pool := []guard.Step{say("a"), say("b"), act("a", 1), act("", 2), {}}
+	pool := []guard.Step{say("a"), say("b"), act("a", 1), act("", 2), {}, {Text: "a", Input: "u"}, {Text: "b", Input: "u"}}
 	rapid.Check(t, func(t *rapid.T) {
 		w := rapid.IntRange(2, 6).Draw(t, "window")
 		opts := text.Options{Window: w, Threshold: rapid.IntRange(2, w).Draw(t, "threshold"), Warn: rapid.Bool().Draw(t, "warn")}
