@@ -32,7 +32,8 @@ type Step struct {
 	// Refused are the calls the model asked for in this turn that the
 	// guard refused, in order: they did not run, so they are not in
 	// ToolCalls, and their Result and Err are ignored. They let the guard
-	// see a model that keeps asking for a refused call. [Turn.End] fills
+	// see a model that keeps asking for a refused call (the refusal rule
+	// stops it). [Turn.End] fills
 	// it with the turn's refusals and [Guard.StartCall] records each
 	// refusal as a step that holds only it; a loop that preflights calls
 	// itself puts here the calls whose [Decision] did not allow them.

@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -283,14 +284,29 @@ func (t *Turn) Answer(id string) (string, bool) {
 	return resultText(c.call.Result), true
 }
 
-// resultText returns a tool's result as text.
-func resultText(r any) string {
+// resultText returns a tool's result as text: a string as it is, JSON text
+// that holds a string decoded, other JSON text as it is, and anything else as
+// its JSON (or, failing that, as fmt prints it). It is what the model is
+// answered with and what FailWhen patterns are matched against.
+func resultText(r any) (s string) {
+	defer func() {
+		if recover() != nil {
+			s = ""
+		}
+	}()
 	switch r := r.(type) {
 	case nil:
 		return ""
 	case string:
 		return r
 	case json.RawMessage:
+		r = bytes.TrimSpace(r)
+		if len(r) > 0 && r[0] == '"' {
+			var str string
+			if json.Unmarshal(r, &str) == nil {
+				return str
+			}
+		}
 		return string(r)
 	case []byte:
 		return string(r)
