@@ -10,8 +10,8 @@
 //   - the third identical search is refused before it runs, and the refusal's
 //     feedback goes back to the model in place of the tool's result;
 //
-//   - the model insists, and its steps bring nothing new while it says the
-//     same thing, so the no-progress rule stops the run: Turn.End returns a
+//   - the model insists, in other words each time; after the third refusal
+//     of the same call the refusal rule stops the run: Turn.End returns a
 //     *guard.StopError (a normal final answer would come with no error);
 //
 //   - the loop hands that feedback to the model, which answers without tools.
@@ -44,13 +44,16 @@ type reply struct {
 }
 
 // model is the simulated model. It searches for as long as it may use
-// tools, whatever it is told, and then answers with what it has.
+// tools, whatever it is told, in other words each time, and then answers
+// with what it has.
 func model(conversation []message, toolsAllowed bool) reply {
 	if !toolsAllowed {
 		return reply{text: "I could not find a weather report for Atlantis: searches for it return nothing.", finish: "stop"}
 	}
+	texts := []string{"Let me search for the weather.", "Let me try that search again.",
+		"The search must work this time.", "One more search.", "Searching again."}
 	return reply{
-		text:   "Let me search for the weather.",
+		text:   texts[(len(conversation)-1)%len(texts)],
 		calls:  []guard.ToolCall{{Name: "search", Args: json.RawMessage(`{"query": "weather in Atlantis today"}`)}},
 		finish: "tool-calls",
 	}
