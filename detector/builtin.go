@@ -7,11 +7,14 @@ import (
 	"strings"
 
 	"github.com/loopguard/loopguard/detector/budget"
+	"github.com/loopguard/loopguard/detector/failure"
 	"github.com/loopguard/loopguard/detector/finish"
 	"github.com/loopguard/loopguard/detector/noprogress"
 	"github.com/loopguard/loopguard/detector/oscillation"
+	"github.com/loopguard/loopguard/detector/refusal"
 	"github.com/loopguard/loopguard/detector/repeat"
 	"github.com/loopguard/loopguard/detector/stall"
+	"github.com/loopguard/loopguard/detector/text"
 	"github.com/loopguard/loopguard/detector/toollimit"
 	"github.com/loopguard/loopguard/detector/window"
 	"github.com/loopguard/loopguard/guard"
@@ -28,6 +31,9 @@ const (
 	keyToolLimit   = "toolLimit"
 	keyWindow      = "window"
 	keyStall       = "stall"
+	keyFailure     = "repeatedFailure"
+	keyRefusal     = "repeatedRefusal"
+	keyText        = "repeatedText"
 
 	fieldMaxCalls        = "maxCalls"
 	fieldRepeatThreshold = "repeatThreshold"
@@ -35,8 +41,11 @@ const (
 	fieldWarn            = "warn"
 )
 
-// DefaultMaxSteps is the step limit of the default set.
-const DefaultMaxSteps = 50
+// DefaultMaxSteps is the step limit of the default set. The reference's is
+// 50; resolved coding runs in testdata/traces take up to 129 steps, and the
+// harnesses' own caps are 100 to 250, so the default set allows 150. A step
+// limit is a safety net: the pattern rules stop loops long before it.
+const DefaultMaxSteps = 150
 
 type builtin struct {
 	name  string
@@ -49,10 +58,13 @@ func builtins() []builtin {
 		{finish.Name, Entry{Keys: []string{keyFinish}, Default: true, Build: buildFinish}},
 		{budget.Name, Entry{Keys: []string{keyMaxSteps, keyBudget}, Default: true, Build: buildBudget}},
 		{toollimit.Name, Entry{Keys: []string{keyToolLimit}, ToolFields: []string{fieldMaxCalls}, Build: buildToolLimit}},
+		{refusal.Name, Entry{Keys: []string{keyRefusal}, Default: true, Build: buildRefusal}},
 		{repeat.Name, Entry{Keys: []string{keyRepeat}, ToolFields: []string{fieldRepeatThreshold, fieldPolling}, Default: true, Build: buildRepeat}},
+		{failure.Name, Entry{Keys: []string{keyFailure}, Default: true, Build: buildFailure}},
 		{window.Name, Entry{Keys: []string{keyWindow}, Build: buildWindow}},
 		{oscillation.Name, Entry{Keys: []string{keyOscillation}, Default: true, Build: buildOscillation}},
 		{noprogress.Name, Entry{Keys: []string{keyNoProgress}, Default: true, Build: buildNoProgress}},
+		{text.Name, Entry{Keys: []string{keyText}, Default: true, Build: buildText}},
 		{stall.Name, Entry{Keys: []string{keyStall}, Build: buildStall}},
 	}
 }
@@ -111,7 +123,7 @@ func buildFinish(in Input) (guard.Detector, error) {
 				o.Terminal = r.stringList(path, m.val)
 				for i, t := range o.Terminal {
 					if finish.Normalize(t) == "" {
-						r.failf(path+"["+strconv.Itoa(i)+"]", "must not be empty")
+						r.failf(path+"["+strconv.Itoa(i)+"]", "must name a finish reason, not %q (empty, or no reason once normalised)", t)
 					}
 				}
 			case "otherPolicy":
@@ -123,8 +135,17 @@ func buildFinish(in Input) (guard.Detector, error) {
 						r.failf(path, "must be %q, %q or %q, not %q", finish.StopIfTextOnly, finish.Stop, finish.Continue, s)
 					}
 				}
+			case "stopWithToolCalls":
+				if s, ok := r.str(path, m.val); ok {
+					switch p := finish.Policy(s); p {
+					case finish.Stop, finish.Continue:
+						o.StopWithToolCalls = p
+					default:
+						r.failf(path, "must be %q or %q, not %q", finish.Continue, finish.Stop, s)
+					}
+				}
 			default:
-				r.unknown(keyFinish, m.key, []string{"otherPolicy", "terminal"})
+				r.unknown(keyFinish, m.key, []string{"otherPolicy", "stopWithToolCalls", "terminal"})
 			}
 		}
 	}
@@ -132,7 +153,8 @@ func buildFinish(in Input) (guard.Detector, error) {
 		return nil, err
 	}
 	d, err := finish.New(o)
-	return built(d, err, fields{"Terminal": keyFinish + ".terminal", "OtherPolicy": keyFinish + ".otherPolicy"})
+	return built(d, err, fields{"Terminal": keyFinish + ".terminal", "OtherPolicy": keyFinish + ".otherPolicy",
+		"StopWithToolCalls": keyFinish + ".stopWithToolCalls"})
 }
 
 // The budget's limits, by their names in the document.
@@ -422,15 +444,105 @@ func buildWindow(in Input) (guard.Detector, error) {
 			o.Threshold = r.integer(path, m.val, 2)
 		case fieldWarn:
 			o.Warn = r.boolean(path, m.val)
+		case "compare":
+			if s, ok := r.str(path, m.val); ok {
+				switch s {
+				case window.CompareOutcome, window.CompareCall:
+					o.Compare = s
+				default:
+					r.failf(path, "must be %q or %q, not %q", window.CompareOutcome, window.CompareCall, s)
+				}
+			}
 		default:
-			r.unknown(keyWindow, m.key, []string{"threshold", fieldWarn, "window"})
+			r.unknown(keyWindow, m.key, []string{"compare", "threshold", fieldWarn, "window"})
 		}
 	}
 	if err := r.err(); err != nil || !on {
 		return nil, err
 	}
 	d, err := window.New(o)
-	return built(d, err, fields{"Window": keyWindow + ".window", "Threshold": keyWindow + ".threshold", "Warn": keyWindow + ".warn"})
+	return built(d, err, fields{"Window": keyWindow + ".window", "Threshold": keyWindow + ".threshold", "Warn": keyWindow + ".warn",
+		"Compare": keyWindow + ".compare"})
+}
+
+// buildFailure builds the repeated-failure rule: absent or true for its
+// defaults, {"threshold": N, "window": M, "warn": b}, or false.
+func buildFailure(in Input) (guard.Detector, error) {
+	r := &reader{det: failure.Name}
+	var o failure.Options
+	ms, on := r.optionalSection(keyFailure, in.Values)
+	for _, m := range ms {
+		path := join(keyFailure, m.key)
+		switch m.key {
+		case "window":
+			if o.Window = r.integer(path, m.val, 2); o.Window > failure.MaxWindow {
+				r.failf(path, "must be at most %d, not %d", failure.MaxWindow, o.Window)
+			}
+		case "threshold":
+			o.Threshold = r.integer(path, m.val, 2)
+		case fieldWarn:
+			o.Warn = r.boolean(path, m.val)
+		default:
+			r.unknown(keyFailure, m.key, []string{"threshold", fieldWarn, "window"})
+		}
+	}
+	if err := r.err(); err != nil || !on {
+		return nil, err
+	}
+	d, err := failure.New(o)
+	return built(d, err, fields{"Window": keyFailure + ".window", "Threshold": keyFailure + ".threshold", "Warn": keyFailure + ".warn"})
+}
+
+// buildText builds the repeated-text rule: absent or true for its defaults,
+// {"threshold": N, "window": M, "warn": b}, or false.
+func buildText(in Input) (guard.Detector, error) {
+	r := &reader{det: text.Name}
+	var o text.Options
+	ms, on := r.optionalSection(keyText, in.Values)
+	for _, m := range ms {
+		path := join(keyText, m.key)
+		switch m.key {
+		case "window":
+			if o.Window = r.integer(path, m.val, 2); o.Window > text.MaxWindow {
+				r.failf(path, "must be at most %d, not %d", text.MaxWindow, o.Window)
+			}
+		case "threshold":
+			o.Threshold = r.integer(path, m.val, 2)
+		case fieldWarn:
+			o.Warn = r.boolean(path, m.val)
+		default:
+			r.unknown(keyText, m.key, []string{"threshold", fieldWarn, "window"})
+		}
+	}
+	if err := r.err(); err != nil || !on {
+		return nil, err
+	}
+	d, err := text.New(o)
+	return built(d, err, fields{"Window": keyText + ".window", "Threshold": keyText + ".threshold", "Warn": keyText + ".warn"})
+}
+
+// buildRefusal builds the repeated-refusal rule: absent or true for its
+// defaults, {"threshold": N, "warn": b}, or false.
+func buildRefusal(in Input) (guard.Detector, error) {
+	r := &reader{det: refusal.Name}
+	var o refusal.Options
+	ms, on := r.optionalSection(keyRefusal, in.Values)
+	for _, m := range ms {
+		path := join(keyRefusal, m.key)
+		switch m.key {
+		case "threshold":
+			o.Threshold = r.integer(path, m.val, 2)
+		case fieldWarn:
+			o.Warn = r.boolean(path, m.val)
+		default:
+			r.unknown(keyRefusal, m.key, []string{"threshold", fieldWarn})
+		}
+	}
+	if err := r.err(); err != nil || !on {
+		return nil, err
+	}
+	d, err := refusal.New(o)
+	return built(d, err, fields{"Threshold": keyRefusal + ".threshold", "Warn": keyRefusal + ".warn"})
 }
 
 // buildStall builds the stall rule, which is off unless "stall" is present:

@@ -2,30 +2,39 @@
 // builds rules from a JSON options document.
 //
 // Each rule lives in a package of its own, with its options, constructor and
-// evidence:
+// evidence. In [Defaults]:
 //
-//   - [finish]: the finish-reason policy (terminal reasons, otherPolicy).
+//   - [finish]: the finish-reason policy (terminal reasons, otherPolicy; a
+//     normal "stop" on a step with tool calls goes on).
 //   - [budget]: the step limit, and token, cost and duration budgets with
 //     early warnings.
-//   - [toollimit]: per-tool call caps.
+//   - [refusal]: a model that keeps asking for a call the guard refused.
 //   - [repeat]: the same call made again and again, with per-tool thresholds
 //     and polling tools.
+//   - [failure]: a tool that keeps failing the same way while its arguments
+//     change.
 //   - [oscillation]: short cycles of calls (a b a b a b).
 //   - [noprogress]: steps that bring no new outcome and repeat the same text.
+//   - [text]: the same text again and again within a window of steps.
 //
-// Beyond the reference, and not in [Defaults]:
+// Not in [Defaults]:
 //
-//   - [window]: the same call too often within the last N calls, even when
-//     not in a row (a x a y a z a).
-//   - [stall]: N steps in a row without a new tool outcome, whatever their
-//     text.
+//   - [toollimit]: per-tool call caps (there is no sensible default cap).
+//   - [window]: the same call, with the same result, too often within the
+//     last N calls, even when not in a row (a x a y a z a).
+//   - [stall]: N steps in a row without a new tool outcome or new input,
+//     whatever their text.
 //
 // The pattern rules and the tool caps can also warn one step before they
 // stop (their Warn options), with model-facing feedback.
 //
-// [Defaults] returns the reference's default set, ready for [guard.New]:
+// [Defaults] returns the default set, ready for [guard.New]:
 //
 //	g, err := guard.New(detector.Defaults()...)
+//
+// Where the default set differs from the reference (agent-loopguard 0.2.0),
+// labelled real runs showed it had to; the README's "Choosing thresholds"
+// gives the figures, and each difference stays one option away.
 //
 // To compose by hand, call the packages' constructors and pass the detectors
 // you want to [guard.New]. To read options from JSON (a configuration file,
@@ -41,22 +50,28 @@ import (
 	"fmt"
 
 	"github.com/loopguard/loopguard/detector/budget"
+	"github.com/loopguard/loopguard/detector/failure"
 	"github.com/loopguard/loopguard/detector/finish"
 	"github.com/loopguard/loopguard/detector/noprogress"
 	"github.com/loopguard/loopguard/detector/oscillation"
+	"github.com/loopguard/loopguard/detector/refusal"
 	"github.com/loopguard/loopguard/detector/repeat"
+	"github.com/loopguard/loopguard/detector/text"
 	"github.com/loopguard/loopguard/guard"
 
 	// For the package documentation's links.
 	_ "github.com/loopguard/loopguard/detector/stall"
+	_ "github.com/loopguard/loopguard/detector/toollimit"
 	_ "github.com/loopguard/loopguard/detector/window"
 )
 
-// Defaults returns new detectors with the reference's defaults: the
-// finish-reason policy, a limit of 50 steps, the repeated-call rule
-// (threshold 3), oscillation (periods 2 to 3, 3 repeats) and no progress
-// (threshold 3). There are no token, cost or duration budgets and no tool
-// caps. It equals what [FromJSON] builds from {}.
+// Defaults returns new detectors with the default options: the finish-reason
+// policy, a limit of 150 steps, the refusal rule (3 refusals of one call), the
+// repeated-call rule (threshold 3), the failure rule (5 same failures within
+// 10 calls), oscillation (periods 2 to 3, 3 repeats), no progress (threshold
+// 3) and the repeated-text rule (3 times within 10 steps). There are no
+// token, cost or duration budgets and no tool caps. It equals what
+// [FromJSON] builds from {}.
 //
 // The detectors hold the state of one run: call Defaults again for each guard.
 func Defaults() []guard.Detector {
@@ -65,11 +80,14 @@ func Defaults() []guard.Detector {
 	rep, err3 := repeat.New(repeat.Options{})
 	osc, err4 := oscillation.New(oscillation.Options{})
 	nop, err5 := noprogress.New(noprogress.Options{})
-	for _, err := range []error{err1, err2, err3, err4, err5} {
+	ref, err6 := refusal.New(refusal.Options{})
+	fai, err7 := failure.New(failure.Options{})
+	txt, err8 := text.New(text.Options{})
+	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8} {
 		if err != nil {
 			// The defaults are constants: this is a bug, never bad data.
 			panic(fmt.Sprintf("detector: the default options are invalid: %v", err))
 		}
 	}
-	return []guard.Detector{fin, bud, rep, osc, nop}
+	return []guard.Detector{fin, bud, ref, rep, fai, osc, nop, txt}
 }

@@ -54,9 +54,12 @@ func ExampleFromJSON() {
 	// finish
 	// budget
 	// toollimit
+	// refusal
 	// repeat
+	// failure
 	// oscillation
 	// noprogress
+	// text
 	// ignored: [think]
 	// option tools.search.maxcalls: unknown option (did you mean "maxCalls"?)
 }

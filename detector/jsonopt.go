@@ -180,6 +180,17 @@ func (r *reader) section(path string, raw json.RawMessage) (ms []member, on bool
 	return nil, true
 }
 
+// optionalSection reads the section of a detector that is on by default: an
+// absent key is on with its defaults, and otherwise the key reads as
+// [reader.section] reads it.
+func (r *reader) optionalSection(key string, values map[string]json.RawMessage) ([]member, bool) {
+	raw, present := values[key]
+	if !present {
+		return nil, true
+	}
+	return r.section(key, raw)
+}
+
 // boolean reads true or false.
 func (r *reader) boolean(path string, raw json.RawMessage) bool {
 	switch {

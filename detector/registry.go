@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"time"
 
@@ -23,6 +24,12 @@ const (
 	// [guard.Options.DropArgs] and [guard.ToolOptions.DropArgs].
 	DropArgsKey   = "dropArgs"
 	DropArgsField = "dropArgs"
+	// FailWhenKey is the top-level key, and FailWhenField the tool-policy
+	// field, that list regular expressions marking a result as a failure
+	// ("^ERROR:", "<returncode>[1-9]"). They become
+	// [guard.Options.FailWhen] and [guard.ToolOptions.FailWhen].
+	FailWhenKey   = "failWhen"
+	FailWhenField = "failWhen"
 )
 
 // Input is what an [Entry] builds its detector from: the parts of the
@@ -129,7 +136,7 @@ func (r *Registry) Register(name string, e Entry) error {
 		switch {
 		case k == "":
 			return fail("empty key")
-		case k == ToolsKey, k == DropArgsKey:
+		case k == ToolsKey, k == DropArgsKey, k == FailWhenKey:
 			return fail("key %q is the registry's own", k)
 		case r.keys[k] != "":
 			return fail("key %q is read by %q", k, r.keys[k])
@@ -143,7 +150,7 @@ func (r *Registry) Register(name string, e Entry) error {
 		switch {
 		case f == "":
 			return fail("empty tool field")
-		case f == IgnoreField, f == DropArgsField:
+		case f == IgnoreField, f == DropArgsField, f == FailWhenField:
 			return fail("tool field %q is the registry's own", f)
 		case r.toolField[f] != "":
 			return fail("tool field %q is read by %q", f, r.toolField[f])
@@ -224,10 +231,13 @@ func (r *Registry) Build(doc []byte, o BuildOptions) (Config, error) {
 		case DropArgsKey:
 			gopts.DropArgs = readDropArgs(top, DropArgsKey, m.val)
 			continue
+		case FailWhenKey:
+			gopts.FailWhen = readFailWhen(top, FailWhenKey, m.val)
+			continue
 		}
 		name, ok := r.keys[m.key]
 		if !ok {
-			top.unknown("", m.key, append(r.sortedKeys(), DropArgsKey, ToolsKey))
+			top.unknown("", m.key, append(r.sortedKeys(), DropArgsKey, FailWhenKey, ToolsKey))
 			continue
 		}
 		if values[name] == nil {
@@ -283,6 +293,25 @@ func readDropArgs(r *reader, path string, raw json.RawMessage) []string {
 	return list
 }
 
+// readFailWhen reads a list of regular expressions that mark a result as a
+// failure: non-empty strings that compile (RE2 syntax).
+func readFailWhen(r *reader, path string, raw json.RawMessage) []string {
+	list := r.stringList(path, raw)
+	for i, p := range list {
+		if p == "" {
+			r.failf(fmt.Sprintf("%s[%d]", path, i), "must not be empty")
+			continue
+		}
+		if _, err := regexp.Compile(p); err != nil {
+			r.failf(fmt.Sprintf("%s[%d]", path, i), "%v", err)
+		}
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	return list
+}
+
 // readTools reads the "tools" object into the entries' tool inputs, and the
 // guard's own tool fields into o: the ignored tools (sorted) and the
 // argument fields each tool drops.
@@ -309,13 +338,25 @@ func (r *Registry) readTools(top *reader, raw json.RawMessage, tools map[string]
 					if o.Tools == nil {
 						o.Tools = make(map[string]guard.ToolOptions)
 					}
-					o.Tools[t.key] = guard.ToolOptions{DropArgs: drop}
+					to := o.Tools[t.key]
+					to.DropArgs = drop
+					o.Tools[t.key] = to
+				}
+				continue
+			case FailWhenField:
+				if fw := readFailWhen(top, join(tpath, f.key), f.val); len(fw) > 0 {
+					if o.Tools == nil {
+						o.Tools = make(map[string]guard.ToolOptions)
+					}
+					to := o.Tools[t.key]
+					to.FailWhen = fw
+					o.Tools[t.key] = to
 				}
 				continue
 			}
 			name, ok := r.toolField[f.key]
 			if !ok {
-				top.unknown(tpath, f.key, append(r.sortedToolFields(), DropArgsField, IgnoreField))
+				top.unknown(tpath, f.key, append(r.sortedToolFields(), DropArgsField, FailWhenField, IgnoreField))
 				continue
 			}
 			if tools[name] == nil {

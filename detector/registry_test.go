@@ -13,10 +13,13 @@ import (
 
 	"github.com/loopguard/loopguard/detector"
 	"github.com/loopguard/loopguard/detector/budget"
+	"github.com/loopguard/loopguard/detector/failure"
 	"github.com/loopguard/loopguard/detector/finish"
 	"github.com/loopguard/loopguard/detector/noprogress"
 	"github.com/loopguard/loopguard/detector/oscillation"
+	"github.com/loopguard/loopguard/detector/refusal"
 	"github.com/loopguard/loopguard/detector/repeat"
+	"github.com/loopguard/loopguard/detector/text"
 	"github.com/loopguard/loopguard/detector/toollimit"
 	"github.com/loopguard/loopguard/guard"
 )
@@ -69,10 +72,13 @@ func TestDefaults(t *testing.T) {
 	got := describe(detector.Defaults())
 	want := describe([]guard.Detector{
 		must[*finish.Detector](t)(finish.New(finish.Options{Terminal: []string{"stop", "length", "content-filter", "error"}, OtherPolicy: finish.StopIfTextOnly})),
-		must[*budget.Detector](t)(budget.New(budget.Options{MaxSteps: 50})),
+		must[*budget.Detector](t)(budget.New(budget.Options{MaxSteps: 150})),
+		must[*refusal.Detector](t)(refusal.New(refusal.Options{Threshold: 3})),
 		must[*repeat.Detector](t)(repeat.New(repeat.Options{Threshold: 3})),
+		must[*failure.Detector](t)(failure.New(failure.Options{Threshold: 5, Window: 10})),
 		must[*oscillation.Detector](t)(oscillation.New(oscillation.Options{MaxPeriod: 3, Repeats: 3})),
 		must[*noprogress.Detector](t)(noprogress.New(noprogress.Options{Threshold: 3})),
+		must[*text.Detector](t)(text.New(text.Options{Threshold: 3, Window: 10})),
 	})
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Defaults() (-want +got):\n%s", diff)
@@ -136,15 +142,15 @@ func TestBuild(t *testing.T) {
 		{"maxSteps and budget false", `{"maxSteps": false, "budget": false}`, with(map[string]guard.Detector{"budget": off}), nil},
 		{"every budget", `{"budget": {"maxTotalTokens": 1000, "maxInputTokens": 800, "maxOutputTokens": 200.5,
 			"maxCostUsd": 0.25, "maxDurationMs": 60000, "warnAt": 0.8}}`,
-			with(map[string]guard.Detector{"budget": bud(budget.Options{MaxSteps: 50,
+			with(map[string]guard.Detector{"budget": bud(budget.Options{MaxSteps: detector.DefaultMaxSteps,
 				MaxTotalTokens: budget.Limit{Value: 1000}, MaxInputTokens: budget.Limit{Value: 800},
 				MaxOutputTokens: budget.Limit{Value: 200.5}, MaxCostUSD: budget.Limit{Value: 0.25},
 				MaxDurationMs: budget.Limit{Value: 60000}, WarnAt: 0.8})}), nil},
 		{"budget limit objects", `{"budget": {"maxTotalTokens": {"limit": 1000, "warnAt": 0.5}, "maxCostUsd": {"limit": 3}, "warnAt": 1}}`,
-			with(map[string]guard.Detector{"budget": bud(budget.Options{MaxSteps: 50,
+			with(map[string]guard.Detector{"budget": bud(budget.Options{MaxSteps: detector.DefaultMaxSteps,
 				MaxTotalTokens: budget.Limit{Value: 1000, WarnAt: 0.5}, MaxCostUSD: budget.Limit{Value: 3}, WarnAt: 1})}), nil},
 		{"budget warnAt zero", `{"budget": {"maxCostUsd": {"limit": 1, "warnAt": 0}, "warnAt": 0}}`,
-			with(map[string]guard.Detector{"budget": bud(budget.Options{MaxSteps: 50, MaxCostUSD: budget.Limit{Value: 1}})}), nil},
+			with(map[string]guard.Detector{"budget": bud(budget.Options{MaxSteps: detector.DefaultMaxSteps, MaxCostUSD: budget.Limit{Value: 1}})}), nil},
 
 		{"repeat options", `{"repeatedToolCall": {"threshold": 5, "requireIdenticalResults": true, "ignoreErrors": true}}`,
 			with(map[string]guard.Detector{"repeat": rep(repeat.Options{Threshold: 5, RequireIdenticalResults: true, IgnoreErrors: true})}), nil},
@@ -201,10 +207,14 @@ func TestBuild(t *testing.T) {
 			with(map[string]guard.Detector{"finish": fin(finish.Options{Terminal: []string{}})}), nil},
 		{"finish policy stop", `{"finishReason": {"otherPolicy": "stop"}}`,
 			with(map[string]guard.Detector{"finish": fin(finish.Options{OtherPolicy: finish.Stop})}), nil},
+		{"finish reference reading", `{"finishReason": {"stopWithToolCalls": "stop"}}`,
+			with(map[string]guard.Detector{"finish": fin(finish.Options{StopWithToolCalls: finish.Stop})}), nil},
+		{"finish stopWithToolCalls continue is the default", `{"finishReason": {"stopWithToolCalls": "continue"}}`, with(nil), nil},
 		{"finish explicit defaults", `{"finishReason": {"terminal": ["stop", "length", "content-filter", "error"], "otherPolicy": "stop-if-text-only"}}`, with(nil), nil},
 		{"finish false", `{"finishReason": false}`, with(map[string]guard.Detector{"finish": off}), nil},
 
-		{"everything off", `{"maxSteps": false, "budget": false, "repeatedToolCall": false, "oscillation": false, "noProgress": false, "finishReason": false}`, nil, nil},
+		{"everything off", `{"maxSteps": false, "budget": false, "repeatedToolCall": false, "oscillation": false, "noProgress": false, "finishReason": false,
+			"repeatedRefusal": false, "repeatedFailure": false, "repeatedText": false}`, nil, nil},
 		{"the reference's full document", `{"maxSteps": 50, "repeatedToolCall": {"threshold": 3, "requireIdenticalResults": false,
 			"ignoreErrors": false}, "oscillation": {"maxPeriod": 3, "repeats": 3}, "noProgress": {"threshold": 3},
 			"finishReason": {"terminal": ["stop", "length", "content-filter", "error"], "otherPolicy": "stop-if-text-only"},
@@ -359,7 +369,9 @@ func TestBuildErrors(t *testing.T) {
 		{"finish policy in the wrong case", `{"finishReason": {"otherPolicy": "Stop"}}`, []problem{{"finish", "finishReason.otherPolicy", "must be"}}},
 		{"finish terminal string", `{"finishReason": {"terminal": "stop"}}`, []problem{{"finish", "finishReason.terminal", "must be an array of strings, not a string"}}},
 		{"finish terminal number entry", `{"finishReason": {"terminal": ["stop", 1]}}`, []problem{{"finish", "finishReason.terminal[1]", "must be a string, not a number"}}},
-		{"finish terminal blank entry", `{"finishReason": {"terminal": [" "]}}`, []problem{{"finish", "finishReason.terminal[0]", "must not be empty"}}},
+		{"finish terminal blank entry", `{"finishReason": {"terminal": [" "]}}`, []problem{{"finish", "finishReason.terminal[0]", `must name a finish reason, not " " (empty, or no reason once normalised)`}}},
+		{"finish terminal no reason", `{"finishReason": {"terminal": ["pause_turn"]}}`, []problem{{"finish", "finishReason.terminal[0]", `must name a finish reason, not "pause_turn" (empty, or no reason once normalised)`}}},
+		{"finish stopWithToolCalls", `{"finishReason": {"stopWithToolCalls": "stop-if-text-only"}}`, []problem{{"finish", "finishReason.stopWithToolCalls", `must be "continue" or "stop", not "stop-if-text-only"`}}},
 
 		// Every problem is reported, in a stable order.
 		{"several problems", `{"tools": {"b": {"maxCalls": -1, "x": 1}, "a": {"maxcalls": 1}}, "zzz": 1, "oscillation": {"repeats": 1, "maxPeriod": 0}, "maxSteps": 0}`,
@@ -424,7 +436,7 @@ func TestNotAnObject(t *testing.T) {
 }
 
 func TestStandardRegistries(t *testing.T) {
-	want := []string{"finish", "budget", "toollimit", "repeat", "window", "oscillation", "noprogress", "stall"}
+	want := []string{"finish", "budget", "toollimit", "refusal", "repeat", "failure", "window", "oscillation", "noprogress", "text", "stall"}
 	if diff := cmp.Diff(want, detector.Standard().Names()); diff != "" {
 		t.Errorf("Standard().Names() (-want +got):\n%s", diff)
 	}
@@ -610,7 +622,7 @@ func TestCustomEntry(t *testing.T) {
 			w = d
 		}
 	}
-	if diff := cmp.Diff([]string{"finish", "budget", "toollimit", "repeat", "oscillation", "noprogress", "weigher"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"finish", "budget", "toollimit", "refusal", "repeat", "failure", "oscillation", "noprogress", "text", "weigher"}, names); diff != "" {
 		t.Fatalf("detectors (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(map[string]any{"limit": 4.0, "weights": map[string]float64{"search": 2.5}}, w.Options()); diff != "" {
@@ -684,7 +696,7 @@ func TestEntryNameMismatch(t *testing.T) {
 // clock that jumps an hour per reading, a one-second duration budget is spent
 // at once, while a frozen clock counts only the durations steps report.
 func TestFrozenClock(t *testing.T) {
-	doc := []byte(`{"maxSteps": false, "noProgress": false, "budget": {"maxDurationMs": 1000}}`)
+	doc := []byte(`{"maxSteps": false, "noProgress": false, "repeatedText": false, "budget": {"maxDurationMs": 1000}}`)
 	step := guard.Step{Text: "thinking", FinishReason: "tool-calls", Usage: guard.Usage{Duration: 10 * time.Millisecond}}
 
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -130,8 +130,8 @@ func For(v guard.Verdict, phase guard.Phase) string {
 	}
 	f := readFields(v.Evidence)
 	if phase == guard.PhasePreflight {
-		if v.Code == CodeStall {
-			return "" // the stall rule never refuses a call
+		if v.Code == CodeStall || v.Code == CodeRepeatedFailure || v.Code == CodeRepeatedRefusal || v.Code == CodeRepeatedText {
+			return "" // these rules never refuse a call
 		}
 		if body := refusal(v.Code, f); body != "" {
 			return "That call was not run: " + body
@@ -201,6 +201,12 @@ func text(code string, f fields) string {
 		return fmt.Sprintf("Your last %s steps said the same thing and brought no new information. Do something different that can bring new information, or give your final answer.", num(f.Steps))
 	case CodeWindowedRepeat:
 		return fmt.Sprintf("You have made exactly the same call to %s %s among your recent calls, and another one will not tell you anything new. Change the arguments, use a different tool, or answer with what you already know.", ToolName(f.Tool), times(f.Count))
+	case CodeRepeatedFailure:
+		return fmt.Sprintf("Your calls to %s have failed %s the same way, although the arguments changed each time. Another variation of the same call will fail like the others. Read the error, step back and try a different approach, or answer with what you know.", ToolName(f.Tool), times(f.Count))
+	case CodeRepeatedText:
+		return fmt.Sprintf("You have written the same message %s among your recent turns; repeating it does not move the task forward. Say something new that helps, try a different approach, or give your final answer.", times(f.Count))
+	case CodeRepeatedRefusal:
+		return fmt.Sprintf("You have asked %s for a call to %s that is not allowed to run, and it was refused each time. It will not be run, so the run is being ended here. Give your final answer with what you have.", times(f.Count), ToolName(f.Tool))
 	case CodeStall:
 		return fmt.Sprintf("Your last %s steps brought no new information: no tool call returned anything new. Stop and think about what could bring new information, or give your final answer with what you have.", num(f.Steps))
 	case "FINISH_TERMINAL":

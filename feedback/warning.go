@@ -34,6 +34,17 @@ const (
 	// CodeBudgetWarning: a budget is close to spent (package budget's
 	// warnAt). Metric names the budget.
 	CodeBudgetWarning = "BUDGET_WARNING"
+	// CodeRepeatedFailureWarning: one more call of a tool that fails the
+	// same way stops the run. Tool is the tool, Value the same failures,
+	// Limit the threshold.
+	CodeRepeatedFailureWarning = "REPEATED_FAILURE_WARNING"
+	// CodeRepeatedRefusalWarning: one more request for a call that was
+	// refused stops the run. Tool is the tool, Value the refusals, Limit
+	// the threshold.
+	CodeRepeatedRefusalWarning = "REPEATED_REFUSAL_WARNING"
+	// CodeRepeatedTextWarning: saying the same thing once more stops the
+	// run. Value and Limit count steps.
+	CodeRepeatedTextWarning = "REPEATED_TEXT_WARNING"
 )
 
 // The codes of the stops of the rules beyond the reference.
@@ -43,6 +54,16 @@ const (
 	// CodeWindowedRepeat is the sliding-window repeat rule's stop
 	// (evidence: tool, count, threshold, window).
 	CodeWindowedRepeat = "WINDOWED_REPEAT"
+	// CodeRepeatedFailure is the failure rule's stop: a tool failed the
+	// same way again and again (evidence: tool, count, threshold, window).
+	CodeRepeatedFailure = "REPEATED_FAILURE"
+	// CodeRepeatedRefusal is the refusal rule's stop: the model kept
+	// asking for a call that was refused (evidence: tool, count,
+	// threshold).
+	CodeRepeatedRefusal = "REPEATED_REFUSAL"
+	// CodeRepeatedText is the repeated-text rule's stop: the model wrote
+	// the same text again and again (evidence: count, threshold, window).
+	CodeRepeatedText = "REPEATED_TEXT"
 )
 
 // ForWarning returns the model-facing text of an early warning, or "" for a
@@ -65,6 +86,12 @@ func ForWarning(w guard.Warning) string {
 		return fmt.Sprintf("Your last %s steps said the same thing and brought no new information. One more such step will stop this run: do something different that can bring new information, or give your final answer.", num(w.Value))
 	case CodeStallWarning:
 		return fmt.Sprintf("Your last %s steps brought no new information: no tool call returned anything new. One more such step will stop this run: make a tool call that can bring new information, or give your final answer.", num(w.Value))
+	case CodeRepeatedFailureWarning:
+		return fmt.Sprintf("Your calls to %s have failed %s the same way, although the arguments changed. Another call that fails like this will stop this run: read the error, then try a different approach or answer with what you know.", ToolName(w.Tool), times(w.Value))
+	case CodeRepeatedRefusalWarning:
+		return fmt.Sprintf("You have asked %s for a call to %s that is not allowed to run. It will not be run; asking for it again will stop this run. Use another approach or answer with what you have.", times(w.Value), ToolName(w.Tool))
+	case CodeRepeatedTextWarning:
+		return fmt.Sprintf("You have written the same message %s among your recent turns. Writing it once more will stop this run: say something new, try a different approach, or give your final answer.", times(w.Value))
 	case CodeToolCallCapWarning:
 		return fmt.Sprintf("You have now called %s %s, as often as this run allows. Another call to it will stop this run: use another tool or answer with what you have.", ToolName(w.Tool), times(w.Value))
 	case CodeBudgetWarning:

@@ -26,6 +26,9 @@ var warningCases = []struct {
 	{"tool_call_cap_warning_once", guard.Warning{Code: feedback.CodeToolCallCapWarning, Tool: "deploy", Value: 1, Limit: 2}},
 	{"budget_warning", guard.Warning{Code: feedback.CodeBudgetWarning, Metric: "totalTokens", Value: 850, Limit: 1000, Ratio: 0.85}},
 	{"budget_warning_cost", guard.Warning{Code: feedback.CodeBudgetWarning, Metric: "costUsd", Value: 0.4567, Limit: 0.5, Ratio: 0.9134}},
+	{"repeated_failure_warning", guard.Warning{Code: feedback.CodeRepeatedFailureWarning, Tool: "str_replace", Value: 4, Limit: 5}},
+	{"repeated_text_warning", guard.Warning{Code: feedback.CodeRepeatedTextWarning, Metric: "sameTextSteps", Value: 2, Limit: 3}},
+	{"repeated_refusal_warning", guard.Warning{Code: feedback.CodeRepeatedRefusalWarning, Tool: "search", Value: 2, Limit: 3}},
 }
 
 // stopCases are one stop for each code that ForStop adds to For.
@@ -36,7 +39,17 @@ var stopCases = []struct {
 	{"stall", guard.Verdict{Reason: "stall", Code: feedback.CodeStall, Evidence: map[string]any{"steps": 5, "threshold": 5}}},
 	{"windowed_repeat", guard.Verdict{Reason: "windowed-repeat", Code: feedback.CodeWindowedRepeat,
 		Evidence: map[string]any{"tool": "search", "argsPreview": `{"q":"x"}`, "count": 4, "threshold": 3, "window": 10}}},
+	{"repeated_failure", guard.Verdict{Reason: "repeated-failure", Code: feedback.CodeRepeatedFailure,
+		Evidence: map[string]any{"tool": "str_replace", "count": 5, "threshold": 5, "window": 10}}},
+	{"repeated_text", guard.Verdict{Reason: "repeated-text", Code: feedback.CodeRepeatedText,
+		Evidence: map[string]any{"count": 3, "threshold": 3, "window": 10}}},
+	{"repeated_refusal", guard.Verdict{Reason: "repeated-refusal", Code: feedback.CodeRepeatedRefusal,
+		Evidence: map[string]any{"tool": "search", "count": 3, "threshold": 3}}},
 }
+
+// neverRefuses are the codes of rules that judge nothing in preflight.
+var neverRefuses = map[string]bool{feedback.CodeStall: true, feedback.CodeRepeatedFailure: true,
+	feedback.CodeRepeatedText: true, feedback.CodeRepeatedRefusal: true}
 
 // golden compares got with the golden file name, or rewrites it with -update.
 func golden(t *testing.T, name, got string) {
@@ -81,9 +94,9 @@ func TestStopGolden(t *testing.T) {
 		}
 		for _, phase := range []guard.Phase{guard.PhaseCheck, guard.PhasePreflight} {
 			got := feedback.For(c.v, phase)
-			if c.v.Code == feedback.CodeStall && phase == guard.PhasePreflight {
+			if neverRefuses[c.v.Code] && phase == guard.PhasePreflight {
 				if got != "" {
-					t.Errorf("stall in preflight: %q; the rule never refuses", got)
+					t.Errorf("%s in preflight: %q; the rule never refuses", c.name, got)
 				}
 				continue
 			}
@@ -155,24 +168,28 @@ func TestNoSecretReachesWarnings(t *testing.T) {
 		"repeatedToolCall": {"warn": true, "threshold": 4}, "oscillation": {"warn": true, "repeats": 2},
 		"noProgress": {"warn": true, "threshold": 4}, "toolLimit": {"warn": true},
 		"window": {"warn": true, "window": 6, "threshold": 2}, "stall": {"warn": true, "threshold": 3},
+		"repeatedFailure": {"warn": true}, "repeatedText": {"warn": true, "threshold": 4}, "repeatedRefusal": {"warn": true},
 		"tools": {"capped": {"maxCalls": 3}}}`
 	all := strings.Join(secrets, " ")
 	secretCall := func(name string, i int) guard.ToolCall {
 		return guard.ToolCall{Name: name, Args: secretJSON(i), Result: all, Err: errors.New(all)}
 	}
 	// Each scenario is a run of its own: a repeat, a cycle, a cap, a
-	// windowed repeat, and text-only steps.
-	var repeatRun, cycle, capRun, windowRun, stallRun []guard.ToolCall
+	// windowed repeat, the same failure with other arguments, text-only
+	// steps, and a refused call asked for again and again.
+	var repeatRun, cycle, capRun, windowRun, failRun, stallRun, refusedRun []guard.ToolCall
 	for i := range 5 {
 		repeatRun = append(repeatRun, secretCall("sk-live-7f3a9c search", 0))
 		cycle = append(cycle, secretCall("search", i%2))
 		capRun = append(capRun, secretCall("capped", i))
 		windowRun = append(windowRun, secretCall("search", 0), secretCall("read", i))
+		failRun = append(failRun, secretCall("sk-live-7f3a9c edit", i))
 		stallRun = append(stallRun, guard.ToolCall{})
+		refusedRun = append(refusedRun, guard.ToolCall{Name: "refused", Args: secretJSON(0)})
 	}
 	codes := map[string]bool{}
 	var texts []string
-	for _, calls := range [][]guard.ToolCall{repeatRun, cycle, capRun, windowRun, stallRun} {
+	for _, calls := range [][]guard.ToolCall{repeatRun, cycle, capRun, windowRun, failRun, stallRun, refusedRun} {
 		cfg, err := detector.FromJSON([]byte(doc))
 		if err != nil {
 			t.Fatal(err)
@@ -183,7 +200,11 @@ func TestNoSecretReachesWarnings(t *testing.T) {
 		}
 		for _, c := range calls {
 			s := guard.Step{Text: "my secret is " + all}
-			if c.Name != "" {
+			switch c.Name {
+			case "":
+			case "refused":
+				s.Refused = []guard.ToolCall{c}
+			default:
 				s.ToolCalls = []guard.ToolCall{c}
 			}
 			d := g.Preflight(s.ToolCalls...)
@@ -205,7 +226,8 @@ func TestNoSecretReachesWarnings(t *testing.T) {
 	}
 	for _, want := range []string{feedback.CodeRepeatWarning, feedback.CodeOscillationWarning, feedback.CodeNoProgressWarning,
 		feedback.CodeToolCallCapWarning, feedback.CodeWindowedRepeatWarning, feedback.CodeStallWarning,
-		feedback.CodeWindowedRepeat, feedback.CodeStall} {
+		feedback.CodeWindowedRepeat, feedback.CodeStall, feedback.CodeRepeatedFailureWarning, feedback.CodeRepeatedFailure,
+		feedback.CodeRepeatedTextWarning, feedback.CodeRepeatedText, feedback.CodeRepeatedRefusalWarning, feedback.CodeRepeatedRefusal} {
 		if !codes[want] {
 			t.Errorf("the runs never gave %s; the test does not cover it (codes seen: %v)", want, codes)
 		}

@@ -10,6 +10,14 @@
 // before a tool call runs, whether running it would trip a rule; it changes
 // nothing.
 //
+// An agent loop, an SDK adapter or a framework integration drives the guard
+// through a [Turn] ([Guard.Begin]): it decides the calls of each model reply,
+// keyed by their IDs, runs or refuses them, and records the step, refused
+// calls in [Step.Refused]. A refused call comes back as a [*RefusedError]
+// whose text is safe to hand to the model; a stop ends the loop with a
+// [*StopError] carrying the verdict, and a normal finish is not an error.
+// Servers in which each call is a step of its own use [Guard.StartCall].
+//
 // The package imports no detector. The built-in detectors use exactly the
 // [Detector] interface a custom detector uses: they are ordered by the same
 // priorities, fingerprinted and saved in snapshots on equal footing.

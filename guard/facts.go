@@ -26,19 +26,28 @@ type Facts struct {
 	// Calls are the step's tool calls, in order, ignored ones included
 	// (see Call.Ignored).
 	Calls []Call
+	// Refused are the calls of the step that the guard refused and that
+	// did not run (Step.Refused), with their keys and no outcome. Empty in
+	// preflight.
+	Refused []Call
 	// TextHash is the hash of the normalised text (lower-cased, runs of
 	// white space made one space, trimmed).
 	TextHash canonical.Sum
 	// HasText reports whether the normalised text is not empty.
 	HasText bool
-	// FinishReason is the normalised finish reason: trimmed, lower-cased,
-	// '_' made '-'. Empty when none was given.
+	// FinishReason is the normalised finish reason (see
+	// [NormalizeFinishReason]): "stop", "tool-calls", "length",
+	// "content-filter", "error", or another reason trimmed, lower-cased and
+	// with '_' made '-'. Empty when none was given.
 	FinishReason string
 	// RawFinishReason is the finish reason as given.
 	RawFinishReason string
 	// NewInput reports whether the step carried input that is not a tool
 	// result (Step.Input).
 	NewInput bool
+	// InputHash is the hash of the step's input (Step.Input) as given; the
+	// zero Sum when it has none.
+	InputHash canonical.Sum
 	// Usage is the step's usage, with unusable numbers set to zero and the
 	// total filled in.
 	Usage Usage
@@ -66,8 +75,18 @@ type Call struct {
 	Outcome canonical.Sum
 	// HasResult reports whether a result or an error was supplied.
 	HasResult bool
-	// Failed reports whether the call has an error.
+	// Failed reports whether the call failed: it has an error, or its
+	// result matches a FailWhen pattern of the guard's options.
 	Failed bool
+	// Failure is the signature of a failed call, zero for one that did not
+	// fail: a hash of the tool's name and the normalised text of its error
+	// and its result, so that a call that fails the same way with other
+	// arguments has the same Failure. The text is lower-cased; the strings
+	// of the call's arguments that it echoes (an old_str that "did not
+	// appear verbatim", a path that does not exist) are taken out; numbers
+	// (line and column positions), hex ids and temporary names become '#';
+	// white space is collapsed; at most 2048 bytes of each part count.
+	Failure canonical.Sum
 	// Ignored reports whether the tool is one the guard ignores
 	// ([Options.Ignore]): such a call is no pattern, no progress and no
 	// use of a cap.
@@ -76,6 +95,25 @@ type Call struct {
 	raw     *ToolCall
 	preview string
 	hasPrev bool
+	op      string
+	hasOp   bool
+}
+
+// Op returns the operation a multi-purpose tool was asked for: the value of
+// its top-level "command" or "action" argument when that is a short word
+// (1 to 32 ASCII letters, digits, '_' or '-'), and "" otherwise. Editors
+// (view, create, str_replace), browsers (click, scroll) and computer-use
+// tools put their operation there; a shell tool's "command" is a command
+// line, never a word, so it has none. The arguments are read on the first
+// call, and only then.
+func (c *Call) Op() string {
+	if !c.hasOp {
+		c.hasOp = true
+		if c.raw != nil {
+			c.op = opOf(c.raw.Args)
+		}
+	}
+	return c.op
 }
 
 // Preview returns at most PreviewLen characters of the canonical arguments,
@@ -151,9 +189,74 @@ func normaliseText(dst []byte, s string) []byte {
 	return dst
 }
 
-// NormalizeFinishReason returns a finish reason as the guard compares it:
-// trimmed, lower-cased, with '_' turned into '-' ("Tool_Calls " becomes
-// "tool-calls").
+// The finish reasons the guard compares, whatever the provider's spelling
+// (see [NormalizeFinishReason]).
+const (
+	FinishStop          = "stop"           // the model finished its turn normally
+	FinishToolCalls     = "tool-calls"     // the model asks for tool calls
+	FinishLength        = "length"         // the output was cut at a token limit
+	FinishContentFilter = "content-filter" // the output was withheld or refused
+	FinishError         = "error"          // the provider failed to finish the turn
+	FinishOther         = "other"          // the provider's own "other"
+)
+
+// finishAliases maps provider spellings, lower-cased with '_' made '-', to
+// the guard's names. OpenAI (Chat Completions, Responses), Anthropic, Gemini,
+// Amazon Bedrock (Converse), Mistral, Cohere and Hugging Face TGI; reasons
+// that already have the guard's name are absent.
+var finishAliases = map[string]string{
+	// A normal end of the turn.
+	"end-turn":      FinishStop, // Anthropic, Bedrock
+	"stop-sequence": FinishStop, // Anthropic, Bedrock, Cohere, TGI
+	"complete":      FinishStop, // Cohere
+	"eos-token":     FinishStop, // TGI
+	"eos":           FinishStop, // llama.cpp and others
+	// The model asks for tools.
+	"tool-use":       FinishToolCalls, // Anthropic, Bedrock
+	"tool-call":      FinishToolCalls, // Cohere
+	"function-call":  FinishToolCalls, // OpenAI, deprecated
+	"function-calls": FinishToolCalls,
+	// Cut off.
+	"max-tokens":                    FinishLength, // Anthropic, Bedrock, Gemini, Cohere
+	"max-output-tokens":             FinishLength, // OpenAI Responses (incomplete)
+	"model-length":                  FinishLength, // Mistral
+	"model-context-window-exceeded": FinishLength, // Anthropic
+	"error-limit":                   FinishLength, // Cohere
+	"max-length":                    FinishLength,
+	// Withheld.
+	"content-filtered":         FinishContentFilter, // Bedrock
+	"guardrail-intervened":     FinishContentFilter, // Bedrock
+	"safety":                   FinishContentFilter, // Gemini
+	"recitation":               FinishContentFilter, // Gemini
+	"blocklist":                FinishContentFilter, // Gemini
+	"prohibited-content":       FinishContentFilter, // Gemini
+	"spii":                     FinishContentFilter, // Gemini
+	"image-safety":             FinishContentFilter, // Gemini
+	"image-prohibited-content": FinishContentFilter, // Gemini
+	"image-recitation":         FinishContentFilter, // Gemini
+	"refusal":                  FinishContentFilter, // Anthropic
+	"error-toxic":              FinishContentFilter, // Cohere
+	// The provider failed.
+	"malformed-function-call": FinishError, // Gemini
+	"unexpected-tool-call":    FinishError, // Gemini
+	"too-many-tool-calls":     FinishError, // Gemini
+	// No reason: the turn is not over, or none was given.
+	"pause-turn":                "", // Anthropic: the server paused a long turn
+	"finish-reason-unspecified": "", // Gemini
+}
+
+// NormalizeFinishReason returns a finish reason as the guard compares it. The
+// reason is trimmed, lower-cased and its '_' made '-'; then the spellings of
+// the major providers become the guard's names: [FinishStop] ("end_turn",
+// "stop_sequence", Gemini's "STOP", Cohere's "COMPLETE"), [FinishToolCalls]
+// ("tool_calls", "tool_use", "function_call"), [FinishLength] ("max_tokens",
+// "MAX_TOKENS", "model_length", "model_context_window_exceeded"),
+// [FinishContentFilter] ("content_filter", "SAFETY", "RECITATION",
+// "PROHIBITED_CONTENT", "refusal", "guardrail_intervened", ...) and
+// [FinishError] ("MALFORMED_FUNCTION_CALL", ...). Anthropic's "pause_turn"
+// and Gemini's "FINISH_REASON_UNSPECIFIED" become "" (no reason). Any other
+// reason is kept, normalised ("Tool_Calls " becomes "tool-calls", "Foo_Bar"
+// "foo-bar").
 func NormalizeFinishReason(s string) string {
 	start, end := 0, len(s)
 	for start < end && isASCIISpace(s[start]) {
@@ -171,7 +274,38 @@ func NormalizeFinishReason(s string) string {
 		}
 	}
 	if clean {
+		if alias, ok := finishAliases[s]; ok {
+			return alias
+		}
 		return s
+	}
+	// Short ASCII reasons, the common case, are looked up without
+	// allocating.
+	var buf [40]byte
+	if len(s) <= len(buf) {
+		ascii := true
+		for i := 0; i < len(s); i++ {
+			c := s[i]
+			switch {
+			case c >= utf8.RuneSelf:
+				ascii = false
+			case c == '_':
+				c = '-'
+			case 'A' <= c && c <= 'Z':
+				c += 'a' - 'A'
+			}
+			buf[i] = c
+		}
+		if ascii {
+			if alias, ok := finishAliases[string(buf[:len(s)])]; ok {
+				return alias
+			}
+			switch string(buf[:len(s)]) {
+			case FinishStop, FinishToolCalls, FinishLength, FinishContentFilter, FinishError, FinishOther:
+				return canonicalFinish(string(buf[:len(s)]))
+			}
+			return string(buf[:len(s)])
+		}
 	}
 	b := make([]byte, 0, len(s))
 	for _, r := range s {
@@ -184,7 +318,28 @@ func NormalizeFinishReason(s string) string {
 		}
 		b = utf8.AppendRune(b, r)
 	}
+	if alias, ok := finishAliases[string(b)]; ok {
+		return alias
+	}
 	return string(b)
+}
+
+// canonicalFinish returns the constant equal to s, so that the common names
+// never allocate.
+func canonicalFinish(s string) string {
+	switch s {
+	case FinishStop:
+		return FinishStop
+	case FinishToolCalls:
+		return FinishToolCalls
+	case FinishLength:
+		return FinishLength
+	case FinishContentFilter:
+		return FinishContentFilter
+	case FinishError:
+		return FinishError
+	}
+	return FinishOther
 }
 
 func isASCIISpace(c byte) bool {
@@ -196,6 +351,8 @@ const (
 	kindKey    = 'k'
 	kindResult = 'r'
 	kindError  = 'e'
+	// kindFailure is read by failureSum.
+	kindFailure = 'f'
 )
 
 // combine hashes a kind, a tool name and sums into one sum, using scratch.
@@ -226,6 +383,10 @@ func (g *Guard) callFacts(tc *ToolCall, withOutcome bool) Call {
 	case tc.Result != nil:
 		c.HasResult = true
 		g.scratch, c.Outcome = combine(g.scratch, kindResult, tc.Name, c.Args, canonical.Hash(tc.Result))
+		c.Failed = g.fails != nil && g.fails.fails(tc.Name, tc.Result)
+	}
+	if c.Failed {
+		c.Failure = g.failureSum(tc)
 	}
 	return c
 }

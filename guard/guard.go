@@ -43,9 +43,18 @@ type Options struct {
 	// not part of the fingerprint: restore a snapshot with the same ones.
 	Key func(tool string, args any) any
 
-	// Tools holds options per tool name: argument fields to drop and key
-	// functions.
+	// Tools holds options per tool name: argument fields to drop, key
+	// functions and failure patterns.
 	Tools map[string]ToolOptions
+
+	// FailWhen lists regular expressions (RE2 syntax) that mark a call's
+	// result as a failure when one matches its text, for harnesses and
+	// tools that report failures inside their results: "^ERROR:", a
+	// non-zero exit code ("<returncode>[1-9]"), an MCP isError text. The
+	// text of a string result is the string; of any other result, its JSON.
+	// A call with an error (ToolCall.Err) fails whatever its result.
+	// ToolOptions.FailWhen adds patterns per tool.
+	FailWhen []string
 
 	// Observer, when set, is told of every verdict of Check and every
 	// decision of Preflight, so that stops and warnings reach logs and
@@ -70,7 +79,8 @@ type Guard struct {
 	mu     sync.Mutex
 	opts   Options
 	ignore map[string]bool
-	keys   *keyer // nil: arguments are hashed as they are
+	keys   *keyer    // nil: arguments are hashed as they are
+	fails  *failWhen // nil: only errors are failures
 	dets   []Detector
 
 	steps, toolCalls, failedCalls int
@@ -111,6 +121,8 @@ func (o Options) New(detectors ...Detector) (*Guard, error) {
 	for _, name := range o.Ignore {
 		ignore[name] = true
 	}
+	fails, ferrs := compileFailWhen(&o)
+	errs = append(errs, ferrs...)
 	seen := make(map[string]int, len(detectors))
 	dets := make([]Detector, 0, len(detectors))
 	for i, d := range detectors {
@@ -138,8 +150,9 @@ func (o Options) New(detectors ...Detector) (*Guard, error) {
 	})
 	o.Ignore = slices.Clone(o.Ignore)
 	o.DropArgs = slices.Clone(o.DropArgs)
+	o.FailWhen = slices.Clone(o.FailWhen)
 	o.Tools = maps.Clone(o.Tools)
-	return &Guard{opts: o, ignore: ignore, keys: newKeyer(&o), dets: dets}, nil
+	return &Guard{opts: o, ignore: ignore, keys: newKeyer(&o), fails: fails, dets: dets}, nil
 }
 
 // Detectors returns the guard's detectors in the order they are asked.
@@ -173,12 +186,18 @@ func (g *Guard) check(s Step) (Verdict, int) {
 		}
 	}
 	g.toolCalls += len(f.Calls)
+	for i := range g.cur.Refused {
+		f.Refused = append(f.Refused, g.callFacts(&g.cur.Refused[i], false))
+	}
 	f.text = normaliseText(f.text[:0], s.Text)
 	f.HasText = len(f.text) > 0
 	f.TextHash = canonical.HashBytes(f.text)
 	f.RawFinishReason = s.FinishReason
 	f.FinishReason = NormalizeFinishReason(s.FinishReason)
 	f.NewInput = s.Input != ""
+	if f.NewInput {
+		f.InputHash = canonical.HashString(s.Input)
+	}
 	f.Usage = s.Usage.sanitize()
 	g.totals.add(f.Usage)
 	g.steps++
@@ -217,8 +236,9 @@ func (g *Guard) Preflight(calls ...ToolCall) Decision {
 }
 
 // preflight is Preflight without the observer; it also returns the index of
-// the step the calls would belong to.
-func (g *Guard) preflight(calls []ToolCall) (Decision, int) {
+// the step the calls would belong to. With locate, a refusal says which call
+// was refused (Decision.CallIndex); without, the caller says it.
+func (g *Guard) preflight(calls []ToolCall, locate bool) (Decision, int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.pre = append(g.pre[:0], calls...)
@@ -234,6 +254,7 @@ func (g *Guard) preflight(calls []ToolCall) (Decision, int) {
 
 	d := Decision{Allow: true}
 	var warnings []Warning
+	var refuser Detector
 	for _, det := range g.dets {
 		dv := det.Preflight(f)
 		warnings = appendWarnings(warnings, dv.Warnings, det.Name())
@@ -241,6 +262,13 @@ func (g *Guard) preflight(calls []ToolCall) (Decision, int) {
 			v := g.finish(dv, det.Name(), PhasePreflight)
 			d = Decision{Reason: v.Reason, Code: v.Code, Detail: v.Detail, Evidence: v.Evidence,
 				Feedback: v.Feedback, Detector: v.Detector}
+			refuser = det
+		}
+	}
+	if refuser != nil && locate {
+		d.CallIndex = refusedAt(refuser, f)
+		if d.CallIndex < len(g.pre) {
+			d.CallID = g.pre[d.CallIndex].ID
 		}
 	}
 	d.Warnings = warnings

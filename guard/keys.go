@@ -21,6 +21,11 @@ type ToolOptions struct {
 	// before they are hashed (after DropArgs). It overrides Options.Key.
 	// It must be deterministic; it is not part of the fingerprint.
 	Key func(args any) any
+
+	// FailWhen lists regular expressions (RE2 syntax) that mark a result
+	// of this tool as a failure when one matches its text. They add to
+	// Options.FailWhen.
+	FailWhen []string
 }
 
 // keyer decides what of a call's arguments is hashed. It is built once, in
@@ -157,6 +162,18 @@ func (o *Options) keyFingerprint() map[string]any {
 	}
 	if len(tools) > 0 {
 		fp["toolDropArgs"] = tools
+	}
+	if len(o.FailWhen) > 0 {
+		fp["failWhen"] = o.FailWhen
+	}
+	failTools := map[string]any{}
+	for name, t := range o.Tools {
+		if len(t.FailWhen) > 0 {
+			failTools[name] = t.FailWhen
+		}
+	}
+	if len(failTools) > 0 {
+		fp["toolFailWhen"] = failTools
 	}
 	return fp
 }

@@ -48,7 +48,7 @@ func (g *Guard) CheckContext(ctx context.Context, s Step) Verdict {
 // PreflightContext is Preflight, with a context that is handed to the
 // observer ([Options.Observer]).
 func (g *Guard) PreflightContext(ctx context.Context, calls ...ToolCall) Decision {
-	d, step := g.preflight(calls)
+	d, step := g.preflight(calls, true)
 	if g.opts.Observer != nil {
 		g.notify(ctx, Event{Phase: PhasePreflight, Step: step, Verdict: d.Verdict()})
 	}

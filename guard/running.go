@@ -20,20 +20,33 @@ type Running struct {
 // allowed and that have not finished, as the parallel calls of one step: two
 // identical calls made at once cannot both slip under a threshold. When the
 // call is allowed, it holds its place until [Running.Finish] or
-// [Running.Abandon]; when it is refused, the *Running is nil and the
-// decision's Feedback is the text to answer with.
+// [Running.Abandon]. When it is refused, the *Running is nil, the decision's
+// Feedback is the text to answer with, and the refusal is recorded at once as
+// a step that holds only the refused call ([Step.Refused]), in the same move
+// as the decision, so that a model that keeps asking for a refused call is
+// seen however many calls run at the same time. The observer, if any, is
+// told of the decision and, for a refusal, of that step's verdict, after the
+// guard's locks are released.
 func (g *Guard) StartCall(ctx context.Context, call ToolCall) (*Running, Decision) {
 	call.Result, call.Err = nil, nil
 	g.runMu.Lock()
-	d, step := g.preflight(append(g.runningCalls(), call))
+	d, step := g.preflight(append(g.runningCalls(), call), false)
 	var r *Running
+	var v Verdict
+	var checked int
 	if d.Allow {
 		r = &Running{g: g, call: call}
 		g.running = append(g.running, r)
+	} else {
+		d.CallIndex, d.CallID = 0, call.ID
+		v, checked = g.check(Step{Refused: []ToolCall{call}})
 	}
 	g.runMu.Unlock()
 	if g.opts.Observer != nil {
 		g.notify(ctx, Event{Phase: PhasePreflight, Step: step, Verdict: d.Verdict()})
+		if !d.Allow {
+			g.notify(ctx, Event{Phase: PhaseCheck, Step: checked, Verdict: v})
+		}
 	}
 	return r, d
 }

@@ -29,11 +29,25 @@ type Step struct {
 	// a tool result, such as a user's reply in a conversational agent.
 	// Non-empty Input counts as progress for the rules that look for it.
 	Input string
+	// Refused are the calls the model asked for in this turn that the
+	// guard refused, in order: they did not run, so they are not in
+	// ToolCalls, and their Result and Err are ignored. They let the guard
+	// see a model that keeps asking for a refused call (the refusal rule
+	// stops it). [Turn.End] fills
+	// it with the turn's refusals and [Guard.StartCall] records each
+	// refusal as a step that holds only it; a loop that preflights calls
+	// itself puts here the calls whose [Decision] did not allow them.
+	Refused []ToolCall
 }
 
 // A ToolCall is one call of a tool: its name, its arguments and, once it has
 // run, its result or error.
 type ToolCall struct {
+	// ID is the call's ID as the provider gave it (OpenAI's tool call ID,
+	// Anthropic's tool_use ID), or empty. It names the call in a [Turn]
+	// and in traces; the rules never read it, so calls that differ only
+	// in their IDs are the same call.
+	ID string
 	// Name is the tool's name as the model gave it.
 	Name string
 	// Args are the call's arguments. A json.RawMessage is taken as JSON
@@ -175,9 +189,11 @@ type stepJSON struct {
 	Usage        json.RawMessage `json:"usage"`
 	Input        json.RawMessage `json:"input"`
 	UserReply    json.RawMessage `json:"userReply"`
+	Refused      json.RawMessage `json:"refused"`
 }
 
 type toolCallJSON struct {
+	ID     json.RawMessage `json:"id"`
 	Name   json.RawMessage `json:"name"`
 	Args   json.RawMessage `json:"args"`
 	Result json.RawMessage `json:"result"`
@@ -198,16 +214,18 @@ var ErrNotObject = errors.New("guard: a step must be a JSON object")
 
 // UnmarshalJSON reads a step in loopguard's JSON shape:
 //
-//	{"text": "...", "toolCalls": [{"name": "search", "args": {...}, "result": ..., "error": "..."|null}],
+//	{"text": "...", "toolCalls": [{"name": "search", "args": {...}, "result": ..., "error": "..."|null, "id": "call_1"}],
 //	 "finishReason": "tool-calls", "usage": {"inputTokens": 1, "outputTokens": 2, "totalTokens": 3,
-//	 "costUsd": 0.01, "durationMs": 1200}, "input": "..."}
+//	 "costUsd": 0.01, "durationMs": 1200}, "input": "...", "refused": [{"name": "search", "args": {...}, "id": "call_2"}]}
 //
 // It fails only when data is not a JSON object. Odd values inside it (a
 // number where text belongs, a toolCalls that is not an array, an entry that
 // is not an object or whose name is not a string, unusable usage numbers) are
 // ignored. Unknown fields are ignored; "userReply" is read as Input. Arguments
 // and results are kept as json.RawMessage; null ones become nil, and so does
-// an "error" of null. Any other error value marks the call as failed.
+// an "error" of null. Any other error value marks the call as failed. An "id"
+// that is not a string is ignored. The entries of "refused" are read as those
+// of "toolCalls" are, without their result or error.
 func (s *Step) UnmarshalJSON(data []byte) error {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
@@ -225,28 +243,8 @@ func (s *Step) UnmarshalJSON(data []byte) error {
 	if s.Input == "" {
 		s.Input = jsonString(j.UserReply)
 	}
-	var raws []json.RawMessage
-	if json.Unmarshal(j.ToolCalls, &raws) == nil {
-		for _, r := range raws {
-			var c toolCallJSON
-			if r = bytes.TrimSpace(r); len(r) == 0 || r[0] != '{' || json.Unmarshal(r, &c) != nil {
-				continue
-			}
-			var name string
-			if json.Unmarshal(c.Name, &name) != nil || isNull(c.Name) {
-				continue
-			}
-			tc := ToolCall{Name: name, Args: rawOrNil(c.Args), Result: rawOrNil(c.Result)}
-			if !isNull(c.Error) {
-				msg, ok := jsonStringOK(c.Error)
-				if !ok {
-					msg = string(c.Error)
-				}
-				tc.Err = errors.New(msg)
-			}
-			s.ToolCalls = append(s.ToolCalls, tc)
-		}
-	}
+	s.ToolCalls = readCalls(j.ToolCalls, true)
+	s.Refused = readCalls(j.Refused, false)
 	var u usageJSON
 	if len(j.Usage) > 0 && j.Usage[0] == '{' && json.Unmarshal(j.Usage, &u) == nil {
 		s.Usage = Usage{
@@ -260,14 +258,56 @@ func (s *Step) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// readCalls reads a JSON array of calls leniently: entries that are not
+// objects, or whose name is not a string, are left out. The outcome (result
+// and error) is read only with outcome set.
+func readCalls(data json.RawMessage, outcome bool) []ToolCall {
+	var raws []json.RawMessage
+	if json.Unmarshal(data, &raws) != nil {
+		return nil
+	}
+	var calls []ToolCall
+	for _, r := range raws {
+		var c toolCallJSON
+		if r = bytes.TrimSpace(r); len(r) == 0 || r[0] != '{' || json.Unmarshal(r, &c) != nil {
+			continue
+		}
+		var name string
+		if json.Unmarshal(c.Name, &name) != nil || isNull(c.Name) {
+			continue
+		}
+		tc := ToolCall{ID: jsonString(c.ID), Name: name, Args: rawOrNil(c.Args)}
+		if outcome {
+			tc.Result = rawOrNil(c.Result)
+			if !isNull(c.Error) {
+				msg, ok := jsonStringOK(c.Error)
+				if !ok {
+					msg = string(c.Error)
+				}
+				tc.Err = errors.New(msg)
+			}
+		}
+		calls = append(calls, tc)
+	}
+	return calls
+}
+
 // MarshalJSON writes the step in the shape UnmarshalJSON reads. Arguments and
-// results that encoding/json cannot write are left out.
+// results that encoding/json cannot write are left out. Empty IDs, and an
+// empty Refused, are left out; refused calls are written without a result or
+// an error.
 func (s Step) MarshalJSON() ([]byte, error) {
 	type call struct {
 		Name   string `json:"name"`
 		Args   any    `json:"args"`
 		Result any    `json:"result,omitempty"`
 		Error  any    `json:"error"`
+		ID     string `json:"id,omitempty"`
+	}
+	type refused struct {
+		Name string `json:"name"`
+		Args any    `json:"args"`
+		ID   string `json:"id,omitempty"`
 	}
 	type usage struct {
 		InputTokens  int64   `json:"inputTokens,omitempty"`
@@ -277,18 +317,22 @@ func (s Step) MarshalJSON() ([]byte, error) {
 		DurationMs   float64 `json:"durationMs,omitempty"`
 	}
 	out := struct {
-		Text         string `json:"text"`
-		ToolCalls    []call `json:"toolCalls"`
-		FinishReason string `json:"finishReason,omitempty"`
-		Usage        *usage `json:"usage,omitempty"`
-		Input        string `json:"input,omitempty"`
+		Text         string    `json:"text"`
+		ToolCalls    []call    `json:"toolCalls"`
+		FinishReason string    `json:"finishReason,omitempty"`
+		Usage        *usage    `json:"usage,omitempty"`
+		Input        string    `json:"input,omitempty"`
+		Refused      []refused `json:"refused,omitempty"`
 	}{Text: s.Text, FinishReason: s.FinishReason, Input: s.Input, ToolCalls: []call{}}
 	for _, tc := range s.ToolCalls {
-		c := call{Name: tc.Name, Args: encodable(tc.Args), Result: encodable(tc.Result)}
+		c := call{Name: tc.Name, Args: encodable(tc.Args), Result: encodable(tc.Result), ID: tc.ID}
 		if tc.Err != nil {
 			c.Error = errorText(tc.Err)
 		}
 		out.ToolCalls = append(out.ToolCalls, c)
+	}
+	for _, tc := range s.Refused {
+		out.Refused = append(out.Refused, refused{Name: tc.Name, Args: encodable(tc.Args), ID: tc.ID})
 	}
 	if s.Usage != (Usage{}) {
 		u := s.Usage

@@ -1,53 +1,137 @@
 package guard
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
+
+	"github.com/loopguard/loopguard/canonical"
 )
 
-// A Turn records one step of a hand-written agent loop as it happens: each
-// tool call is asked about before it runs ([Turn.Run]) and recorded after,
-// with its result or error; [Turn.End] then checks the finished step. It
-// replaces the bookkeeping every agent loop otherwise writes by hand.
+// A Turn is one step of an agent loop on its way through the guard: the tool
+// calls the model asked for, the guard's decision on each, the outcome of
+// each call that ran, and at the end the step to check. Hand-written loops,
+// the adapters and framework integrations all use it; it does the
+// bookkeeping they would otherwise each write.
+//
+// Start a turn with [Guard.Begin]. Then, in either style or both:
+//
+//   - [Turn.Preflight] decides the calls of a model reply at once, in order,
+//     before any runs; [Turn.SetResult] gives the outcome of an allowed call by
+//     its ID ([ToolCall.ID]); [Turn.Answer] is the text that answers each call
+//     in the conversation.
+//   - [Turn.Run] decides one call as it is about to run, runs it if allowed
+//     and records its outcome. If Preflight already decided a call with the
+//     same ID (or, for a call without an ID, the same tool and arguments),
+//     Run takes that decision instead of judging the call again: so a
+//     framework can preflight a model reply in one hook and run the tools in
+//     another.
+//
+// Each call is judged together with the turn's allowed calls before it, as
+// the parallel calls of one step: two identical calls of one reply cannot
+// both slip under a threshold, and a refused call does not count against the
+// ones after it. [Turn.End] records the step: the allowed calls whose outcome
+// is known, in the order they were decided, and in [Step.Refused] the calls
+// that were refused. Allowed calls that never finished are left out: they
+// did not run.
 //
 // A Turn is safe for use by several goroutines, so the calls of one turn may
-// run in parallel. Calls are recorded in the order they were started.
-// Refused calls never run and are left out of the step, as they should be.
+// run in parallel. IDs name calls: the methods that take an ID find the first
+// call of the turn with it, and the empty ID names none.
 type Turn struct {
-	g     *Guard
-	mu    sync.Mutex
-	calls []ToolCall // started calls that were allowed, in start order
-	ended bool
+	g       *Guard
+	mu      sync.Mutex
+	calls   []turnCall // every call the turn decided, in order
+	scratch []ToolCall // the calls to judge, reused; End's calls at the end
+	ended   bool
+}
+
+// turnCall is one call of a turn.
+type turnCall struct {
+	call     ToolCall // Result and Err once finished
+	decision Decision
+	claimed  bool // Run has taken the call
+	finished bool // its outcome is known
 }
 
 // Begin starts a turn of the agent loop: the next step.
 func (g *Guard) Begin() *Turn { return &Turn{g: g} }
 
-// A RefusedError is returned by [Turn.Run] for a call that preflight
-// refused. The call did not run.
-type RefusedError struct {
-	Decision Decision
-}
-
-// Error says which rule refused the call, and why.
-func (e *RefusedError) Error() string {
-	return fmt.Sprintf("loopguard: call refused: %s (%s): %s", e.Decision.Reason, e.Decision.Code, e.Decision.Detail)
-}
-
-// ErrTurnEnded is returned by Run and End on a turn that has ended.
+// ErrTurnEnded is returned by the methods of a turn that has ended.
 var ErrTurnEnded = errorString("loopguard: the turn has ended")
 
-// Run asks the guard whether call may run now, as part of this turn (the
-// turn's earlier calls included, as parallel calls of one step). If it may,
-// Run calls fn, records the call with fn's result or error, and returns
-// them. If it may not, fn is not called and Run returns a *RefusedError whose
-// Decision.Feedback is the text to hand back to the model in place of the
-// tool's result. If ctx is done before fn would start, fn is not called and
-// Run returns ctx.Err() (nothing is recorded); fn itself receives ctx.
+// notRunText answers an allowed call whose outcome was never given.
+const notRunText = "That call was not run."
+
+// Preflight decides calls before any of them runs, in order: each is judged
+// together with the turn's allowed calls before it. It returns one decision
+// per call; a refused call's Decision.Feedback is the text to answer it with
+// (see [Turn.Answer]), and its CallIndex is its index in calls. The calls
+// join the turn: give the outcomes of the allowed ones with
+// [Turn.SetResult], or run them with [Turn.Run]. Their Result and Err are
+// ignored. The observer, if any, is told of each decision after the turn's
+// lock is released, with ctx. On a turn that has ended it decides nothing
+// and returns [ErrTurnEnded].
+func (t *Turn) Preflight(ctx context.Context, calls ...ToolCall) ([]Decision, error) {
+	ds := make([]Decision, len(calls))
+	steps := make([]int, len(calls))
+	t.mu.Lock()
+	if t.ended {
+		t.mu.Unlock()
+		return nil, ErrTurnEnded
+	}
+	t.calls = slices.Grow(t.calls, len(calls))
+	for i, c := range calls {
+		c.Result, c.Err = nil, nil
+		d, step := t.g.preflight(t.with(c), false)
+		if !d.Allow {
+			d.CallIndex, d.CallID = i, c.ID
+		}
+		t.calls = append(t.calls, turnCall{call: c, decision: d})
+		ds[i], steps[i] = d, step
+	}
+	t.mu.Unlock()
+	if t.g.opts.Observer != nil {
+		for i, d := range ds {
+			t.g.notify(ctx, Event{Phase: PhasePreflight, Step: steps[i], Verdict: d.Verdict()})
+		}
+	}
+	return ds, nil
+}
+
+// with returns the turn's allowed calls, then c, in t.scratch: the guard
+// copies them and keeps none. t.mu is held.
+func (t *Turn) with(c ToolCall) []ToolCall {
+	calls := t.scratch[:0]
+	for _, tc := range t.calls {
+		if tc.decision.Allow {
+			calls = append(calls, tc.call)
+		}
+	}
+	t.scratch = append(calls, c)
+	return t.scratch
+}
+
+// Run runs one call of the turn if the guard allows it, and records its
+// outcome. If [Turn.Preflight] decided a call that Run has not taken yet and
+// that has call's ID (or, when call has no ID, its tool and canonically
+// equal arguments), Run takes that decision; otherwise it judges call now,
+// together with the turn's allowed calls before it.
 //
-// call.Result and call.Err are ignored: they are what fn returns.
+// If the call may run, Run calls fn, records fn's result or error as the
+// call's outcome and returns them; a panic in fn comes back as an error. If
+// it may not, fn is not called and Run returns a [*RefusedError] whose text
+// is the model-facing feedback to hand back in place of the tool's result.
+// If ctx is done before fn would start, fn is not called and Run returns
+// ctx.Err() (nothing is recorded); fn itself receives ctx.
+//
+// The observer, if any, is told of a decision Run makes after the turn's
+// lock is released: one that blocks holds up this call only, never the
+// turn's other calls. call.Result and call.Err are ignored: they are what fn
+// returns.
 func (t *Turn) Run(ctx context.Context, call ToolCall, fn func(ctx context.Context) (any, error)) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -58,26 +142,70 @@ func (t *Turn) Run(ctx context.Context, call ToolCall, fn func(ctx context.Conte
 		t.mu.Unlock()
 		return nil, ErrTurnEnded
 	}
-	d := t.g.PreflightContext(ctx, append(slices.Clone(t.calls), call)...)
+	i := t.claim(call)
+	judged := i < 0
+	var step int
+	if judged {
+		var d Decision
+		d, step = t.g.preflight(t.with(call), false)
+		if !d.Allow {
+			d.CallIndex, d.CallID = 0, call.ID
+		}
+		i = len(t.calls)
+		t.calls = append(t.calls, turnCall{call: call, decision: d})
+	}
+	t.calls[i].claimed = true
+	d := t.calls[i].decision
+	t.mu.Unlock()
+	if judged && t.g.opts.Observer != nil {
+		t.g.notify(ctx, Event{Phase: PhasePreflight, Step: step, Verdict: d.Verdict()})
+	}
 	if !d.Allow {
-		t.mu.Unlock()
 		return nil, &RefusedError{Decision: d}
 	}
-	i := len(t.calls)
-	t.calls = append(t.calls, call)
-	t.mu.Unlock()
 
 	result, err := runTool(ctx, fn)
 
 	t.mu.Lock()
-	t.calls[i].Result, t.calls[i].Err = result, err
+	if !t.ended {
+		c := &t.calls[i]
+		c.call.Result, c.call.Err, c.finished = result, err, true
+	}
 	t.mu.Unlock()
 	return result, err
 }
 
+// claim returns the index of the preflighted call that Run should take for
+// call, or -1. t.mu is held.
+func (t *Turn) claim(call ToolCall) int {
+	var sum canonical.Sum
+	hashed := false
+	for i := range t.calls {
+		c := &t.calls[i]
+		if c.claimed || c.finished {
+			continue
+		}
+		if call.ID != "" {
+			if c.call.ID == call.ID {
+				return i
+			}
+			continue
+		}
+		if c.call.Name != call.Name {
+			continue
+		}
+		if !hashed {
+			sum, hashed = canonical.Hash(call.Args), true
+		}
+		if canonical.Hash(c.call.Args) == sum {
+			return i
+		}
+	}
+	return -1
+}
+
 // runTool calls fn, turning a panic into an error so that the turn stays
-// consistent; the panic is then re-raised by nobody: the caller gets it as
-// the call's error.
+// consistent: the caller gets the panic as the call's error.
 func runTool(ctx context.Context, fn func(context.Context) (any, error)) (result any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -87,10 +215,157 @@ func runTool(ctx context.Context, fn func(context.Context) (any, error)) (result
 	return fn(ctx)
 }
 
-// End finishes the turn: it records the step with the turn's calls (in the
-// order they started) and s's text, finish reason, usage and input, and
-// returns the guard's verdict. s.ToolCalls is ignored. Call End after every
-// Run of the turn has returned; a turn ends once.
+// find returns the first call with this ID, or nil. t.mu is held.
+func (t *Turn) find(id string) *turnCall {
+	if id == "" {
+		return nil
+	}
+	for i := range t.calls {
+		if t.calls[i].call.ID == id {
+			return &t.calls[i]
+		}
+	}
+	return nil
+}
+
+// SetResult records the outcome of the allowed call with this ID: what it
+// returned, and a non-nil err if it failed (both may be given: the error is
+// the outcome the rules judge, the result is kept beside it). It reports
+// whether id names an allowed call of a turn that has not ended; the outcome
+// of any other call is ignored. A later SetResult for the same call
+// replaces the earlier one.
+func (t *Turn) SetResult(id string, result any, err error) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := t.find(id)
+	if t.ended || c == nil || !c.decision.Allow {
+		return false
+	}
+	c.call.Result, c.call.Err, c.finished = result, err, true
+	return true
+}
+
+// Decision returns the guard's decision on the call with this ID, and
+// whether the turn has such a call.
+func (t *Turn) Decision(id string) (Decision, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c := t.find(id); c != nil {
+		return c.decision, true
+	}
+	return Decision{}, false
+}
+
+// Answer returns the text that answers the call with this ID in the
+// conversation, and whether the turn has such a call:
+//
+//   - for a refused call, the refusal's feedback (the text of its
+//     [RefusedError]), which never quotes arguments;
+//   - for an allowed call whose outcome is not known, "That call was not
+//     run.", since every call the model made must be answered;
+//   - for a call that failed without a result (nil or ""), "Error: " and the
+//     error's text;
+//   - otherwise its result: a string, []byte or json.RawMessage as its text,
+//     any other value as its JSON encoding.
+func (t *Turn) Answer(id string) (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := t.find(id)
+	switch {
+	case c == nil:
+		return "", false
+	case !c.decision.Allow:
+		return refusalText(c.decision), true
+	case !c.finished:
+		return notRunText, true
+	case c.call.Err != nil && (c.call.Result == nil || c.call.Result == ""):
+		return "Error: " + errorText(c.call.Err), true
+	}
+	return resultText(c.call.Result), true
+}
+
+// resultText returns a tool's result as text: a string as it is, JSON text
+// that holds a string decoded, other JSON text as it is, and anything else as
+// its JSON (or, failing that, as fmt prints it). It is what the model is
+// answered with and what FailWhen patterns are matched against.
+func resultText(r any) (s string) {
+	defer func() {
+		if recover() != nil {
+			s = ""
+		}
+	}()
+	switch r := r.(type) {
+	case nil:
+		return ""
+	case string:
+		return r
+	case json.RawMessage:
+		r = bytes.TrimSpace(r)
+		if len(r) > 0 && r[0] == '"' {
+			var str string
+			if json.Unmarshal(r, &str) == nil {
+				return str
+			}
+		}
+		return string(r)
+	case []byte:
+		return string(r)
+	}
+	if b, err := marshalSafe(r); err == nil {
+		return string(b)
+	}
+	return fmt.Sprint(r)
+}
+
+// marshalSafe is json.Marshal, with a panic turned into an error.
+func marshalSafe(v any) (b []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			b, err = nil, fmt.Errorf("%v", r)
+		}
+	}()
+	return json.Marshal(v)
+}
+
+// Step returns s with the turn's calls, as [Turn.End] records it: in
+// ToolCalls, the allowed calls whose outcome is known, in the order they
+// were decided; in Refused, the refused calls, without outcomes. s.ToolCalls
+// and s.Refused are replaced; s's text, finish reason, usage and input are
+// kept.
+func (t *Turn) Step(s Step) Step {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.step(s, nil)
+}
+
+// step is Step with t.mu held; the calls are appended to calls[:0].
+func (t *Turn) step(s Step, calls []ToolCall) Step {
+	s.ToolCalls, s.Refused = calls[:0], nil
+	for _, c := range t.calls {
+		switch {
+		case !c.decision.Allow:
+			s.Refused = append(s.Refused, ToolCall{ID: c.call.ID, Name: c.call.Name, Args: c.call.Args})
+		case c.finished:
+			s.ToolCalls = append(s.ToolCalls, c.call)
+		}
+	}
+	if len(s.ToolCalls) == 0 {
+		s.ToolCalls = nil
+	}
+	return s
+}
+
+// End finishes the turn: it records the step [Turn.Step] returns for s
+// (with [Guard.CheckContext], so the observer is told) and returns the
+// guard's verdict. The error is a [*StopError] carrying the verdict when the
+// verdict stops the run for a fault ([Verdict.Err]); a verdict that goes on,
+// and a normal finish (v.Stop with IsFault false: the model answered), come
+// with a nil error. It is [ErrTurnEnded] if the turn had already ended.
+//
+// Call End after every call of the turn has returned: a call still running
+// is left out of the step, and what it returns later is not recorded. After
+// End, Decision and Answer still answer, and Run, Preflight and SetResult
+// change nothing.
 func (t *Turn) End(ctx context.Context, s Step) (Verdict, error) {
 	t.mu.Lock()
 	if t.ended {
@@ -98,8 +373,9 @@ func (t *Turn) End(ctx context.Context, s Step) (Verdict, error) {
 		return Verdict{}, ErrTurnEnded
 	}
 	t.ended = true
-	s.ToolCalls = t.calls
-	t.calls = nil
+	s = t.step(s, t.scratch) // judging is over: the scratch can hold the step's calls
+	t.scratch = nil
 	t.mu.Unlock()
-	return t.g.CheckContext(ctx, s), nil
+	v := t.g.CheckContext(ctx, s)
+	return v, v.Err()
 }

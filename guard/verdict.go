@@ -114,6 +114,18 @@ type Decision struct {
 	Feedback string `json:"feedback,omitempty"`
 	// Detector is the name of the detector that refused the call.
 	Detector string `json:"detector,omitempty"`
+	// CallIndex says, in a refusal, which call was refused: its index,
+	// from 0, among the calls given to the method that decided. For
+	// [Guard.Preflight] of several calls it is the first call at which
+	// the refusing rule refuses them (the calls before it, alone, would
+	// pass that rule); for [Turn.Preflight] it is the call's own index
+	// among its calls (and stays so when [Turn.Run] takes that decision);
+	// for a call that Turn.Run judges itself, and for [Guard.StartCall],
+	// it is 0. Without calls (a step limit), it is 0.
+	CallIndex int `json:"callIndex"`
+	// CallID is, in a refusal, the ID of the refused call
+	// ([ToolCall.ID]), or empty.
+	CallID string `json:"callId,omitempty"`
 	// Warnings are early signs, such as budget warnings on an allowed call.
 	Warnings []Warning `json:"warnings,omitempty"`
 }

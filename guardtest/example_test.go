@@ -114,7 +114,7 @@ func ExampleCheck_broken() {
 		fmt.Println(line)
 	}
 	// Output:
-	// guardtest: PreflightKeepsState: Preflight changed the snapshot before step 0 (calls [{"name":"search","args":{"opts":["a",{"deep":true}],"q":2},"error":null}]):
+	// guardtest: PreflightKeepsState: Preflight changed the snapshot before step 0 (calls [{"name":"search","args":{"q":1.0},"error":null}]):
 	// guardtest: SnapshotRestore: restored from a snapshot taken after 0 steps, the detector gives another verdict at step 1:
 }
 

@@ -26,8 +26,8 @@ var (
 // looping: zero to three calls of a few tools (search, read, write, think)
 // with a few arguments and results, written in several equivalent ways
 // (JSON text with or without spaces, Go maps, numbers as int or float64),
-// sometimes failing; a few texts and finish reasons; small usage numbers,
-// and now and then new input or an odd value (a negative or NaN number, a
+// sometimes failing, now and then a refused call; a few texts and finish
+// reasons; small usage numbers, and now and then new input or an odd value (a negative or NaN number, a
 // tool name of 300 bytes, invalid UTF-8).
 //
 // It is the default generator of [Run] and [Check]. Call it from a generator
@@ -53,6 +53,11 @@ func RandomStep(r *rand.Rand) guard.Step {
 	if r.IntN(10) == 0 {
 		s.Input = "The user says: go on."
 	}
+	if r.IntN(8) == 0 {
+		c := randomCall(r)
+		c.Result, c.Err = nil, nil
+		s.Refused = append(s.Refused, c)
+	}
 	s.Usage = randomUsage(r)
 	if r.IntN(50) == 0 {
 		s.Text = "\xffinvalid \xc3 UTF-8"
@@ -77,7 +82,10 @@ func randomCall(r *rand.Rand) guard.ToolCall {
 	switch x := r.IntN(12); {
 	case x < 3: // no result: the call has not run, or its result is unknown
 	case x < 5:
-		c.Err = errors.New(pick(r, []string{"timeout", "not found"}))
+		c.Err = errors.New(pick(r, []string{"timeout", "not found", "exit code 1"}))
+		if r.IntN(2) == 0 {
+			c.Result = pick(r, []string{"line 12: syntax error", "line 14: syntax error", "old_str was not found"})
+		}
 	default:
 		c.Result = randomResult(r, r.IntN(3))
 	}

@@ -346,8 +346,8 @@ func field(key []byte, names []string) (i int, ok bool) {
 }
 
 var (
-	stepFields  = []string{"text", "toolCalls", "finishReason", "usage", "input", "userReply"}
-	callFields  = []string{"name", "args", "result", "error"}
+	stepFields  = []string{"text", "toolCalls", "finishReason", "usage", "input", "userReply", "refused"}
+	callFields  = []string{"name", "args", "result", "error", "id"}
 	usageFields = []string{"inputTokens", "outputTokens", "totalTokens", "costUsd", "durationMs"}
 )
 
@@ -355,8 +355,8 @@ var (
 // that it cannot.
 func fastStep(line []byte) (guard.Step, bool) {
 	s := &scanner{b: line}
-	var raws [6][]byte // the last value of each step field
-	var seen [6]bool
+	var raws [7][]byte // the value of each step field
+	var seen [7]bool
 	ok := s.object(0, func(key []byte) bool {
 		f, ok := field(key, stepFields)
 		if !ok {
@@ -387,11 +387,18 @@ func fastStep(line []byte) (guard.Step, bool) {
 		step.Input = stringValue(raws[5])
 	}
 	if v := raws[1]; len(v) > 0 && v[0] == '[' {
-		calls, ok := fastCalls(v)
+		calls, ok := fastCalls(v, true)
 		if !ok {
 			return guard.Step{}, false
 		}
 		step.ToolCalls = calls
+	}
+	if v := raws[6]; len(v) > 0 && v[0] == '[' {
+		calls, ok := fastCalls(v, false)
+		if !ok {
+			return guard.Step{}, false
+		}
+		step.Refused = calls
 	}
 	if v := raws[3]; len(v) > 0 && v[0] == '{' {
 		u, ok := fastUsage(v)
@@ -412,7 +419,9 @@ func stringValue(v []byte) string {
 	return text(raw, false)
 }
 
-func fastCalls(v []byte) ([]guard.ToolCall, bool) {
+// fastCalls reads an array of calls; their outcomes only with outcome set
+// (refused calls have none).
+func fastCalls(v []byte, outcome bool) ([]guard.ToolCall, bool) {
 	s := &scanner{b: v, i: 1}
 	var calls []guard.ToolCall
 	if s.peek() == ']' {
@@ -424,8 +433,8 @@ func fastCalls(v []byte) ([]guard.ToolCall, bool) {
 				return nil, false
 			}
 		} else {
-			var raws [4][]byte
-			var seen [4]bool
+			var raws [5][]byte
+			var seen [5]bool
 			ok := s.object(2, func(key []byte) bool {
 				f, ok := field(key, callFields)
 				if !ok {
@@ -445,8 +454,11 @@ func fastCalls(v []byte) ([]guard.ToolCall, bool) {
 				return nil, false
 			}
 			if name := raws[0]; len(name) > 0 && name[0] == '"' {
-				c := guard.ToolCall{Name: stringValue(name), Args: rawValue(raws[1]), Result: rawValue(raws[2])}
-				if e := raws[3]; len(e) > 0 && string(e) != "null" {
+				c := guard.ToolCall{ID: stringValue(raws[4]), Name: stringValue(name), Args: rawValue(raws[1])}
+				if outcome {
+					c.Result = rawValue(raws[2])
+				}
+				if e := raws[3]; outcome && len(e) > 0 && string(e) != "null" {
 					msg := string(e)
 					if e[0] == '"' {
 						msg = stringValue(e)

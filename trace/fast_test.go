@@ -58,6 +58,11 @@ var fastSeeds = []string{
 	`{"toolCalls": [{"name": "a", "args": [ 1 , 2 ] , "result": { } }]}`,
 	` { } `,
 	`{"toolCalls": null, "usage": null, "text": null}`,
+	`{"toolCalls": [{"id": "call_1", "name": "a", "args": {}, "result": "r"}, {"id": 5, "name": "b"}, {"name": "c", "id": null}]}`,
+	`{"toolCalls": [{"name": "a", "id": "c1", "ID": "c2"}]}`,
+	`{"refused": [{"id": "call_2", "name": "a", "args": {"q": 1}, "result": "r", "error": "e"}, 7, {"name": 3}, {"name": "c"}]}`,
+	`{"refused": {"name": "a"}, "toolCalls": [{"name": "b"}]}`,
+	`{"refused": [], "REFUSED": [{"name": "a"}]}`,
 }
 
 func TestFastStep(t *testing.T) {

@@ -13,15 +13,18 @@
 //		if err != nil {
 //			return err
 //		}
-//		if v := lg.Check(msg); v.Stop {
-//			return fmt.Errorf("stopped: %s", guard.Explain(v))
+//		if _, err := lg.Check(ctx, msg); err != nil {
+//			return err // the guard stopped the run: a *guard.StopError
 //		}
 //	}
+//	return nil // the model answered: a normal finish is not an error
 //
-// A refused call does not run: the decorated tool returns a [*RefusedError]
-// whose text is the guard's model-facing feedback, which the runner hands to
-// the model as an is_error tool result, and the loop goes on. If the model
-// keeps asking for it, the step limit or the no-progress rule stops the run.
+// A refused call does not run: the decorated tool returns a
+// [*guard.RefusedError] whose text is the guard's model-facing feedback
+// (it names the tool and never quotes the arguments), which the runner hands
+// to the model as an is_error tool result, and the loop goes on. The refusal
+// is recorded in the step's [guard.Step.Refused], so that a model that keeps
+// asking for the call is seen.
 //
 // Stop reasons are given to the guard in loopguard's terms: end_turn and
 // stop_sequence are "stop" (a normal finish), tool_use is "tool-calls",
@@ -62,8 +65,8 @@ func FinishReason(stopReason string) string {
 }
 
 // StepFromMessage returns the step of a message: its text blocks joined by
-// new lines, its tool_use blocks as calls with their input as arguments and
-// no outcome, its finish reason (see [FinishReason]) and its token counts.
+// new lines, its tool_use blocks as calls with their IDs, their input as
+// arguments and no outcome, its finish reason (see [FinishReason]) and its token counts.
 // Input tokens include the tokens written to and read from the prompt cache.
 // Server tools (server_tool_use blocks) run at Anthropic and are not calls of
 // the step. A nil message gives the zero step.
@@ -82,7 +85,7 @@ func StepFromMessage(m *sdk.Message) guard.Step {
 		case sdk.TextBlock:
 			text = append(text, b.Text)
 		case sdk.ToolUseBlock:
-			step.ToolCalls = append(step.ToolCalls, guard.ToolCall{Name: b.Name, Args: rawArgs(b.Input)})
+			step.ToolCalls = append(step.ToolCalls, guard.ToolCall{ID: b.ID, Name: b.Name, Args: rawArgs(b.Input)})
 		}
 	}
 	step.Text = strings.Join(text, "\n")
@@ -92,15 +95,8 @@ func StepFromMessage(m *sdk.Message) guard.Step {
 // StepFromBetaMessage returns the step of a beta message, as
 // [StepFromMessage] does for a message.
 func StepFromBetaMessage(m *sdk.BetaMessage) guard.Step {
-	step, _ := betaStep(m)
-	return step
-}
-
-// betaStep returns the step of m and its tool_use blocks, parallel to the
-// step's calls.
-func betaStep(m *sdk.BetaMessage) (guard.Step, []sdk.BetaToolUseBlock) {
 	if m == nil {
-		return guard.Step{}, nil
+		return guard.Step{}
 	}
 	step := guard.Step{
 		FinishReason: FinishReason(string(m.StopReason)),
@@ -108,19 +104,17 @@ func betaStep(m *sdk.BetaMessage) (guard.Step, []sdk.BetaToolUseBlock) {
 			m.Usage.CacheReadInputTokens, m.Usage.OutputTokens),
 	}
 	var text []string
-	var uses []sdk.BetaToolUseBlock
 	for _, block := range m.Content {
 		switch block.Type {
 		case "text":
 			text = append(text, block.Text)
 		case "tool_use":
 			u := block.AsToolUse()
-			uses = append(uses, u)
-			step.ToolCalls = append(step.ToolCalls, guard.ToolCall{Name: u.Name, Args: betaArgs(u)})
+			step.ToolCalls = append(step.ToolCalls, guard.ToolCall{ID: u.ID, Name: u.Name, Args: betaArgs(u)})
 		}
 	}
 	step.Text = strings.Join(text, "\n")
-	return step, uses
+	return step
 }
 
 // usage returns the usage of a turn; input tokens count the prompt cache

@@ -3,6 +3,8 @@ package anthropic_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -145,7 +147,7 @@ func newWeather(t *testing.T, runs *int, mu *sync.Mutex) sdk.BetaTool {
 
 func newGuard(t *testing.T) *guard.Guard {
 	t.Helper()
-	g, err := guard.New(detector.Defaults()...)
+	g, err := guard.Options{History: 32}.New(detector.Defaults()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,19 +189,30 @@ func TestToolRunnerStubbornLoop(t *testing.T) {
 	runs := 0
 	runner := client.Beta.Messages.NewToolRunner(lg.Tools(newWeather(t, &runs, &mu)), runnerParams())
 
+	ctx := context.Background()
 	messages := 0
 	var v guard.Verdict
-	for msg, err := range runner.All(context.Background()) {
+	var stopErr error
+	for msg, err := range runner.All(ctx) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		messages++
-		if v = lg.Check(msg); v.Stop {
+		v, err = lg.Check(ctx, msg)
+		if (err != nil) != v.Stop {
+			t.Fatalf("message %d: verdict %v with error %v", messages, v, err)
+		}
+		if err != nil {
+			stopErr = err
 			break
 		}
 	}
 	if v.Reason != guard.ReasonNoProgress || v.Code != "NO_PROGRESS" || v.Feedback == "" {
 		t.Errorf("verdict %+v, want a no-progress stop with feedback", v)
+	}
+	var stop *guard.StopError
+	if !errors.As(stopErr, &stop) || stop.Verdict.Code != "NO_PROGRESS" {
+		t.Errorf("Check's error %v, want a *guard.StopError carrying the stop", stopErr)
 	}
 	// The fourth turn's step is recorded when the fifth message arrives.
 	if messages != 5 || rp.count() != 5 {
@@ -227,6 +240,19 @@ func TestToolRunnerStubbornLoop(t *testing.T) {
 	if sum.Steps != 4 || sum.ToolCalls != 2 || sum.Totals.InputTokens != 490+580+670+760 {
 		t.Errorf("summary: %+v", sum)
 	}
+	// The refusals are recorded as such, with their tool_use IDs.
+	var refused []string
+	for _, s := range g.History() {
+		for _, c := range s.Refused {
+			refused = append(refused, c.ID)
+		}
+	}
+	if diff := cmp.Diff([]string{"toolu_01Wx3", "toolu_01Wx4"}, refused); diff != "" {
+		t.Errorf("refusals recorded (-want +got):\n%s", diff)
+	}
+	if strings.Contains(refusalFeedback(t), "Paris") {
+		t.Error("the refusal quotes the arguments")
+	}
 }
 
 // The tools of one turn run in parallel; they see each other: of three
@@ -247,7 +273,11 @@ func TestToolRunnerParallelCalls(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		verdicts = append(verdicts, lg.Check(msg))
+		v, err := lg.Check(context.Background(), msg)
+		if err != nil {
+			t.Errorf("Check: %v (a normal finish is not an error)", err)
+		}
+		verdicts = append(verdicts, v)
 	}
 	if len(verdicts) != 2 || verdicts[0].Stop || verdicts[1].Reason != guard.ReasonFinishReason || guard.IsFault(verdicts[1]) {
 		t.Errorf("verdicts %+v, want go on, then a normal finish", verdicts)
@@ -276,7 +306,7 @@ func TestToolRunnerParallelCalls(t *testing.T) {
 
 // Without Check, each call is judged alone with the calls still running and
 // recorded as a step of its own: of three identical parallel calls, two run
-// whatever the order.
+// whatever the order, and the refusal is a step of its own.
 func TestToolRunnerWithoutCheck(t *testing.T) {
 	_, client := newReplay(t, "messages_parallel_same.json")
 	g := newGuard(t)
@@ -290,20 +320,61 @@ func TestToolRunnerWithoutCheck(t *testing.T) {
 	if runs != 2 {
 		t.Errorf("the tool ran %d times, want 2", runs)
 	}
-	if sum := g.Summary(); sum.Steps != 2 || sum.ToolCalls != 2 {
-		t.Errorf("summary: %d steps, %d calls; want 2, 2", sum.Steps, sum.ToolCalls)
+	if sum := g.Summary(); sum.Steps != 3 || sum.ToolCalls != 2 {
+		t.Errorf("summary: %d steps, %d calls; want 3 (2 calls and a refusal), 2", sum.Steps, sum.ToolCalls)
 	}
 }
 
-func TestRefusedError(t *testing.T) {
-	if got := (&lganthropic.RefusedError{}).Error(); !strings.Contains(got, "not run") {
-		t.Errorf("RefusedError without feedback = %q", got)
+// A decorated tool refuses with guard's RefusedError, whose text is the
+// feedback; the helpers hand their context to the observer.
+func TestRefusalAndContext(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	g, err := guard.Options{Observer: func(ctx context.Context, e guard.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		v, _ := ctx.Value(ctxKey{}).(string)
+		seen = append(seen, e.Phase.String()+":"+v)
+	}}.New(detector.Defaults()...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	d := guard.Decision{Feedback: "That call was not run: stop."}
-	if got := (&lganthropic.RefusedError{Decision: d}).Error(); got != d.Feedback {
-		t.Errorf("RefusedError = %q, want the feedback", got)
+	lg := lganthropic.NewRunner(g)
+	var tmu sync.Mutex
+	runs := 0
+	tool := lg.Tool(newWeather(t, &runs, &tmu))
+	var m sdk.BetaMessage
+	if err := json.Unmarshal([]byte(`{"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+		"content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}],
+		"stop_reason": "tool_use", "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}}`), &m); err != nil {
+		t.Fatal(err)
+	}
+	var errs []error
+	for i := range 3 {
+		ctx := context.WithValue(context.Background(), ctxKey{}, fmt.Sprint(i))
+		if _, err := lg.Check(ctx, &m); err != nil {
+			t.Fatalf("Check %d: %v", i, err)
+		}
+		_, err := tool.Execute(ctx, json.RawMessage(`{"city": "Paris"}`))
+		errs = append(errs, err)
+	}
+	var refused *guard.RefusedError
+	if errs[0] != nil || errs[1] != nil || !errors.As(errs[2], &refused) {
+		t.Fatalf("errors %v; want the third call refused", errs)
+	}
+	if msg := errs[2].Error(); msg != refused.Decision.Feedback || strings.Contains(msg, "Paris") || refused.Decision.CallID != "toolu_1" {
+		t.Errorf("refusal %q (%+v); want the feedback, without arguments, for toolu_1", msg, refused.Decision)
+	}
+	if runs != 2 {
+		t.Errorf("the tool ran %d times, want 2", runs)
+	}
+	want := []string{"preflight:0", "check:1", "preflight:1", "check:2", "preflight:2"}
+	if diff := cmp.Diff(want, seen); diff != "" {
+		t.Errorf("observer events (-want +got):\n%s", diff)
 	}
 }
+
+type ctxKey struct{}
 
 func TestStepFromMessage(t *testing.T) {
 	var m sdk.Message
@@ -323,8 +394,8 @@ func TestStepFromMessage(t *testing.T) {
 	want := guard.Step{
 		Text: "Checking.\nAnd more.",
 		ToolCalls: []guard.ToolCall{
-			{Name: "search", Args: json.RawMessage(`{"q": "go"}`)},
-			{Name: "now", Args: json.RawMessage(`{}`)},
+			{ID: "toolu_1", Name: "search", Args: json.RawMessage(`{"q": "go"}`)},
+			{ID: "toolu_2", Name: "now", Args: json.RawMessage(`{}`)},
 		},
 		FinishReason: "tool-calls",
 		Usage:        guard.Usage{InputTokens: 150, OutputTokens: 40},

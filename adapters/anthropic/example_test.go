@@ -2,6 +2,7 @@ package anthropic_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"net/http"
@@ -53,12 +54,19 @@ func Example() {
 			Messages:  []anthropic.BetaMessageParam{anthropic.NewBetaUserMessage(anthropic.NewBetaTextBlock("Weather in Paris?"))},
 		},
 	})
-	for msg, err := range runner.All(context.Background()) {
+	ctx := context.Background()
+	for msg, err := range runner.All(ctx) {
 		if err != nil {
 			log.Fatal(err)
 		}
-		if v := lg.Check(msg); v.Stop {
-			fmt.Println("stopped:", v.Reason)
+		v, err := lg.Check(ctx, msg)
+		var stop *guard.StopError
+		if errors.As(err, &stop) {
+			fmt.Println("stopped:", stop.Verdict.Reason)
+			break
+		}
+		if v.Stop {
+			fmt.Println("the model answered") // a normal finish: no error
 			break
 		}
 	}

@@ -3,11 +3,11 @@ package anthropic
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 
-	"github.com/loopguard/loopguard/canonical"
 	"github.com/loopguard/loopguard/guard"
 )
 
@@ -24,27 +24,27 @@ import (
 // turn's tool outcomes is reported one message late; the preflight of each
 // call is never late.
 //
-// When the runner executes a tool before the message that asked for it has
-// been given to Check, the call is judged alone, together with the calls
-// still running, and recorded as a step of its own when it ends.
+// Each checked message is a [guard.Turn]: Check preflights its calls, and
+// the decorated tools run them through the turn, which finds each call by
+// its tool and arguments (the tool runner does not tell a tool its call's
+// ID). A call that the message does not hold is judged then, as one more
+// call of that message. When the runner executes a tool before the message
+// that asked for it has been given to Check, the call is judged alone with
+// [guard.Guard.StartCall], together with the calls still running, and
+// recorded as a step of its own when it ends.
 type Runner struct {
 	g *guard.Guard
 
-	mu      sync.Mutex
-	names   map[string]bool  // the names of the decorated tools
-	held    *heldTurn        // the message whose tools run next, if any
-	running []guard.ToolCall // calls judged alone and still running
+	mu    sync.Mutex
+	names map[string]bool // the names of the decorated tools
+	held  *heldTurn       // the message whose tools run next, if any
 }
 
 // heldTurn is a message whose tool calls have been preflighted and are
 // waiting to run.
 type heldTurn struct {
-	step     guard.Step // calls without outcomes
-	sums     []canonical.Sum
-	guarded  []bool // the call goes to a decorated tool
-	decision []guard.Decision
-	taken    []bool // an Execute claimed the call
-	done     []bool // the call ran and its outcome is in step
+	turn *guard.Turn
+	step guard.Step // the message's step, without its calls
 }
 
 // NewRunner returns a Runner that uses g, which must not be nil.
@@ -65,8 +65,10 @@ func (r *Runner) Tools(tools ...sdk.BetaTool) []sdk.BetaTool {
 }
 
 // Tool returns t decorated: its Execute asks the guard first and returns a
-// [*RefusedError] without running t when the call is refused, and records
-// the outcome of t when it runs. Name, Description and InputSchema are t's.
+// [*guard.RefusedError] without running t when the call is refused (its
+// text, which the tool runner hands to the model, is the guard's feedback and
+// never quotes the arguments), and records the outcome of t when it runs.
+// Name, Description and InputSchema are t's.
 func (r *Runner) Tool(t sdk.BetaTool) sdk.BetaTool {
 	r.mu.Lock()
 	r.names[t.Name()] = true
@@ -80,153 +82,91 @@ type guardedTool struct {
 	r *Runner
 }
 
-// Execute preflights the call, runs the tool when the call is allowed, and
-// records its outcome.
+// Execute runs the call through the held message's turn, which took the
+// guard's decision on it when the message was checked; without one, it
+// judges the call alone with [guard.Guard.StartCall].
 func (t *guardedTool) Execute(ctx context.Context, input json.RawMessage) ([]sdk.BetaToolResultBlockParamContentUnion, error) {
 	call := guard.ToolCall{Name: t.Name(), Args: rawArgs(input)}
-	r := t.r
-	r.mu.Lock()
-	turn, i := r.claim(call)
-	var d guard.Decision
-	if turn != nil {
-		d = turn.decision[i]
-	} else {
-		d = r.g.Preflight(append(r.running[:len(r.running):len(r.running)], call)...)
-		if d.Allow {
-			r.running = append(r.running, call)
+	t.r.mu.Lock()
+	h := t.r.held
+	t.r.mu.Unlock()
+	if h != nil {
+		// The tool runner does not tell a tool which tool_use block it
+		// answers, so the turn finds the call by tool and arguments.
+		res, err := h.turn.Run(ctx, call, func(ctx context.Context) (any, error) {
+			content, err := t.BetaTool.Execute(ctx, input)
+			if content == nil {
+				return nil, err // no result, rather than a nil slice
+			}
+			return content, err
+		})
+		if !errors.Is(err, guard.ErrTurnEnded) {
+			content, _ := res.([]sdk.BetaToolResultBlockParamContentUnion)
+			return content, err
 		}
 	}
-	r.mu.Unlock()
+	running, d := t.r.g.StartCall(ctx, call)
 	if !d.Allow {
-		return nil, &RefusedError{Decision: d}
+		return nil, &guard.RefusedError{Decision: d}
 	}
-
 	content, err := t.BetaTool.Execute(ctx, input)
-	if err != nil {
-		call.Err = err
-	} else {
-		call.Result = content
+	var result any
+	if content != nil {
+		result = content
 	}
-
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if turn != nil {
-		turn.step.ToolCalls[i] = call
-		turn.done[i] = true
-		return content, err
-	}
-	r.dropRunning(call)
-	r.g.Check(guard.Step{ToolCalls: []guard.ToolCall{call}})
+	running.Finish(ctx, result, err)
 	return content, err
-}
-
-// claim finds the first unclaimed call of the held turn that matches call
-// and claims it. It returns a nil turn when there is none. r.mu is held.
-func (r *Runner) claim(call guard.ToolCall) (*heldTurn, int) {
-	h := r.held
-	if h == nil {
-		return nil, -1
-	}
-	sum := canonical.Hash(call.Args)
-	for i, c := range h.step.ToolCalls {
-		if h.guarded[i] && !h.taken[i] && c.Name == call.Name && h.sums[i] == sum {
-			h.taken[i] = true
-			return h, i
-		}
-	}
-	return nil, -1
-}
-
-// dropRunning removes one call equal to call from the running calls. r.mu is
-// held.
-func (r *Runner) dropRunning(call guard.ToolCall) {
-	sum := canonical.Hash(call.Args)
-	for i, c := range r.running {
-		if c.Name == call.Name && canonical.Hash(c.Args) == sum {
-			r.running = append(r.running[:i], r.running[i+1:]...)
-			return
-		}
-	}
 }
 
 // Check records a message the tool runner returned, and returns the verdict.
 //
 // It first records the message given to the previous Check, if that one
 // asked for tools: its text, finish reason and usage, with the calls that
-// ran and their outcomes (refused calls, and calls to tools that were not
-// decorated, are left out). Then, if m asks for tools, Check preflights its
-// calls in order, as parts of one step, and keeps m until the next Check;
-// otherwise it records m at once. The verdict is the first stop of these
-// records, or else the last verdict.
+// ran and their outcomes, and in [guard.Step.Refused] the calls the guard
+// refused (calls to tools that were not decorated are left out). Then, if m
+// asks for tools, Check preflights its calls to decorated tools in order, as
+// parts of one step, and keeps m until the next Check; otherwise it records
+// m at once. The verdict is the first stop of these records, or else the
+// last verdict. The error is a [*guard.StopError] carrying it when it stops
+// the run for a fault; a normal finish (the model answered) is not an error.
+// ctx goes to the guard's observer.
 //
-// Call Check with nil after the runner has finished to record a message
-// whose tools never ran (as when MaxIterations ends the run).
-func (r *Runner) Check(m *sdk.BetaMessage) guard.Verdict {
+// Call Check with a nil message after the runner has finished to record a
+// message whose tools never ran (as when MaxIterations ends the run).
+func (r *Runner) Check(ctx context.Context, m *sdk.BetaMessage) (guard.Verdict, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	h := r.held
+	r.held = nil
+	r.mu.Unlock()
 	var v guard.Verdict
-	if h := r.held; h != nil {
-		r.held = nil
-		step := h.step
-		step.ToolCalls = nil
-		for i, c := range h.step.ToolCalls {
-			if h.done[i] {
-				step.ToolCalls = append(step.ToolCalls, c)
-			}
-		}
-		v = r.g.Check(step)
+	if h != nil {
+		v, _ = h.turn.End(ctx, h.step)
 	}
 	if m == nil {
-		return v
+		return v, v.Err()
 	}
-	step, uses := betaStep(m)
-	if m.StopReason != sdk.BetaStopReasonToolUse || len(uses) == 0 {
-		if mv := r.g.Check(step); !v.Stop {
+	step := StepFromBetaMessage(m)
+	if m.StopReason != sdk.BetaStopReasonToolUse || len(step.ToolCalls) == 0 {
+		if mv := r.g.CheckContext(ctx, step); !v.Stop {
 			v = mv
 		}
-		return v
+		return v, v.Err()
 	}
-	r.held = r.preflight(step)
-	return v
-}
-
-// preflight decides each call of step in order: a call to a decorated tool
-// is judged together with the allowed calls before it. Calls to other tools
-// are not judged. r.mu is held.
-func (r *Runner) preflight(step guard.Step) *heldTurn {
-	n := len(step.ToolCalls)
-	h := &heldTurn{step: step, sums: make([]canonical.Sum, n), guarded: make([]bool, n),
-		decision: make([]guard.Decision, n), taken: make([]bool, n), done: make([]bool, n)}
-	allowed := make([]guard.ToolCall, 0, n)
-	for i, c := range step.ToolCalls {
-		if !r.names[c.Name] {
-			h.decision[i] = guard.Decision{Allow: true}
-			continue
-		}
-		h.sums[i] = canonical.Hash(c.Args)
-		h.guarded[i] = true
-		d := r.g.Preflight(append(allowed, c)...)
-		h.decision[i] = d
-		if d.Allow {
-			allowed = append(allowed, c)
+	next := &heldTurn{turn: r.g.Begin()}
+	r.mu.Lock()
+	var guarded []guard.ToolCall
+	for _, c := range step.ToolCalls {
+		if r.names[c.Name] {
+			guarded = append(guarded, c)
 		}
 	}
-	return h
-}
-
-// A RefusedError is what a decorated tool returns for a call the guard
-// refused: the tool did not run. Its text is the decision's model-facing
-// feedback, which the tool runner hands to the model.
-type RefusedError struct {
-	// Decision is the guard's refusal.
-	Decision guard.Decision
-}
-
-// Error returns the decision's feedback, or a plain sentence when the
-// decision has none.
-func (e *RefusedError) Error() string {
-	if e.Decision.Feedback == "" {
-		return "That call was not run: loopguard refused it."
-	}
-	return e.Decision.Feedback
+	r.mu.Unlock()
+	// A new turn has not ended, so Preflight cannot fail.
+	next.turn.Preflight(ctx, guarded...)
+	step.ToolCalls = nil
+	next.step = step
+	r.mu.Lock()
+	r.held = next
+	r.mu.Unlock()
+	return v, v.Err()
 }

@@ -16,8 +16,10 @@
 // feedback, so the model learns why and can change course. A call that runs
 // is recorded with [guard.Guard.Check] as a step of its own: its name, its
 // arguments and its outcome. A result with IsError set, or a protocol error,
-// counts as a failed call. A refused call is not recorded: it never ran (see
-// the preflight rules of package guard).
+// counts as a failed call. A refused call never ran, so it is no call of a
+// step: [guard.Guard.StartCall] records it as a step that holds only the
+// refusal ([guard.Step.Refused]), so that a model that keeps asking for it is
+// seen.
 //
 // The verdict of that Check is not acted on here: a server cannot end its
 // client's loop. Call [guard.Guard.Summary] for the last verdict, or run the

@@ -131,9 +131,10 @@ func TestServerRefusesThirdIdenticalCall(t *testing.T) {
 	if !strings.Contains(got[2].Text, "`search`") {
 		t.Errorf("feedback %q does not name the tool", got[2].Text)
 	}
-	// The refused call was not recorded; another query runs.
-	if sum := g.Summary(); sum.Steps != 2 || sum.ToolCalls != 2 {
-		t.Errorf("summary: %d steps, %d calls; want 2, 2", sum.Steps, sum.ToolCalls)
+	// The refused call did not run: it is a step of its own that holds
+	// only the refusal. Another query runs.
+	if sum := g.Summary(); sum.Steps != 3 || sum.ToolCalls != 2 {
+		t.Errorf("summary: %d steps, %d calls; want 3, 2", sum.Steps, sum.ToolCalls)
 	}
 	if r := call(t, cs, "search", "something else"); r.IsError {
 		t.Errorf("a new query was refused: %q", r.Text)
@@ -201,8 +202,8 @@ func TestSessionsKeepOneGuardPerSession(t *testing.T) {
 		t.Errorf("the factory made %d guards, want 2", n)
 	}
 	gA, err := sessions.Guard(ssA)
-	if err != nil || gA.Summary().Steps != 2 {
-		t.Errorf("session A's guard: %v, err %v; want 2 steps", gA.Summary(), err)
+	if err != nil || gA.Summary().Steps != 3 || gA.Summary().ToolCalls != 2 {
+		t.Errorf("session A's guard: %v, err %v; want 3 steps (2 calls and a refusal)", gA.Summary(), err)
 	}
 
 	// A session that ends drops its guard.
@@ -336,7 +337,7 @@ func TestConcurrentCallsSeeEachOther(t *testing.T) {
 	if n := started.Load(); n != 2 {
 		t.Errorf("the tool ran %d times, want 2", n)
 	}
-	if sum := g.Summary(); sum.Steps != 2 {
-		t.Errorf("%d steps recorded, want 2", sum.Steps)
+	if sum := g.Summary(); sum.Steps != 3 || sum.ToolCalls != 2 {
+		t.Errorf("%d steps and %d calls recorded, want 3 (2 calls and a refusal) and 2", sum.Steps, sum.ToolCalls)
 	}
 }

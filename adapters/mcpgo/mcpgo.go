@@ -14,7 +14,9 @@
 // course. A call that runs is recorded with [guard.Guard.Check] as a step of
 // its own: its name, its arguments and its outcome. A result with IsError
 // set, or an error from the handler, counts as a failed call. A refused call
-// is not recorded: it never ran (see the preflight rules of package guard).
+// never ran, so it is no call of a step: [guard.Guard.StartCall] records it
+// as a step that holds only the refusal ([guard.Step.Refused]), so that a
+// model that keeps asking for it is seen.
 // A result that asks the client for more input (a multi-round-trip call) is
 // not an outcome yet, and is not recorded either.
 //

@@ -141,8 +141,8 @@ func TestMiddlewareRefusesThirdIdenticalCall(t *testing.T) {
 	if n := runs.Load(); n != 2 {
 		t.Errorf("the tool body ran %d times, want 2", n)
 	}
-	if sum := g.Summary(); sum.Steps != 2 || sum.ToolCalls != 2 {
-		t.Errorf("summary: %d steps, %d calls; want 2, 2", sum.Steps, sum.ToolCalls)
+	if sum := g.Summary(); sum.Steps != 3 || sum.ToolCalls != 2 {
+		t.Errorf("summary: %d steps, %d calls; want 3 (2 calls and a refusal), 2", sum.Steps, sum.ToolCalls)
 	}
 	if r := call(t, c, "search", "another query"); r.IsError {
 		t.Errorf("a new query was refused: %q", r.Text)
@@ -278,7 +278,7 @@ func TestConcurrentCallsSeeEachOther(t *testing.T) {
 			t.Errorf("an allowed call failed: %+v", r)
 		}
 	}
-	if n, steps := started.Load(), g.Summary().Steps; n != 2 || steps != 2 {
-		t.Errorf("the tool ran %d times and %d steps were recorded, want 2 and 2", n, steps)
+	if n, sum := started.Load(), g.Summary(); n != 2 || sum.Steps != 3 || sum.ToolCalls != 2 {
+		t.Errorf("the tool ran %d times and %d steps, %d calls were recorded, want 2, 3 (2 calls and a refusal) and 2", n, sum.Steps, sum.ToolCalls)
 	}
 }

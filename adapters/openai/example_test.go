@@ -2,6 +2,7 @@ package openai_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"net/http"
@@ -44,13 +45,24 @@ func Example() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		turn := lgopenai.Preflight(g, completion)
+		turn := lgopenai.Preflight(ctx, g, completion)
 		for _, call := range turn.Allowed() {
 			turn.SetResult(call.ID, "18 °C, sunny", nil) // run the tool here
 		}
 		fmt.Printf("turn %d: %d call(s) ran, %d refused\n", turnNo, len(turn.Allowed()), len(turn.Refusals()))
-		if v := g.Check(turn.Step()); v.Stop {
-			fmt.Println("stopped:", v.Reason)
+		if r := turn.Refusals(); turnNo == 3 {
+			// What the model reads in place of the forecast: the tool's
+			// name, never its arguments.
+			fmt.Println("the model is told:", r[0].OfTool.Content.OfString.Value)
+		}
+		v, err := turn.End(ctx)
+		var stop *guard.StopError
+		if errors.As(err, &stop) {
+			fmt.Println("stopped:", stop.Verdict.Reason)
+			break
+		}
+		if v.Stop {
+			fmt.Println("the model answered") // a normal finish: no error
 			break
 		}
 		params.Messages = append(params.Messages, turn.Messages()...)
@@ -59,6 +71,7 @@ func Example() {
 	// turn 1: 1 call(s) ran, 0 refused
 	// turn 2: 1 call(s) ran, 0 refused
 	// turn 3: 0 call(s) ran, 1 refused
+	// the model is told: That call was not run: it would have been the 3rd call in a row to `get_weather` with exactly the same arguments, and it would not tell you anything new. Change the arguments, use a different tool, or answer with what you already know.
 	// turn 4: 0 call(s) ran, 1 refused
 	// stopped: no-progress
 }

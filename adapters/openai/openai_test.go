@@ -20,7 +20,7 @@ import (
 
 func newGuard(t *testing.T) *guard.Guard {
 	t.Helper()
-	g, err := guard.New(detector.Defaults()...)
+	g, err := guard.Options{History: 32}.New(detector.Defaults()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,13 +35,18 @@ type outcome struct {
 	Code     string
 	Refused  []string // per turn: the codes of refused calls, joined by ","
 	ToolRuns int
+	StopErr  bool // End returned a *guard.StopError
 }
+
+// ctxKey marks the test's context, so that the observer can check it is the
+// one given to the helpers.
+type ctxKey struct{}
 
 // runChat runs the agent loop of the package documentation over a replayed
 // run, the calls of a turn in parallel.
 func runChat(t *testing.T, g *guard.Guard, client sdk.Client, tool *forecast) (outcome, guard.Verdict) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := context.WithValue(context.Background(), ctxKey{}, "run")
 	params := sdk.ChatCompletionNewParams{
 		Model:    sdk.ChatModelGPT4o,
 		Messages: []sdk.ChatCompletionMessageParamUnion{sdk.UserMessage("What is the weather in Paris?")},
@@ -60,7 +65,7 @@ func runChat(t *testing.T, g *guard.Guard, client sdk.Client, tool *forecast) (o
 			t.Fatalf("turn %d: %v", out.Turns, err)
 		}
 		out.Turns++
-		turn := lgopenai.Preflight(g, completion)
+		turn := lgopenai.Preflight(ctx, g, completion)
 		var refused []string
 		for _, c := range completion.Choices[0].Message.ToolCalls {
 			if d, _ := turn.Decision(c.ID); !d.Allow {
@@ -78,10 +83,18 @@ func runChat(t *testing.T, g *guard.Guard, client sdk.Client, tool *forecast) (o
 			})
 		}
 		wg.Wait()
-		v := g.Check(turn.Step())
+		v, err := turn.End(ctx)
+		var stop *guard.StopError
+		if err != nil && !errors.As(err, &stop) {
+			t.Fatalf("End: %v", err)
+		}
+		if stop != nil && !cmp.Equal(stop.Verdict, v) {
+			t.Errorf("the StopError's verdict %v is not End's %v", stop.Verdict, v)
+		}
 		if v.Stop {
 			out.Stop, out.Reason, out.Code = true, v.Reason, v.Code
 			out.ToolRuns = tool.count()
+			out.StopErr = stop != nil
 			return out, v
 		}
 		params.Messages = append(params.Messages, turn.Messages()...)
@@ -101,10 +114,20 @@ func TestChatStubbornLoop(t *testing.T) {
 	want := outcome{
 		Turns: 4, Stop: true, Reason: guard.ReasonNoProgress, Code: "NO_PROGRESS",
 		Refused:  []string{"", "", "REPEATED_TOOL_CALL", "REPEATED_TOOL_CALL"},
-		ToolRuns: 2,
+		ToolRuns: 2, StopErr: true,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("run (-want +got):\n%s", diff)
+	}
+	// The refused calls are recorded as refusals, not as calls.
+	var refusedIDs []string
+	for _, s := range g.History() {
+		for _, c := range s.Refused {
+			refusedIDs = append(refusedIDs, c.ID)
+		}
+	}
+	if diff := cmp.Diff([]string{"call_Wq3", "call_Wq4"}, refusedIDs); diff != "" {
+		t.Errorf("refusals recorded (-want +got):\n%s", diff)
 	}
 	if v.Feedback == "" || !guard.IsFault(v) {
 		t.Errorf("stop verdict has no feedback or is not a fault: %+v", v)
@@ -125,6 +148,9 @@ func TestChatStubbornLoop(t *testing.T) {
 	last := body.Messages[len(body.Messages)-1]
 	if last.Role != "tool" || last.ToolCallID != "call_Wq3" || last.Content != feedback {
 		t.Errorf("the fourth request ends with %+v, want the refusal of call_Wq3: %q", last, feedback)
+	}
+	if strings.Contains(last.Content, "Paris") || strings.Contains(last.Content, "celsius") {
+		t.Errorf("the refusal quotes the arguments: %q", last.Content)
 	}
 	if sum := g.Summary(); sum.Steps != 4 || sum.ToolCalls != 2 || sum.Totals.InputTokens != 86+131+176+262 {
 		t.Errorf("summary: %+v", sum)
@@ -156,7 +182,7 @@ func TestChatRecoversAfterRefusal(t *testing.T) {
 	want := outcome{
 		Turns: 4, Stop: true, Reason: guard.ReasonFinishReason, Code: "FINISH_TERMINAL",
 		Refused:  []string{"", "", "REPEATED_TOOL_CALL", ""},
-		ToolRuns: 2,
+		ToolRuns: 2, StopErr: false, // a normal finish is not an error
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("run (-want +got):\n%s", diff)
@@ -228,9 +254,9 @@ func TestStepFromChatCompletion(t *testing.T) {
 	want := guard.Step{
 		Text: "Looking it up.",
 		ToolCalls: []guard.ToolCall{
-			{Name: "search", Args: json.RawMessage(`{"q":"go"}`)},
-			{Name: "sql", Args: "SELECT 1"},
-			{Name: "now"},
+			{ID: "call_a", Name: "search", Args: json.RawMessage(`{"q":"go"}`)},
+			{ID: "call_b", Name: "sql", Args: "SELECT 1"},
+			{ID: "call_c", Name: "now"},
 		},
 		FinishReason: "tool_calls",
 		Usage:        guard.Usage{InputTokens: 10, OutputTokens: 5, TotalTokens: 15},
@@ -269,7 +295,7 @@ func TestTurnOutcomes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	turn := lgopenai.Preflight(newGuard(t), &c)
+	turn := lgopenai.Preflight(context.Background(), newGuard(t), &c)
 	if n := len(turn.Allowed()); n != 3 {
 		t.Fatalf("%d calls allowed, want 3", n)
 	}
@@ -281,8 +307,8 @@ func TestTurnOutcomes(t *testing.T) {
 	// c never reports.
 	want := guard.Step{
 		ToolCalls: []guard.ToolCall{
-			{Name: "f", Args: json.RawMessage(`{"n":1}`), Result: "one"},
-			{Name: "f", Args: json.RawMessage(`{"n":2}`), Err: errors.New("boom")},
+			{ID: "a", Name: "f", Args: json.RawMessage(`{"n":1}`), Result: "one"},
+			{ID: "b", Name: "f", Args: json.RawMessage(`{"n":2}`), Err: errors.New("boom")},
 		},
 		FinishReason: "tool_calls",
 	}
@@ -323,7 +349,7 @@ func TestResponsesStubbornLoop(t *testing.T) {
 			t.Fatal(err)
 		}
 		got.Turns++
-		turn := lgopenai.PreflightResponse(g, r)
+		turn := lgopenai.PreflightResponse(ctx, g, r)
 		var refused []string
 		for _, item := range r.Output {
 			if d, ok := turn.Decision(item.CallID); ok && !d.Allow {
@@ -336,7 +362,10 @@ func TestResponsesStubbornLoop(t *testing.T) {
 			out, err := tool.run(fc.Arguments)
 			turn.SetResult(fc.CallID, out, err)
 		}
-		if v = g.Check(turn.Step()); v.Stop {
+		var endErr error
+		if v, endErr = turn.End(ctx); v.Stop {
+			var stop *guard.StopError
+			got.StopErr = errors.As(endErr, &stop)
 			break
 		}
 		params.PreviousResponseID = sdk.String(r.ID)
@@ -346,7 +375,7 @@ func TestResponsesStubbornLoop(t *testing.T) {
 	want := outcome{
 		Turns: 4, Stop: true, Reason: guard.ReasonNoProgress, Code: "NO_PROGRESS",
 		Refused:  []string{"", "", "REPEATED_TOOL_CALL", "REPEATED_TOOL_CALL"},
-		ToolRuns: 2,
+		ToolRuns: 2, StopErr: true,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("run (-want +got):\n%s", diff)
@@ -393,5 +422,47 @@ func TestStepFromResponseStatus(t *testing.T) {
 				t.Errorf("finish reason %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// The helpers hand their context to the guard's observer.
+func TestContextReachesObserver(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	g, err := guard.Options{Observer: func(ctx context.Context, e guard.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		v, _ := ctx.Value(ctxKey{}).(string)
+		seen = append(seen, e.Phase.String()+":"+v)
+	}}.New(detector.Defaults()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c sdk.ChatCompletion
+	if err := json.Unmarshal([]byte(`{"id": "x", "object": "chat.completion", "created": 1, "model": "m",
+		"choices": [{"index": 0, "finish_reason": "tool_calls", "logprobs": null, "message": {
+			"role": "assistant", "content": null, "refusal": null, "tool_calls": [
+				{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}}]}`), &c); err != nil {
+		t.Fatal(err)
+	}
+	var r responses.Response
+	if err := json.Unmarshal([]byte(`{"status": "completed", "output": [{"type": "function_call", "call_id": "b", "name": "f", "arguments": "{}"}]}`), &r); err != nil {
+		t.Fatal(err)
+	}
+	chat := context.WithValue(context.Background(), ctxKey{}, "chat")
+	turn := lgopenai.Preflight(chat, g, &c)
+	turn.SetResult("a", "ok", nil)
+	if _, err := turn.End(chat); err != nil {
+		t.Fatal(err)
+	}
+	resp := context.WithValue(context.Background(), ctxKey{}, "responses")
+	rt := lgopenai.PreflightResponse(resp, g, &r)
+	rt.SetResult("b", "ok", nil)
+	if _, err := rt.End(resp); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"preflight:chat", "check:chat", "preflight:responses", "check:responses"}
+	if diff := cmp.Diff(want, seen); diff != "" {
+		t.Errorf("observer events (-want +got):\n%s", diff)
 	}
 }

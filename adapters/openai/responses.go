@@ -1,6 +1,8 @@
 package openai
 
 import (
+	"context"
+
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 
@@ -8,8 +10,8 @@ import (
 )
 
 // StepFromResponse returns the step of a Responses API response: its output
-// text, its function and custom tool calls with their arguments and no
-// outcome, a finish reason read from its status, and its token counts.
+// text, its function and custom tool calls with their call IDs, their
+// arguments and no outcome, a finish reason read from its status, and its token counts.
 //
 // The Responses API reports a status rather than a finish reason. A
 // completed response finishes with "tool_calls" when it made a call and
@@ -19,14 +21,8 @@ import (
 // response still queued or in progress has no finish reason. A nil response
 // gives the zero step.
 func StepFromResponse(r *responses.Response) guard.Step {
-	step, _ := responseStep(r)
-	return step
-}
-
-// responseStep returns the step of r and the call IDs of its calls.
-func responseStep(r *responses.Response) (guard.Step, []string) {
 	if r == nil {
-		return guard.Step{}, nil
+		return guard.Step{}
 	}
 	step := guard.Step{
 		Text: r.OutputText(),
@@ -36,17 +32,14 @@ func responseStep(r *responses.Response) (guard.Step, []string) {
 			TotalTokens:  r.Usage.TotalTokens,
 		},
 	}
-	var ids []string
 	for _, item := range r.Output {
 		switch item.Type {
 		case "function_call":
 			fc := item.AsFunctionCall()
-			step.ToolCalls = append(step.ToolCalls, guard.ToolCall{Name: fc.Name, Args: jsonArgs(fc.Arguments)})
-			ids = append(ids, fc.CallID)
+			step.ToolCalls = append(step.ToolCalls, guard.ToolCall{ID: fc.CallID, Name: fc.Name, Args: jsonArgs(fc.Arguments)})
 		case "custom_tool_call":
 			cc := item.AsCustomToolCall()
-			step.ToolCalls = append(step.ToolCalls, guard.ToolCall{Name: cc.Name, Args: cc.Input})
-			ids = append(ids, cc.CallID)
+			step.ToolCalls = append(step.ToolCalls, guard.ToolCall{ID: cc.CallID, Name: cc.Name, Args: cc.Input})
 		}
 	}
 	switch r.Status {
@@ -69,26 +62,26 @@ func responseStep(r *responses.Response) (guard.Step, []string) {
 	case responses.ResponseStatusCancelled:
 		step.FinishReason = "cancelled"
 	}
-	return step, ids
+	return step
 }
 
 // A ResponseTurn is the tool calls of one Responses API response on their
 // way through the guard: the guard's decision on each, and the outcome of
-// each call that ran. Create it with [PreflightResponse]. Its methods are
-// safe for concurrent use.
+// each call that ran. Create it with [PreflightResponse]. It is a
+// [guard.Turn] keyed by the response's call IDs. Its methods are safe for
+// concurrent use.
 type ResponseTurn struct {
 	calls []responses.ResponseOutputItemUnion // function and custom calls, in order
-	t     *turn
+	turn  *guardTurn
 }
 
 // PreflightResponse asks g about the function and custom tool calls of r
 // before any of them runs, in order, as parts of one step (as [Preflight]
-// does for a chat completion). Nothing is recorded: give the outcomes to the
-// returned ResponseTurn, then pass [ResponseTurn.Step] to g.Check. g must
-// not be nil.
-func PreflightResponse(g *guard.Guard, r *responses.Response) *ResponseTurn {
-	step, ids := responseStep(r)
-	t := &ResponseTurn{t: preflightTurn(g, step, ids)}
+// does for a chat completion). ctx goes to the guard's observer. Nothing is
+// recorded yet: give the outcomes to the returned ResponseTurn, then call
+// [ResponseTurn.End]. g must not be nil.
+func PreflightResponse(ctx context.Context, g *guard.Guard, r *responses.Response) *ResponseTurn {
+	t := &ResponseTurn{turn: beginTurn(ctx, g, StepFromResponse(r))}
 	if r != nil {
 		for _, item := range r.Output {
 			if item.Type == "function_call" || item.Type == "custom_tool_call" {
@@ -104,7 +97,7 @@ func PreflightResponse(g *guard.Guard, r *responses.Response) *ResponseTurn {
 func (t *ResponseTurn) Allowed() []responses.ResponseOutputItemUnion {
 	var out []responses.ResponseOutputItemUnion
 	for i, c := range t.calls {
-		if t.t.calls[i].decision.Allow {
+		if t.turn.decisions[i].Allow {
 			out = append(out, c)
 		}
 	}
@@ -114,20 +107,28 @@ func (t *ResponseTurn) Allowed() []responses.ResponseOutputItemUnion {
 // Decision returns the guard's decision on the call with this call ID, and
 // whether the turn has such a call.
 func (t *ResponseTurn) Decision(callID string) (guard.Decision, bool) {
-	return t.t.decision(callID)
+	return t.turn.Decision(callID)
 }
 
 // SetResult records what an allowed call returned, as [Turn.SetResult]
 // does.
 func (t *ResponseTurn) SetResult(callID, output string, err error) bool {
-	return t.t.setResult(callID, output, err)
+	return t.turn.setResult(callID, output, err)
 }
 
-// Step returns the step to record with g.Check: the response's text, finish
-// reason and usage, with the calls that ran and their outcomes. Refused
-// calls, and allowed calls whose outcome was not given, are left out.
+// Step returns the step that [ResponseTurn.End] records: the response's
+// text, finish reason and usage, with the calls that ran and their outcomes,
+// and in Refused the calls the guard refused. Allowed calls whose outcome
+// was not given are left out.
 func (t *ResponseTurn) Step() guard.Step {
-	return t.t.recorded()
+	return t.turn.Step(t.turn.step)
+}
+
+// End records the turn's step with the guard and returns the verdict, as
+// [Turn.End] does: a [*guard.StopError] when the guard stops the run for a
+// fault, and no error for a normal finish.
+func (t *ResponseTurn) End(ctx context.Context) (guard.Verdict, error) {
+	return t.turn.End(ctx, t.turn.step)
 }
 
 // Outputs returns one input item per call, in order, to send with the next
@@ -138,7 +139,7 @@ func (t *ResponseTurn) Step() guard.Step {
 func (t *ResponseTurn) Outputs() []responses.ResponseInputItemUnionParam {
 	out := make([]responses.ResponseInputItemUnionParam, 0, len(t.calls))
 	for i, c := range t.calls {
-		text := t.t.answer(i)
+		text := t.turn.answer(i)
 		if c.Type == "custom_tool_call" {
 			out = append(out, responses.ResponseInputItemParamOfCustomToolCallOutput(c.CallID, text))
 			continue

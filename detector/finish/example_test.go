@@ -21,14 +21,21 @@ func Example() {
 		ToolCalls: []guard.ToolCall{{Name: "search", Args: map[string]any{"q": "go"}}}})
 	fmt.Println(v.Stop)
 
+	// Gemini reports STOP on function calls: the loop must run them.
+	v = g.Check(guard.Step{FinishReason: "STOP",
+		ToolCalls: []guard.ToolCall{{Name: "search", Args: map[string]any{"q": "loopguard"}}}})
+	fmt.Println(v.Stop)
+
 	// An unfamiliar reason on a text-only step ends the run.
-	v = g.Check(guard.Step{Text: "The answer is 42.", FinishReason: "end_turn"})
+	v = g.Check(guard.Step{Text: "The answer is 42.", FinishReason: "OTHER"})
 	fmt.Println(v.Code, guard.IsFault(v))
 
-	// "stop" is a normal finish: no fault, no feedback.
-	v = g.Check(guard.Step{Text: "The answer is 42.", FinishReason: "STOP"})
+	// "stop" (or "end_turn", "STOP") on a text-only step is a normal
+	// finish: no fault, no feedback.
+	v = g.Check(guard.Step{Text: "The answer is 42.", FinishReason: "end_turn"})
 	fmt.Println(v.Code, guard.IsFault(v), v.Feedback == "")
 	// Output:
+	// false
 	// false
 	// FINISH_OTHER_TEXT_ONLY true
 	// FINISH_TERMINAL false true

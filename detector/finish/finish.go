@@ -2,10 +2,21 @@
 // the provider reports that the model's turn is over, or reports a reason the
 // loop does not know while the model only wrote text.
 //
-// The guard normalises finish reasons (trimmed, lower-cased, '_' made '-').
-// Then a reason in [Options.Terminal] stops the run, even when the step has
-// tool calls; "tool-calls" lets it go on; a missing reason says nothing; any
-// other reason follows [Options.OtherPolicy].
+// The guard normalises finish reasons (see [guard.NormalizeFinishReason]:
+// "end_turn" and Gemini's "STOP" are "stop", "tool_use" is "tool-calls",
+// "max_tokens" is "length", "SAFETY" is "content-filter", ...). Then a reason
+// in [Options.Terminal] stops the run; "tool-calls" lets it go on; a missing
+// reason says nothing; any other reason follows [Options.OtherPolicy].
+//
+// One exception, where loopguard deliberately differs from the reference: a
+// normal "stop" on a step that has tool calls does not end the run by
+// default, because the loop must still run those calls. Gemini reports STOP
+// on function calls, and so do many OpenAI-compatible servers for open models
+// and harnesses that read actions from the model's text; under the
+// reference's reading every such run ends at its first step. "length",
+// "content-filter" and "error" still end a step with tool calls: a cut or
+// withheld turn cannot carry a usable call. [Options.StopWithToolCalls] set
+// to [Stop] is the reference's reading.
 //
 // A stop on the terminal reason "stop" is the model finishing normally: its
 // evidence reports [Evidence.NormalFinish], [guard.IsFault] is false for it
@@ -61,16 +72,23 @@ func DefaultTerminal() []string {
 	return []string{"stop", "length", "content-filter", "error"}
 }
 
-// Options tune the rule. The zero value is the reference's default.
+// Options tune the rule. The zero value is the default: the reference's
+// terminal list and policy, and a normal "stop" on a step with tool calls goes
+// on.
 type Options struct {
 	// Terminal lists the finish reasons that end a run. Nil means
 	// DefaultTerminal(); a non-nil empty slice means none. Entries are
-	// normalised as finish reasons are; an entry that is empty once
-	// normalised is an error.
+	// normalised as finish reasons are, so a provider's own spelling
+	// ("end_turn", "MAX_TOKENS") names the same reason; an entry that is
+	// empty once normalised ("", "pause_turn") is an error.
 	Terminal []string `json:"terminal"`
 	// OtherPolicy is the policy for other reasons. Empty means
 	// StopIfTextOnly.
 	OtherPolicy Policy `json:"otherPolicy"`
+	// StopWithToolCalls says what a terminal "stop" does on a step that
+	// has tool calls: Continue (the default, also when empty) lets the run
+	// go on, Stop ends it as the reference does.
+	StopWithToolCalls Policy `json:"stopWithToolCalls,omitempty"`
 }
 
 // Evidence is the evidence of a stop.
@@ -98,8 +116,9 @@ var _ guard.NormalFinisher = Evidence{}
 
 // Detector is the finish-reason rule. Create it with New.
 type Detector struct {
-	terminal []string // normalised, sorted, without duplicates
-	policy   Policy
+	terminal  []string // normalised, sorted, without duplicates
+	policy    Policy
+	withCalls Policy // Stop, or "" for the default (Continue)
 
 	// The last step's stop, if any (code is "" when it goes on).
 	code string
@@ -121,6 +140,14 @@ func New(o Options) (*Detector, error) {
 		errs = append(errs, &guard.OptionError{Detector: Name, Field: "OtherPolicy",
 			Err: fmt.Errorf("unknown policy %q (want %q, %q or %q)", o.OtherPolicy, StopIfTextOnly, Stop, Continue)})
 	}
+	switch o.StopWithToolCalls {
+	case "", Continue:
+	case Stop:
+		d.withCalls = Stop
+	default:
+		errs = append(errs, &guard.OptionError{Detector: Name, Field: "StopWithToolCalls",
+			Err: fmt.Errorf("unknown policy %q (want %q or %q)", o.StopWithToolCalls, Continue, Stop)})
+	}
 	terminal := o.Terminal
 	if terminal == nil {
 		terminal = DefaultTerminal()
@@ -130,7 +157,7 @@ func New(o Options) (*Detector, error) {
 		n := Normalize(r)
 		if n == "" {
 			errs = append(errs, &guard.OptionError{Detector: Name, Field: fmt.Sprintf("Terminal[%d]", i),
-				Err: errors.New("empty finish reason")})
+				Err: fmt.Errorf("%q is no finish reason once normalised", r)})
 			continue
 		}
 		d.terminal = append(d.terminal, n)
@@ -154,9 +181,11 @@ func (d *Detector) Name() string { return Name }
 func (d *Detector) Priority() int { return guard.PriorityFinish }
 
 // Options returns the options in effect: the normalised terminal reasons,
-// sorted and without duplicates, and the policy.
+// sorted and without duplicates, the policy, and StopWithToolCalls when it
+// is Stop (the default is left out, so that fingerprints of the default
+// options stay as they were).
 func (d *Detector) Options() any {
-	return Options{Terminal: slices.Clone(d.terminal), OtherPolicy: d.policy}
+	return Options{Terminal: slices.Clone(d.terminal), OtherPolicy: d.policy, StopWithToolCalls: d.withCalls}
 }
 
 // IsTerminal reports whether the normalised reason is in the terminal list.
@@ -174,6 +203,8 @@ func (d *Detector) Observe(f *guard.Facts) {
 	}
 	terminal := d.isTerminal(reason)
 	switch {
+	case terminal && reason == guard.FinishStop && len(f.Calls) > 0 && d.withCalls != Stop:
+		return // the loop must run the calls: the model is not done
 	case terminal:
 		d.code = CodeTerminal
 	case d.policy == Stop:

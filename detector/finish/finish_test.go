@@ -148,10 +148,67 @@ func TestVerdicts(t *testing.T) {
 		},
 		{
 			name: "custom terminal entries are normalised",
-			opts: finish.Options{Terminal: []string{" END_TURN "}},
-			step: guard.Step{ToolCalls: []guard.ToolCall{call}, FinishReason: "end-turn"},
-			want: stop(finish.CodeTerminal, finish.Evidence{FinishReason: "end-turn", Normalized: "end-turn",
-				Policy: defaultPolicy, ToolCallCount: 1, Terminal: true}, `finish reason "end-turn" is terminal`),
+			opts: finish.Options{Terminal: []string{" MY_REASON "}},
+			step: guard.Step{ToolCalls: []guard.ToolCall{call}, FinishReason: "my-reason"},
+			want: stop(finish.CodeTerminal, finish.Evidence{FinishReason: "my-reason", Normalized: "my-reason",
+				Policy: defaultPolicy, ToolCallCount: 1, Terminal: true}, `finish reason "my-reason" is terminal`),
+		},
+		{
+			name: "a terminal list may name a provider's spelling",
+			opts: finish.Options{Terminal: []string{"end_turn", "max_tokens"}},
+			step: guard.Step{Text: "done", FinishReason: "STOP"},
+			want: stop(finish.CodeTerminal, finish.Evidence{FinishReason: "STOP", Normalized: "stop",
+				Policy: defaultPolicy, HasText: true, Terminal: true}, `finish reason "stop" is terminal`),
+		},
+		{
+			name: "a provider's spelling matches the terminal list",
+			opts: finish.Options{Terminal: []string{"end_turn", "max_tokens"}},
+			step: guard.Step{Text: "cut", FinishReason: "length"},
+			want: stop(finish.CodeTerminal, finish.Evidence{FinishReason: "length", Normalized: "length",
+				Policy: defaultPolicy, HasText: true, Terminal: true}, `finish reason "length" is terminal`),
+		},
+		{
+			name: "a normal stop on a step with tool calls goes on",
+			step: guard.Step{ToolCalls: []guard.ToolCall{call}, FinishReason: "STOP"},
+		},
+		{
+			name: "end_turn on a step with tool calls goes on",
+			step: guard.Step{Text: "let me look", ToolCalls: []guard.ToolCall{call}, FinishReason: "end_turn"},
+		},
+		{
+			name: "the reference's reading stops on stop with tool calls",
+			opts: finish.Options{StopWithToolCalls: finish.Stop},
+			step: guard.Step{ToolCalls: []guard.ToolCall{call}, FinishReason: "STOP"},
+			want: stop(finish.CodeTerminal, finish.Evidence{FinishReason: "STOP", Normalized: "stop",
+				Policy: defaultPolicy, ToolCallCount: 1, Terminal: true}, `finish reason "stop" is terminal`),
+		},
+		{
+			name: "continue is the default for stop with tool calls",
+			opts: finish.Options{StopWithToolCalls: finish.Continue},
+			step: guard.Step{ToolCalls: []guard.ToolCall{call}, FinishReason: "stop"},
+		},
+		{
+			name: "a withheld turn with tool calls still stops",
+			step: guard.Step{ToolCalls: []guard.ToolCall{call}, FinishReason: "SAFETY"},
+			want: stop(finish.CodeTerminal, finish.Evidence{FinishReason: "SAFETY", Normalized: "content-filter",
+				Policy: defaultPolicy, ToolCallCount: 1, Terminal: true}, `finish reason "content-filter" is terminal`),
+		},
+		{
+			name: "a truncated turn with tool calls still stops",
+			step: guard.Step{ToolCalls: []guard.ToolCall{call}, FinishReason: "max_tokens"},
+			want: stop(finish.CodeTerminal, finish.Evidence{FinishReason: "max_tokens", Normalized: "length",
+				Policy: defaultPolicy, ToolCallCount: 1, Terminal: true}, `finish reason "length" is terminal`),
+		},
+		{
+			name: "a malformed call is an error",
+			step: guard.Step{Text: "x", FinishReason: "MALFORMED_FUNCTION_CALL"},
+			want: stop(finish.CodeTerminal, finish.Evidence{FinishReason: "MALFORMED_FUNCTION_CALL", Normalized: "error",
+				Policy: defaultPolicy, HasText: true, Terminal: true}, `finish reason "error" is terminal`),
+		},
+		{
+			name: "pause_turn is no reason, even under the stop policy",
+			opts: finish.Options{OtherPolicy: finish.Stop},
+			step: guard.Step{Text: "working on it", FinishReason: "pause_turn"},
 		},
 		{
 			name: "a custom list replaces the default",
@@ -400,6 +457,13 @@ func TestResetAndRestoreForget(t *testing.T) {
 func TestNormalize(t *testing.T) {
 	for in, want := range map[string]string{
 		"stop": "stop", " Tool_Calls\n": "tool-calls", "CONTENT_FILTER": "content-filter",
+		"end_turn": "stop", "STOP": "stop", "stop_sequence": "stop", "COMPLETE": "stop",
+		"tool_use": "tool-calls", "function_call": "tool-calls", "TOOL_CALL": "tool-calls",
+		"max_tokens": "length", "MAX_TOKENS": "length", "model_length": "length",
+		"model_context_window_exceeded": "length", "SAFETY": "content-filter", "RECITATION": "content-filter",
+		"PROHIBITED_CONTENT": "content-filter", "refusal": "content-filter", "guardrail_intervened": "content-filter",
+		"MALFORMED_FUNCTION_CALL": "error", "pause_turn": "", "FINISH_REASON_UNSPECIFIED": "",
+		"OTHER": "other", "Stop": "stop", "Length": "length", "LANGUAGE": "language",
 		"": "", "\t ": "", "ÉTÉ": "été", "a\xffb": "a\ufffdb", "\u00a0stop": "\u00a0stop",
 	} {
 		if got := finish.Normalize(in); got != want {
@@ -407,12 +471,12 @@ func TestNormalize(t *testing.T) {
 		}
 	}
 	// The detector agrees with the guard's own normalisation.
-	for _, raw := range []string{" Tool_Calls\n", "ÉTÉ", "a\xffb", "\u00a0stop", "END_turn"} {
+	for _, raw := range []string{" Tool_Calls\n", "ÉTÉ", "a\xffb", "\u00a0stop", "END_turn", "Max_Tokens", "SAFETY"} {
 		d, err := finish.New(finish.Options{Terminal: []string{raw}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v := newGuardWith(t, d).Check(guard.Step{ToolCalls: []guard.ToolCall{call}, FinishReason: raw}); v.Code != finish.CodeTerminal {
+		if v := newGuardWith(t, d).Check(guard.Step{Text: "x", FinishReason: raw}); v.Code != finish.CodeTerminal {
 			t.Errorf("terminal %q does not match the guard's normalisation of the same reason: %v", raw, v)
 		}
 	}

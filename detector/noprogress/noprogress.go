@@ -4,9 +4,12 @@
 // A step is stalled when none of its tool outcomes (a call's arguments plus
 // its result or error, guard.Call.Outcome) is new in this run. A step without
 // calls is stalled, and so is a step that only calls ignored tools (see
-// guard.Options.Ignore): their calls are not outcomes. A step that brings new
-// input other than tool results (guard.Step.Input, such as a user's reply) is
-// not stalled.
+// guard.Options.Ignore): their calls are not outcomes. New input other than
+// tool results (guard.Step.Input, such as a user's reply) is not progress
+// here, as the reference reads the rule: an agent that answers the user's
+// changing messages with the same text, turn after turn, is stuck (a canned
+// reply). Package stall, which ignores the text, counts new input as
+// progress.
 //
 // The detector stops after Options.Threshold stalled steps in a row that all
 // have the same normalised text (guard.Facts.TextHash). An empty text counts
@@ -141,7 +144,7 @@ const maxStalled = 1 << 62
 // Observe records the step's outcomes and counts it if it is stalled.
 func (d *Detector) Observe(f *guard.Facts) {
 	d.verdict = guard.Verdict{}
-	stalled := !f.NewInput
+	stalled := true
 	for i := range f.Calls {
 		c := &f.Calls[i]
 		if !c.Ignored && d.seen.Add(c.Outcome) {

@@ -172,10 +172,18 @@ func TestCheck(t *testing.T) {
 			want:  cat(goOn(2), one(stop(3, 3, ""))),
 		},
 		{
-			name: "new input is progress",
-			steps: []guard.Step{same, same, {Text: "Let me look again.", Input: "try harder"}, same, same,
-				{Text: "Let me look again.", Input: "try harder"}, same, same, same},
-			want: cat(goOn(8), one(stop(3, 3, "let me look again."))),
+			// Canned replies: the same text answers the user's changing
+			// messages. A new input is not progress (the reference's reading).
+			name: "new input is not progress",
+			steps: []guard.Step{{Text: "Sorry, could you rephrase that?", Input: "I want to change my flight"},
+				{Text: "Sorry, could you rephrase that?", Input: "Change flight ABC123 to Friday"},
+				{Text: "Sorry, could you rephrase that?", Input: "Please move my booking"}},
+			want: cat(goOn(2), one(stop(3, 3, "sorry, could you rephrase that?"))),
+		},
+		{
+			name:  "new input with another text starts a new count",
+			steps: []guard.Step{same, same, {Text: "Trying something else.", Input: "try harder"}, same, same, same},
+			want:  cat(goOn(5), one(stop(3, 3, "let me look again."))),
 		},
 		{
 			name:  "a step with text differs from one without",

@@ -69,6 +69,12 @@ func refuse(tool string, calls, limit int) guard.Decision {
 		Feedback: v.Feedback, Detector: v.Detector}
 }
 
+// at returns d with the index of the refused call among those judged.
+func at(d guard.Decision, index int) guard.Decision {
+	d.CallIndex = index
+	return d
+}
+
 var goOn = guard.Verdict{}
 
 func TestCheck(t *testing.T) {
@@ -164,20 +170,20 @@ func TestPreflight(t *testing.T) {
 	}{
 		{name: "no caps", calls: []guard.ToolCall{tc("a")}, want: allow},
 		{name: "no calls", caps: map[string]int{"a": 0}, want: allow},
-		{name: "forbidden tool", caps: map[string]int{"rm": 0}, calls: []guard.ToolCall{tc("ls"), tc("rm")}, want: refuse("rm", 1, 0)},
+		{name: "forbidden tool", caps: map[string]int{"rm": 0}, calls: []guard.ToolCall{tc("ls"), tc("rm")}, want: at(refuse("rm", 1, 0), 1)},
 		{name: "the last allowed call", caps: map[string]int{"a": 3}, recorded: []guard.Step{step("a", "a")},
 			calls: []guard.ToolCall{tc("a")}, want: allow},
 		{name: "the call after the Nth", caps: map[string]int{"a": 3}, recorded: []guard.Step{step("a", "a"), step("a")},
 			calls: []guard.ToolCall{tc("a")}, want: refuse("a", 4, 3)},
 		{name: "parallel calls counted in order", caps: map[string]int{"a": 3, "b": 1}, recorded: []guard.Step{step("a")},
-			calls: []guard.ToolCall{tc("a"), tc("b"), tc("a"), tc("b"), tc("a")}, want: refuse("b", 2, 1)},
+			calls: []guard.ToolCall{tc("a"), tc("b"), tc("a"), tc("b"), tc("a")}, want: at(refuse("b", 2, 1), 3)},
 		{name: "parallel calls within the cap", caps: map[string]int{"a": 3}, recorded: []guard.Step{step("a")},
 			calls: []guard.ToolCall{tc("a"), tc("a")}, want: allow},
 		{name: "parallel calls one over", caps: map[string]int{"a": 3}, recorded: []guard.Step{step("a")},
-			calls: []guard.ToolCall{tc("a"), tc("a"), tc("a")}, want: refuse("a", 4, 3)},
+			calls: []guard.ToolCall{tc("a"), tc("a"), tc("a")}, want: at(refuse("a", 4, 3), 2)},
 		{name: "ignored tool", caps: map[string]int{"think": 0}, calls: []guard.ToolCall{tc("think")}, want: allow},
 		{name: "a tool already over its cap", caps: map[string]int{"a": 0}, recorded: []guard.Step{step("a")},
-			calls: []guard.ToolCall{tc("b"), tc("a")}, want: refuse("a", 2, 0)},
+			calls: []guard.ToolCall{tc("b"), tc("a")}, want: at(refuse("a", 2, 0), 1)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,25 +2,32 @@
 // within its recent calls, even when the repeats are not in a row: it catches
 // a x a y a z a, which the consecutive rule of package repeat misses.
 //
-// The detector keeps the keys (tool name plus canonical arguments,
-// guard.Call.Key) of the last Options.Window calls, across steps and in order.
-// Calls of ignored tools (see guard.Options.Ignore) are left out, and steps
-// without calls change nothing. Results are not compared. The detector stops
-// when a call is the same call as more than Options.Threshold of the calls in
-// the window, itself included: with the defaults, the fourth same call among
-// the last ten stops, the third does not. Within a step, calls are judged one
-// by one, and the first call that goes over is the one reported. A call that
-// goes over again on a later step stops again.
+// The detector keeps the last Options.Window calls, across steps and in
+// order. Calls of ignored tools (see guard.Options.Ignore) are left out, and
+// steps without calls change nothing. By default two calls are the same when
+// their outcomes are equal (guard.Call.Outcome: tool, canonical arguments and
+// result or error): a call that is polled and answers something new each time
+// (a game's "legal moves", a job's progress) is not a repeat, while one that
+// keeps answering the same is. With Options.Compare set to CompareCall, calls
+// are compared by their key alone (guard.Call.Key: tool and arguments), as
+// the Rust crate does. The detector stops when a call is the same as more
+// than Options.Threshold of the calls in the window, itself included: with
+// the defaults, the fourth same call among the last ten stops, the third does
+// not. Within a step, calls are judged one by one, and the first call that
+// goes over is the one reported. A call that goes over again on a later step
+// stops again.
 //
-// This is the rule of the Rust crate tool-loop-guard (a sliding window of
-// (tool, canonical arguments) keys), with its validation: Window and
+// With CompareCall this is the rule of the Rust crate tool-loop-guard (a
+// sliding window of (tool, canonical arguments) keys), with its validation: Window and
 // Threshold at least 2, and Threshold at most Window. A Threshold equal to
 // Window is accepted, as by the crate, but never stops: a window holds at
 // most Window same calls.
 //
 // In preflight the proposed calls are pushed, in order, onto a copy of the
-// window, and the first that would go over is refused ("would trip"). The
-// detector never changes in preflight.
+// window, and the first that would go over is refused ("would trip"). A call
+// that has not run has no result: comparing outcomes, it is taken to return
+// what the same call returned the last time it is in the window (nothing
+// when it is not). The detector never changes in preflight.
 //
 // With Options.Warn, a step that makes a call which, made once more, would
 // stop the run carries a WINDOWED_REPEAT_WARNING: the call is at the
@@ -76,8 +83,17 @@ const (
 	MaxWindow = 256
 )
 
+// How calls are compared.
+const (
+	// CompareOutcome compares calls by tool, arguments and result or
+	// error: the default.
+	CompareOutcome = "outcome"
+	// CompareCall compares calls by tool and arguments alone.
+	CompareCall = "call"
+)
+
 // Options tune the detector. The zero value is the default: more than 3 same
-// calls within the last 10 stop the run.
+// calls with the same result within the last 10 stop the run.
 type Options struct {
 	// Window is how many of the newest calls are looked at: 0 means
 	// DefaultWindow, any other value must be from 2 to MaxWindow.
@@ -89,6 +105,9 @@ type Options struct {
 	// Warn adds a WINDOWED_REPEAT_WARNING to a step whose call, made
 	// once more, would stop the run.
 	Warn bool `json:"warn,omitempty"`
+	// Compare says when two calls are the same: CompareOutcome (also when
+	// empty) or CompareCall.
+	Compare string `json:"compare"`
 }
 
 // Evidence is the evidence of a stop (and of a refusal in preflight).
@@ -104,6 +123,15 @@ type Evidence struct {
 	Threshold int `json:"threshold"`
 	// Window is Options.Window.
 	Window int `json:"window"`
+	// IdenticalResults reports whether the calls were compared by their
+	// outcomes (Options.Compare is CompareOutcome).
+	IdenticalResults bool `json:"identicalResults"`
+}
+
+// call is one call in the window: its key and, comparing outcomes, its
+// outcome (the sum the count compares).
+type call struct {
+	key, same canonical.Sum
 }
 
 // A Detector finds calls made too often within the newest calls. Create it
@@ -111,13 +139,14 @@ type Evidence struct {
 type Detector struct {
 	opts Options
 
-	// ring holds the keys of the newest calls: ring[(start+i)%len(ring)]
-	// is the i-th oldest of the n held. start stays 0 until the ring is
-	// full, so ring[:n] always holds exactly the keys of the window.
-	ring     []canonical.Sum
+	// ring holds the newest calls: ring[(start+i)%len(ring)] is the i-th
+	// oldest of the n held. start stays 0 until the ring is full, so
+	// ring[:n] always holds exactly the calls of the window.
+	ring     []call
 	start, n int
+	outcomes bool // compare outcomes
 
-	sim     []canonical.Sum // scratch for preflight
+	sim     []call // scratch for preflight
 	verdict guard.Verdict
 }
 
@@ -139,6 +168,13 @@ func New(o Options) (*Detector, error) {
 	if o.Threshold != 0 && o.Threshold < 2 {
 		bad("Threshold", "must be 0 (the default, %d) or at least 2, not %d", DefaultThreshold, o.Threshold)
 	}
+	switch o.Compare {
+	case "":
+		o.Compare = CompareOutcome
+	case CompareOutcome, CompareCall:
+	default:
+		bad("Compare", "must be %q or %q, not %q", CompareOutcome, CompareCall, o.Compare)
+	}
 	if len(errs) == 0 {
 		if o.Window == 0 {
 			o.Window = DefaultWindow
@@ -154,9 +190,10 @@ func New(o Options) (*Detector, error) {
 		return nil, err
 	}
 	return &Detector{
-		opts: o,
-		ring: make([]canonical.Sum, o.Window),
-		sim:  make([]canonical.Sum, o.Window),
+		opts:     o,
+		ring:     make([]call, o.Window),
+		sim:      make([]call, o.Window),
+		outcomes: o.Compare == CompareOutcome,
 	}, nil
 }
 
@@ -177,24 +214,32 @@ func (d *Detector) Len() int { return d.n }
 func (d *Detector) RecentKeys() []canonical.Sum {
 	out := make([]canonical.Sum, d.n)
 	for i := range out {
-		out[i] = d.ring[(d.start+i)%len(d.ring)]
+		out[i] = d.ring[(d.start+i)%len(d.ring)].key
 	}
 	return out
 }
 
-// push adds key to a window ring (with start and n) and returns the number
-// of keys in it equal to key, key included.
-func push(ring []canonical.Sum, start, n *int, key canonical.Sum) int {
+// entry returns the window entry of a finished call.
+func (d *Detector) entry(c *guard.Call) call {
+	if d.outcomes {
+		return call{key: c.Key, same: c.Outcome}
+	}
+	return call{key: c.Key, same: c.Key}
+}
+
+// push adds a call to a window ring (with start and n) and returns the
+// number of calls in it that are the same, the call included.
+func push(ring []call, start, n *int, e call) int {
 	if *n < len(ring) {
-		ring[(*start+*n)%len(ring)] = key
+		ring[(*start+*n)%len(ring)] = e
 		*n++
 	} else {
-		ring[*start] = key
+		ring[*start] = e
 		*start = (*start + 1) % len(ring)
 	}
 	count := 0
 	for i := 0; i < *n; i++ {
-		if ring[i] == key { // order does not matter for a count
+		if ring[i].same == e.same { // order does not matter for a count
 			count++
 		}
 	}
@@ -211,7 +256,7 @@ func (d *Detector) Observe(f *guard.Facts) {
 			continue
 		}
 		added = true
-		count := push(d.ring, &d.start, &d.n, c.Key)
+		count := push(d.ring, &d.start, &d.n, d.entry(c))
 		if !d.verdict.Stop && count > d.opts.Threshold {
 			d.verdict = d.stop(c, count, guard.PhaseCheck)
 		}
@@ -224,7 +269,7 @@ func (d *Detector) Observe(f *guard.Facts) {
 		if c.Ignored {
 			continue
 		}
-		if count := d.countNext(c.Key); count > d.opts.Threshold {
+		if count := d.countNext(d.entry(c).same); count > d.opts.Threshold {
 			w := guard.Warning{
 				Code: WarningCode, Tool: c.Tool, Value: float64(count - 1), Limit: float64(count),
 				Ratio: float64(count-1) / float64(count),
@@ -238,16 +283,16 @@ func (d *Detector) Observe(f *guard.Facts) {
 	}
 }
 
-// countNext returns the number of same calls the window would hold if key
-// were pushed now.
-func (d *Detector) countNext(key canonical.Sum) int {
+// countNext returns the number of same calls the window would hold if a
+// call that is the same as same were pushed now.
+func (d *Detector) countNext(same canonical.Sum) int {
 	count := 1
 	for i := 0; i < d.n; i++ {
-		if d.ring[i] == key {
+		if d.ring[i].same == same {
 			count++
 		}
 	}
-	if d.n == len(d.ring) && d.ring[d.start] == key {
+	if d.n == len(d.ring) && d.ring[d.start].same == same {
 		count-- // the oldest call leaves the window
 	}
 	return count
@@ -255,7 +300,8 @@ func (d *Detector) countNext(key canonical.Sum) int {
 
 // stop builds a stop verdict for call c with this count.
 func (d *Detector) stop(c *guard.Call, count int, phase guard.Phase) guard.Verdict {
-	ev := Evidence{Tool: c.Tool, ArgsPreview: c.Preview(), Count: count, Threshold: d.opts.Threshold, Window: d.opts.Window}
+	ev := Evidence{Tool: c.Tool, ArgsPreview: c.Preview(), Count: count, Threshold: d.opts.Threshold, Window: d.opts.Window,
+		IdenticalResults: d.outcomes}
 	verb := "called"
 	if phase == guard.PhasePreflight {
 		verb = "would be called"
@@ -264,12 +310,22 @@ func (d *Detector) stop(c *guard.Call, count int, phase guard.Phase) guard.Verdi
 		Stop:   true,
 		Reason: ReasonWindowedRepeat,
 		Code:   Code,
-		Detail: fmt.Sprintf("tool %q %s %d times within the last %d calls with the same arguments %s (threshold %d)",
-			ev.Tool, verb, count, ev.Window, ev.ArgsPreview, ev.Threshold),
+		Detail: fmt.Sprintf("tool %q %s %d times within the last %d calls with the same arguments %s%s (threshold %d)",
+			ev.Tool, verb, count, ev.Window, ev.ArgsPreview, sameResult(d.outcomes, phase), ev.Threshold),
 		Evidence: ev,
 	}
 	v.Feedback = feedback.For(v, phase)
 	return v
+}
+
+func sameResult(outcomes bool, phase guard.Phase) string {
+	switch {
+	case !outcomes:
+		return ""
+	case phase == guard.PhasePreflight:
+		return ", which returned the same result each time"
+	}
+	return " and the same result"
 }
 
 // Verdict returns the stop (or warning) found by the last Observe, if any.
@@ -285,11 +341,27 @@ func (d *Detector) Preflight(f *guard.Facts) guard.Verdict {
 		if c.Ignored {
 			continue
 		}
-		if count := push(d.sim, &start, &n, c.Key); count > d.opts.Threshold {
+		if count := push(d.sim, &start, &n, d.predict(c.Key, start, n)); count > d.opts.Threshold {
 			return d.stop(c, count, guard.PhasePreflight)
 		}
 	}
 	return guard.Verdict{}
+}
+
+// predict returns the window entry of a call that has not run, in the
+// simulated window sim (with start and n): comparing outcomes, it returns what
+// the newest same call in the window returned, if any.
+func (d *Detector) predict(key canonical.Sum, start, n int) call {
+	e := call{key: key, same: key}
+	if !d.outcomes {
+		return e
+	}
+	for i := n - 1; i >= 0; i-- {
+		if c := d.sim[(start+i)%len(d.sim)]; c.key == key {
+			return c
+		}
+	}
+	return e
 }
 
 // Reset forgets the run.
@@ -303,6 +375,8 @@ func (d *Detector) Reset() {
 type state struct {
 	// Keys are the keys of the calls in the window, oldest first.
 	Keys []canonical.Sum `json:"keys"`
+	// Outcomes are their outcomes, comparing outcomes (absent otherwise).
+	Outcomes []canonical.Sum `json:"outcomes,omitempty"`
 }
 
 // Snapshot returns the window's keys as JSON, or null when it is empty. The
@@ -311,11 +385,19 @@ func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 	if d.n == 0 {
 		return []byte("null"), nil
 	}
-	return json.Marshal(state{Keys: d.RecentKeys()})
+	s := state{Keys: d.RecentKeys()}
+	if d.outcomes {
+		s.Outcomes = make([]canonical.Sum, d.n)
+		for i := range s.Outcomes {
+			s.Outcomes[i] = d.ring[(d.start+i)%len(d.ring)].same
+		}
+	}
+	return json.Marshal(s)
 }
 
 // Restore replaces the state by one that Snapshot returned: at most Window
-// keys, each 32 lowercase hexadecimal characters.
+// keys, each 32 lowercase hexadecimal characters, and as many outcomes when
+// outcomes are compared.
 func (d *Detector) Restore(data []byte) error {
 	var s *state
 	if err := json.Unmarshal(data, &s); err != nil {
@@ -330,9 +412,19 @@ func (d *Detector) Restore(data []byte) error {
 		return fmt.Errorf("%s: a state without keys (a fresh state is null)", Name)
 	case len(s.Keys) > d.opts.Window:
 		return fmt.Errorf("%s: %d keys in a window of %d", Name, len(s.Keys), d.opts.Window)
+	case d.outcomes && len(s.Outcomes) != len(s.Keys):
+		return fmt.Errorf("%s: %d outcomes for %d keys", Name, len(s.Outcomes), len(s.Keys))
+	case !d.outcomes && s.Outcomes != nil:
+		return fmt.Errorf("%s: outcomes in a window that compares calls", Name)
 	}
 	d.Reset()
-	d.n = copy(d.ring, s.Keys)
+	for i, key := range s.Keys {
+		d.ring[i] = call{key: key, same: key}
+		if d.outcomes {
+			d.ring[i].same = s.Outcomes[i]
+		}
+	}
+	d.n = len(s.Keys)
 	return nil
 }
 
@@ -351,7 +443,7 @@ func (d *Detector) Summary() any {
 	for i := 0; i < d.n; i++ {
 		count := 0
 		for j := 0; j < d.n; j++ {
-			if d.ring[j] == d.ring[i] {
+			if d.ring[j].same == d.ring[i].same {
 				count++
 			}
 		}

@@ -85,8 +85,14 @@ func newDetector(t tb, o window.Options) *window.Detector {
 	return d
 }
 
+// newGuard returns a guard with the window rule. The tests that do not say
+// how calls are compared judge the crate's rule (CompareCall); those of the
+// default, CompareOutcome, say so.
 func newGuard(t tb, o window.Options, g guard.Options) *guard.Guard {
 	t.Helper()
+	if o.Compare == "" {
+		o.Compare = window.CompareCall
+	}
 	gd, err := g.New(newDetector(t, o))
 	if err != nil {
 		t.Fatal(err)
@@ -474,10 +480,11 @@ func TestDropArgs(t *testing.T) {
 // and checks that the restored guard gives the same verdicts and preflight
 // answers.
 func TestSnapshotRestoreContinues(t *testing.T) {
-	pool := []guard.ToolCall{a, aSwap, x, y, z, think}
+	pool := []guard.ToolCall{a, aSwap, x, y, z, think, withResult(a, `1`), withResult(a, `2`), withResult(x, `1`)}
 	rapid.Check(t, func(t *rapid.T) {
 		w := rapid.IntRange(2, 6).Draw(t, "window")
-		opts := window.Options{Window: w, Threshold: rapid.IntRange(2, w).Draw(t, "threshold"), Warn: rapid.Bool().Draw(t, "warn")}
+		opts := window.Options{Window: w, Threshold: rapid.IntRange(2, w).Draw(t, "threshold"), Warn: rapid.Bool().Draw(t, "warn"),
+			Compare: rapid.SampledFrom([]string{window.CompareCall, window.CompareOutcome}).Draw(t, "compare")}
 		gopts := guard.Options{Ignore: []string{"think"}}
 		steps := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) guard.Step {
 			return step(rapid.SliceOfN(rapid.SampledFrom(pool), 0, 3).Draw(t, "calls")...)
@@ -540,31 +547,41 @@ func TestRestoreRejects(t *testing.T) {
 		`{"keys":["0123"]}`,
 		`{"keys":[7]}`,
 	}
-	for _, s := range bad {
-		d := newDetector(t, window.Options{Window: 3, Threshold: 2})
-		g, _ := guard.New(d)
-		run(g, each(a, a))
-		if err := d.Restore([]byte(s)); err == nil {
-			t.Errorf("Restore(%s) succeeded", s)
+	for _, compare := range []string{window.CompareCall, window.CompareOutcome} {
+		more := []string{`{"keys":[` + k + `],"outcomes":[` + k + `]}`} // outcomes when comparing calls
+		if compare == window.CompareOutcome {
+			more = []string{`{"keys":[` + k + `]}`, `{"keys":[` + k + `],"outcomes":[]}`, `{"keys":[` + k + `],"outcomes":[` + k + `,` + k + `]}`}
 		}
-		if d.Len() != 2 || !g.Check(step(a)).Stop {
-			t.Errorf("after Restore(%s) failed, the state was lost", s)
+		for _, s := range append(bad, more...) {
+			d := newDetector(t, window.Options{Window: 3, Threshold: 2, Compare: compare})
+			g, _ := guard.New(d)
+			run(g, each(a, a))
+			if err := d.Restore([]byte(s)); err == nil {
+				t.Errorf("%s: Restore(%s) succeeded", compare, s)
+			}
+			if d.Len() != 2 || !g.Check(step(a)).Stop {
+				t.Errorf("%s: after Restore(%s) failed, the state was lost", compare, s)
+			}
 		}
 	}
-	for _, s := range []string{`{"keys":[` + k + `]}`, `{"keys":[` + k + `,` + k + `,` + k + `]}`} {
-		d := newDetector(t, window.Options{Window: 3, Threshold: 2})
-		if err := d.Restore([]byte(s)); err != nil {
-			t.Errorf("Restore(%s): %v", s, err)
+	for _, tt := range []struct{ compare, state string }{
+		{window.CompareCall, `{"keys":[` + k + `]}`},
+		{window.CompareCall, `{"keys":[` + k + `,` + k + `,` + k + `]}`},
+		{window.CompareOutcome, `{"keys":[` + k + `],"outcomes":[` + k + `]}`},
+	} {
+		d := newDetector(t, window.Options{Window: 3, Threshold: 2, Compare: tt.compare})
+		if err := d.Restore([]byte(tt.state)); err != nil {
+			t.Errorf("Restore(%s): %v", tt.state, err)
 		}
-		if got, _ := d.Snapshot(guard.SnapshotOptions{}); string(got) != s {
-			t.Errorf("snapshot after restore = %s, want %s", got, s)
+		if got, _ := d.Snapshot(guard.SnapshotOptions{}); string(got) != tt.state {
+			t.Errorf("snapshot after restore = %s, want %s", got, tt.state)
 		}
 	}
 }
 
 func TestRestoreNullAndResetAreFresh(t *testing.T) {
 	seq := each(a, x, a, y, a, z, a, a, x)
-	opts := window.Options{Warn: true}
+	opts := window.Options{Warn: true, Compare: window.CompareCall}
 	fresh := run(newGuard(t, opts, guard.Options{}), seq)
 
 	g := newGuard(t, opts, guard.Options{})
@@ -600,6 +617,7 @@ func TestOptions(t *testing.T) {
 		{window.Options{Window: 4, Threshold: 5}, []string{"Threshold"}},
 		{window.Options{Threshold: 11}, []string{"Threshold"}}, // over the default window
 		{window.Options{Window: 2}, []string{"Threshold"}},     // the default threshold is over it
+		{window.Options{Compare: "args"}, []string{"Compare"}},
 	} {
 		d, err := window.New(tt.opts)
 		if d != nil || !errors.Is(err, guard.ErrInvalidOption) {
@@ -617,14 +635,15 @@ func TestOptions(t *testing.T) {
 		}
 	}
 	fp := func(o window.Options) string { return guard.Fingerprint(newDetector(t, o)).String() }
-	if fp(window.Options{}) != fp(window.Options{Window: 10, Threshold: 3}) {
+	if fp(window.Options{}) != fp(window.Options{Window: 10, Threshold: 3, Compare: window.CompareOutcome}) {
 		t.Error("the zero options and the explicit defaults fingerprint differently")
 	}
-	if fp(window.Options{}) == fp(window.Options{Warn: true}) || fp(window.Options{Threshold: 4}) == fp(window.Options{Window: 4}) {
+	if fp(window.Options{}) == fp(window.Options{Warn: true}) || fp(window.Options{Threshold: 4}) == fp(window.Options{Window: 4}) ||
+		fp(window.Options{}) == fp(window.Options{Compare: window.CompareCall}) {
 		t.Error("different options fingerprint alike")
 	}
 	d := newDetector(t, window.Options{})
-	if diff := cmp.Diff(window.Options{Window: 10, Threshold: 3}, d.Options()); diff != "" {
+	if diff := cmp.Diff(window.Options{Window: 10, Threshold: 3, Compare: window.CompareOutcome}, d.Options()); diff != "" {
 		t.Errorf("Options (-want +got):\n%s", diff)
 	}
 	if d.Name() != "window" || d.Priority() != 450 {
@@ -691,7 +710,7 @@ func TestRealTraces(t *testing.T) {
 }
 
 func ExampleDetector_RecentKeys() {
-	d, err := window.New(window.Options{Window: 8, Threshold: 3}) // the crate's example
+	d, err := window.New(window.Options{Window: 8, Threshold: 3, Compare: window.CompareCall}) // the crate's example
 	if err != nil {
 		panic(err)
 	}
@@ -711,4 +730,80 @@ func ExampleDetector_RecentKeys() {
 	// Output:
 	// stop: windowed-repeat (WINDOWED_REPEAT): tool "search" called 4 times within the last 8 calls with the same arguments {"q":"a"} (threshold 3); hint: the agent keeps coming back to the same call between others
 	// 7 calls in the window, 7 keys
+}
+
+// TestCompareOutcome checks the default comparison: the same call with the
+// same result.
+func TestCompareOutcome(t *testing.T) {
+	outcome := window.Options{Compare: window.CompareOutcome}
+	stopOutcome := func(count int) guard.Verdict {
+		v := stopA(count)
+		ev := v.Evidence.(window.Evidence)
+		ev.IdenticalResults = true
+		v.Evidence = ev
+		v.Feedback = feedback.For(v, guard.PhaseCheck)
+		return v
+	}
+	a1, a2, a3, a4 := withResult(a, `1`), withResult(a, `2`), withResult(a, `3`), withResult(a, `4`)
+	tests := []struct {
+		name  string
+		opts  window.Options
+		steps []guard.Step
+		want  []guard.Verdict
+	}{
+		{
+			name:  "polling with a new answer each time goes on",
+			opts:  outcome,
+			steps: each(a1, x, a2, y, a3, z, a4, x, withResult(a, `5`)),
+			want:  goOn(9),
+		},
+		{
+			name:  "the same calls compared by key stop",
+			opts:  window.Options{Compare: window.CompareCall},
+			steps: each(a1, x, a2, y, a3, z, a4),
+			want:  cat(goOn(6), one(stopA(4))),
+		},
+		{
+			name:  "three same outcomes go on, the fourth stops",
+			opts:  outcome,
+			steps: each(a1, x, a1, y, a1, z, a1),
+			want:  cat(goOn(6), one(stopOutcome(4))),
+		},
+		{
+			name:  "other results in between do not count",
+			opts:  outcome,
+			steps: each(a1, a2, a1, a2, a1, a2),
+			want:  goOn(6),
+		},
+		{
+			name:  "calls without results compare by key",
+			opts:  outcome,
+			steps: each(a, x, a, y, a, z, a),
+			want:  cat(goOn(6), one(stopOutcome(4))),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newGuard(t, tt.opts, guard.Options{})
+			if diff := cmp.Diff(tt.want, run(g, tt.steps), ignoreDetail); diff != "" {
+				t.Errorf("verdicts (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	// In preflight, a call is taken to return what it returned last time.
+	g := newGuard(t, outcome, guard.Options{})
+	run(g, each(a1, a1, a1))
+	if d := g.Preflight(a); d.Allow || !d.Evidence.(window.Evidence).IdenticalResults {
+		t.Errorf("after three same results, preflight of the same call = %v, want a refusal", d.Verdict())
+	}
+	g = newGuard(t, outcome, guard.Options{})
+	run(g, each(a1, a1, a2, a2))
+	if d := g.Preflight(a); !d.Allow {
+		t.Errorf("the last result was seen twice: preflight = %v, want allow", d.Verdict())
+	}
+	run(g, each(a2))
+	if d := g.Preflight(a); d.Allow {
+		t.Errorf("the last result was seen three times: preflight = %v, want a refusal", d.Verdict())
+	}
 }

@@ -4,13 +4,15 @@
 // The "model" is a small script, so the program runs offline: asked about
 // the weather on a made-up island, it searches, finds nothing and keeps
 // searching with the same query. The loop is written with guard.Turn, which
-// asks the guard before each call runs and records it after:
+// asks the guard before each call runs and records it after (refused calls
+// too, in Step.Refused):
 //
 //   - the third identical search is refused before it runs, and the refusal's
 //     feedback goes back to the model in place of the tool's result;
 //
-//   - the model insists, and its steps bring nothing new while it says the
-//     same thing, so the no-progress rule stops the run;
+//   - the model insists, in other words each time; after the third refusal
+//     of the same call the refusal rule stops the run: Turn.End returns a
+//     *guard.StopError (a normal final answer would come with no error);
 //
 //   - the loop hands that feedback to the model, which answers without tools.
 //
@@ -42,13 +44,16 @@ type reply struct {
 }
 
 // model is the simulated model. It searches for as long as it may use
-// tools, whatever it is told, and then answers with what it has.
+// tools, whatever it is told, in other words each time, and then answers
+// with what it has.
 func model(conversation []message, toolsAllowed bool) reply {
 	if !toolsAllowed {
 		return reply{text: "I could not find a weather report for Atlantis: searches for it return nothing.", finish: "stop"}
 	}
+	texts := []string{"Let me search for the weather.", "Let me try that search again.",
+		"The search must work this time.", "One more search.", "Searching again."}
 	return reply{
-		text:   "Let me search for the weather.",
+		text:   texts[(len(conversation)-1)%len(texts)],
 		calls:  []guard.ToolCall{{Name: "search", Args: json.RawMessage(`{"query": "weather in Atlantis today"}`)}},
 		finish: "tool-calls",
 	}
@@ -76,9 +81,11 @@ func run(out io.Writer) error {
 			var refused *guard.RefusedError
 			switch {
 			case errors.As(err, &refused):
-				// The call did not run: the model gets the refusal instead.
-				fmt.Fprintf(out, "step %d: the model calls %s %s -> refused: %s\n", i, c.Name, c.Args, refused.Decision.Feedback)
-				conversation = append(conversation, message{"tool", refused.Decision.Feedback})
+				// The call did not run: the model gets the refusal
+				// instead. Its text is the guard's feedback, which never
+				// quotes the call's arguments.
+				fmt.Fprintf(out, "step %d: the model calls %s %s -> refused: %s\n", i, c.Name, c.Args, err)
+				conversation = append(conversation, message{"tool", err.Error()})
 			case err != nil:
 				conversation = append(conversation, message{"tool", "error: " + err.Error()})
 			default:
@@ -87,24 +94,24 @@ func run(out io.Writer) error {
 			}
 		}
 		v, err := turn.End(ctx, guard.Step{Text: r.text, FinishReason: r.finish})
-		if err != nil {
-			return err
-		}
 		fmt.Fprintf(out, "        guard: %s\n", guard.Explain(v))
-		if !v.Stop {
-			continue
-		}
-		if !guard.IsFault(v) {
+		var stop *guard.StopError
+		switch {
+		case errors.As(err, &stop):
+			// Tell the model why, in words that never repeat arguments
+			// or results, and let it answer without tools.
+			fmt.Fprintf(out, "feedback to the model: %s\n", stop.Verdict.Feedback)
+			conversation = append(conversation, message{"user", stop.Verdict.Feedback})
+			final := model(conversation, false)
+			fmt.Fprintf(out, "the model answers: %s\n", final.text)
+			return nil
+		case err != nil:
+			return err
+		case v.Stop:
+			// A normal finish is not an error: the model answered.
 			fmt.Fprintf(out, "the model finished: %s\n", r.text)
 			return nil
 		}
-		// Tell the model why, in words that never repeat arguments or
-		// results, and let it answer without tools.
-		fmt.Fprintf(out, "feedback to the model: %s\n", v.Feedback)
-		conversation = append(conversation, message{"user", v.Feedback})
-		final := model(conversation, false)
-		fmt.Fprintf(out, "the model answers: %s\n", final.text)
-		return nil
 	}
 }
 

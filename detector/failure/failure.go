@@ -1,0 +1,428 @@
+// Package failure stops a run in which a tool keeps failing the same way
+// while the agent changes its arguments a little each time: an edit whose
+// old text "did not appear verbatim", a command with the same build error, a
+// syntax error whose line number moves.
+//
+// The consecutive rule of package repeat misses such loops, because the
+// arguments differ; the stall rule misses them too, because each new
+// argument makes a new outcome. This rule compares failures by their
+// signature (guard.Call.Failure): the tool's name and the normalised text of
+// the error and the result, with the strings of the arguments that it echoes
+// taken out, numbers and ids made '#'. What counts as a failure is decided by
+// the guard: a call with an error, or a result that matches a FailWhen
+// pattern of guard.Options (an MCP isError, a non-zero exit code, an
+// "ERROR:" prefix).
+//
+// The detector keeps the last Options.Window calls, across steps and in order
+// (calls of ignored tools are left out). It counts the steps in the window in
+// which a tool failed the same way since that tool last succeeded at the same
+// operation: a success ends the streak (the agent is getting somewhere),
+// while calls of other tools, and successes of another operation of a
+// multi-purpose tool (an editor's view between two failed str_replace calls;
+// see guard.Call.Op), do not. Several calls of one step that fail the same
+// way count once (a harness that reports one outcome for a batch of edits).
+// The run stops when a count reaches Options.Threshold: with the defaults,
+// the fifth same failure within the last 10 calls. Within a step calls are
+// judged one by one, and the first that reaches the threshold is the one
+// reported. It also catches ping-pongs of calls that each fail the same way
+// while their arguments drift, which the oscillation rule, comparing
+// arguments, does not see as a cycle.
+//
+// A failure is known only once the call has run, so the rule judges nothing
+// in preflight.
+//
+// With Options.Warn, a step whose failure brings a count to one short of the
+// threshold (from a count of 2) carries a REPEATED_FAILURE_WARNING.
+package failure
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/loopguard/loopguard/canonical"
+	"github.com/loopguard/loopguard/feedback"
+	"github.com/loopguard/loopguard/guard"
+)
+
+// Name is the detector's name: the key of its state in snapshots.
+const Name = "failure"
+
+// Code is the code of the detector's stops, and WarningCode that of its
+// warnings.
+const (
+	Code        = feedback.CodeRepeatedFailure
+	WarningCode = feedback.CodeRepeatedFailureWarning
+)
+
+// ReasonRepeatedFailure is the reason of the detector's stops.
+const ReasonRepeatedFailure guard.Reason = "repeated-failure"
+
+// Priority is the detector's priority: right after the consecutive repeat
+// rule (guard.PriorityRepeat), which reports identical calls first.
+const Priority = guard.PriorityRepeat + 25
+
+// Defaults of the options, and the largest window.
+//
+// DefaultThreshold comes from 111 labelled real runs of 14 harnesses
+// (testdata/traces). Healthy agents sometimes fail the same way three or four
+// times while they try other sources or payment methods, and then recover
+// (four identical AttributeErrors while scraping four different sites; three
+// gift cards declined in a row); no healthy run reaches five. Looping agents
+// that stay on a failing edit or move reach five and more (OpenHands retrying
+// a str_replace between views, a chess player told its move is illegal).
+const (
+	DefaultThreshold = 5
+	DefaultWindow    = 10
+	// MaxWindow bounds the work per call, which scans the window.
+	MaxWindow = 256
+)
+
+// Options tune the detector. The zero value is the default: the fifth same
+// failure within the last 10 calls stops the run.
+type Options struct {
+	// Threshold is how many steps with the same failure of a tool,
+	// within the window and since the tool last succeeded, stop the run: 0
+	// means DefaultThreshold; any other value must be from 2 to Window.
+	Threshold int `json:"threshold"`
+	// Window is how many of the newest calls are looked at: 0 means
+	// DefaultWindow, any other value must be from 2 to MaxWindow.
+	Window int `json:"window"`
+	// Warn adds a REPEATED_FAILURE_WARNING to a step whose failure brings
+	// a count to Threshold-1 (when that is at least 2).
+	Warn bool `json:"warn,omitempty"`
+}
+
+// Evidence is the evidence of a stop.
+type Evidence struct {
+	// Tool is the name of the failing tool.
+	Tool string `json:"tool"`
+	// Count is the number of steps in the window in which the tool failed
+	// the same way since it last succeeded, the reported call's included.
+	Count int `json:"count"`
+	// Threshold is Options.Threshold.
+	Threshold int `json:"threshold"`
+	// Window is Options.Window.
+	Window int `json:"window"`
+	// StepIndexes are the 0-based indexes of those steps, oldest first.
+	StepIndexes []int `json:"stepIndexes"`
+	// ArgsPreview is a short preview of the last failing call's
+	// arguments.
+	ArgsPreview string `json:"argsPreview"`
+}
+
+// entry is one call in the window: its tool (a hash of the name), its
+// operation (a hash of the tool's name and guard.Call.Op; zero for a
+// success that nothing before it could be a streak of), its failure
+// signature (zero when it did not fail) and the index of its step.
+type entry struct {
+	tool, op, failure canonical.Sum
+	step              int
+}
+
+// opKey returns the hash of a call's tool and operation.
+func opKey(c *guard.Call) canonical.Sum {
+	return canonical.HashString(c.Tool + "\x00" + c.Op())
+}
+
+// A Detector finds the same failure repeated among the newest calls.
+// Create it with New.
+type Detector struct {
+	opts Options
+
+	// ring holds the newest calls: ring[(start+i)%len(ring)] is the i-th
+	// oldest of the n held.
+	ring     []entry
+	start, n int
+
+	verdict guard.Verdict
+}
+
+var (
+	_ guard.Detector   = (*Detector)(nil)
+	_ guard.Summarizer = (*Detector)(nil)
+)
+
+// New returns a detector with these options, or an error (a
+// *guard.OptionError) for every invalid option.
+func New(o Options) (*Detector, error) {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &guard.OptionError{Detector: Name, Field: field, Err: fmt.Errorf(format, args...)})
+	}
+	if o.Window != 0 && (o.Window < 2 || o.Window > MaxWindow) {
+		bad("Window", "must be 0 (the default, %d) or from 2 to %d, not %d", DefaultWindow, MaxWindow, o.Window)
+	}
+	if o.Threshold != 0 && o.Threshold < 2 {
+		bad("Threshold", "must be 0 (the default, %d) or at least 2, not %d", DefaultThreshold, o.Threshold)
+	}
+	if len(errs) == 0 {
+		if o.Window == 0 {
+			o.Window = DefaultWindow
+		}
+		if o.Threshold == 0 {
+			o.Threshold = DefaultThreshold
+		}
+		if o.Threshold > o.Window {
+			bad("Threshold", "%d exceeds the window of %d calls", o.Threshold, o.Window)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return &Detector{opts: o, ring: make([]entry, o.Window)}, nil
+}
+
+// Name returns "failure".
+func (d *Detector) Name() string { return Name }
+
+// Priority returns Priority.
+func (d *Detector) Priority() int { return Priority }
+
+// Options returns the options with the defaults filled in.
+func (d *Detector) Options() any { return d.opts }
+
+// at returns the i-th oldest entry of the window.
+func (d *Detector) at(i int) entry { return d.ring[(d.start+i)%len(d.ring)] }
+
+// push adds an entry to the window, dropping the oldest when it is full.
+func (d *Detector) push(e entry) {
+	if d.n < len(d.ring) {
+		d.ring[(d.start+d.n)%len(d.ring)] = e
+		d.n++
+		return
+	}
+	d.ring[d.start] = e
+	d.start = (d.start + 1) % len(d.ring)
+}
+
+// counted returns the indexes of the steps, oldest first, that count for a
+// failure: the steps in the window in which that failure happened since the
+// tool last succeeded at the same operation. The newest entries are read
+// first, and a step with several calls that fail the same way counts once.
+func (d *Detector) counted(e entry) []int {
+	var steps []int
+	d.scan(e, func(step int) { steps = append(steps, step) })
+	slices.Reverse(steps)
+	return steps
+}
+
+// count returns len(d.counted(e)) without allocating.
+func (d *Detector) count(e entry) int {
+	n := 0
+	d.scan(e, func(int) { n++ })
+	return n
+}
+
+// scan calls fn with the step index of each step that counts for the
+// failure e, newest first.
+func (d *Detector) scan(e entry, fn func(step int)) {
+	last := -1
+	for i := d.n - 1; i >= 0; i-- {
+		x := d.at(i)
+		switch {
+		case x.tool != e.tool:
+		case x.failure == (canonical.Sum{}):
+			// A success of the tool. Without an operation, no failure
+			// of the tool came before it: nothing older counts either.
+			if x.op == e.op || x.op == (canonical.Sum{}) {
+				return
+			}
+		case x.failure == e.failure && x.step != last:
+			last = x.step
+			fn(x.step)
+		}
+	}
+}
+
+// hasFailure reports whether a call of tool failed within the window.
+func (d *Detector) hasFailure(tool canonical.Sum) bool {
+	for i := 0; i < d.n; i++ {
+		if x := d.ring[i]; x.tool == tool && x.failure != (canonical.Sum{}) {
+			return true
+		}
+	}
+	return false
+}
+
+// Observe pushes the step's calls onto the window, judging the failed ones
+// one by one.
+func (d *Detector) Observe(f *guard.Facts) {
+	d.verdict = guard.Verdict{}
+	var warn *guard.Call
+	warnCount := 0
+	for i := range f.Calls {
+		c := &f.Calls[i]
+		if c.Ignored {
+			continue
+		}
+		e := entry{tool: canonical.HashString(c.Tool), step: f.Index}
+		if !c.Failed {
+			// The operation of a success matters only if it can end a
+			// streak of failures: read the arguments only then.
+			if d.hasFailure(e.tool) {
+				e.op = opKey(c)
+			}
+			d.push(e)
+			continue
+		}
+		e.op, e.failure = opKey(c), c.Failure
+		d.push(e)
+		count := d.count(e)
+		switch {
+		case d.verdict.Stop:
+		case count >= d.opts.Threshold:
+			d.verdict = d.stop(c, e, count)
+		case d.opts.Warn && count == d.opts.Threshold-1 && count >= 2 && warn == nil:
+			warn, warnCount = c, count
+		}
+	}
+	if warn != nil && !d.verdict.Stop {
+		w := guard.Warning{
+			Code: WarningCode, Tool: warn.Tool, Value: float64(warnCount), Limit: float64(d.opts.Threshold),
+			Ratio: float64(warnCount) / float64(d.opts.Threshold),
+			Detail: fmt.Sprintf("tool %q failed the same way %d times within the last %d calls; one more stops the run (threshold %d)",
+				warn.Tool, warnCount, d.opts.Window, d.opts.Threshold),
+		}
+		w.Feedback = feedback.ForWarning(w)
+		d.verdict.Warnings = []guard.Warning{w}
+	}
+}
+
+// stop builds the stop verdict for call c with this count.
+func (d *Detector) stop(c *guard.Call, e entry, count int) guard.Verdict {
+	ev := Evidence{Tool: c.Tool, Count: count, Threshold: d.opts.Threshold, Window: d.opts.Window,
+		ArgsPreview: c.Preview(), StepIndexes: d.counted(e)}
+	v := guard.Verdict{
+		Stop:   true,
+		Reason: ReasonRepeatedFailure,
+		Code:   Code,
+		Detail: fmt.Sprintf("tool %q failed the same way %d times within the last %d calls, the last with arguments %s (threshold %d)",
+			ev.Tool, count, ev.Window, ev.ArgsPreview, ev.Threshold),
+		Evidence: ev,
+	}
+	v.Feedback = feedback.For(v, guard.PhaseCheck)
+	return v
+}
+
+// Verdict returns the stop (or warning) found by the last Observe, if any.
+func (d *Detector) Verdict() guard.Verdict { return d.verdict }
+
+// Preflight judges nothing: a failure is known only once the call has run.
+func (d *Detector) Preflight(*guard.Facts) guard.Verdict { return guard.Verdict{} }
+
+// Reset forgets the run.
+func (d *Detector) Reset() {
+	clear(d.ring)
+	d.start, d.n = 0, 0
+	d.verdict = guard.Verdict{}
+}
+
+// state is the JSON form of the detector's state: the calls in the window,
+// oldest first.
+type state struct {
+	// Tools are hashes of the calls' tool names.
+	Tools []canonical.Sum `json:"tools"`
+	// Ops are hashes of the calls' tools and operations; null where it was
+	// not needed.
+	Ops []*canonical.Sum `json:"ops"`
+	// Failures are the calls' failure signatures; null for a call that
+	// did not fail.
+	Failures []*canonical.Sum `json:"failures"`
+	// Steps are the indexes of the calls' steps, in the same order.
+	Steps []int `json:"steps"`
+}
+
+// Snapshot returns the window as JSON, or null when it is empty. The state
+// holds no text, so redaction changes nothing.
+func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
+	if d.n == 0 {
+		return []byte("null"), nil
+	}
+	s := state{Tools: make([]canonical.Sum, d.n), Ops: make([]*canonical.Sum, d.n), Failures: make([]*canonical.Sum, d.n),
+		Steps: make([]int, d.n)}
+	for i := range d.n {
+		e := d.at(i)
+		s.Tools[i] = e.tool
+		if e.op != (canonical.Sum{}) {
+			op := e.op
+			s.Ops[i] = &op
+		}
+		if e.failure != (canonical.Sum{}) {
+			sum := e.failure
+			s.Failures[i] = &sum
+		}
+		s.Steps[i] = e.step
+	}
+	return json.Marshal(s)
+}
+
+// Restore replaces the state by one that Snapshot returned: at most Window
+// calls, as many tools and step indexes as failures, indexes not negative
+// and never decreasing.
+func (d *Detector) Restore(data []byte) error {
+	var s *state
+	if err := json.Unmarshal(data, &s); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
+	if s == nil {
+		d.Reset()
+		return nil
+	}
+	switch {
+	case len(s.Failures) == 0:
+		return fmt.Errorf("%s: a state without calls (a fresh state is null)", Name)
+	case len(s.Failures) > d.opts.Window:
+		return fmt.Errorf("%s: %d calls in a window of %d", Name, len(s.Failures), d.opts.Window)
+	case len(s.Steps) != len(s.Failures) || len(s.Tools) != len(s.Failures) || len(s.Ops) != len(s.Failures):
+		return fmt.Errorf("%s: %d tools, %d operations and %d step indexes for %d calls", Name,
+			len(s.Tools), len(s.Ops), len(s.Steps), len(s.Failures))
+	}
+	for i, step := range s.Steps {
+		if step < 0 || i > 0 && step < s.Steps[i-1] {
+			return fmt.Errorf("%s: step indexes must not be negative nor decrease (%v)", Name, s.Steps)
+		}
+		if f := s.Failures[i]; f != nil && (*f == (canonical.Sum{}) || s.Ops[i] == nil) {
+			return fmt.Errorf("%s: a zero failure signature, or a failure without an operation", Name)
+		}
+		if op := s.Ops[i]; op != nil && *op == (canonical.Sum{}) {
+			return fmt.Errorf("%s: a zero operation", Name)
+		}
+	}
+	d.Reset()
+	for i, f := range s.Failures {
+		e := entry{tool: s.Tools[i], step: s.Steps[i]}
+		if f != nil {
+			e.failure = *f
+		}
+		if op := s.Ops[i]; op != nil {
+			e.op = *op
+		}
+		d.push(e)
+	}
+	return nil
+}
+
+// Summary describes the window.
+type Summary struct {
+	// Calls is the number of calls in the window.
+	Calls int `json:"calls"`
+	// Failures is the number of those that failed.
+	Failures int `json:"failures"`
+	// MaxCount is the highest count of one failure (see Options).
+	MaxCount int `json:"maxCount"`
+}
+
+// Summary returns the window's size, its failures and the count of its most
+// repeated failure (a Summary).
+func (d *Detector) Summary() any {
+	s := Summary{Calls: d.n}
+	for i := 0; i < d.n; i++ {
+		if e := d.ring[i]; e.failure != (canonical.Sum{}) {
+			s.Failures++
+			s.MaxCount = max(s.MaxCount, d.count(e))
+		}
+	}
+	return s
+}

@@ -1,0 +1,411 @@
+package failure_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"pgregory.net/rapid"
+
+	"github.com/loopguard/loopguard/detector/failure"
+	"github.com/loopguard/loopguard/feedback"
+	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/guardtest"
+	"github.com/loopguard/loopguard/internal/testutil"
+)
+
+// tb is what the helpers need of a *testing.T or a *rapid.T.
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+}
+
+func newDetector(t tb, o failure.Options) *failure.Detector {
+	t.Helper()
+	d, err := failure.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func newGuard(t tb, o failure.Options, g guard.Options) *guard.Guard {
+	t.Helper()
+	gd, err := g.New(newDetector(t, o))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gd
+}
+
+// edit is a call of an edit tool whose old text was not found: the failure
+// echoes the old text, which changes from call to call.
+func edit(old string) guard.ToolCall {
+	args, _ := json.Marshal(map[string]string{"path": "/repo/app.py", "old_str": old, "new_str": "pass"})
+	return guard.ToolCall{Name: "str_replace", Args: json.RawMessage(args),
+		Result: fmt.Sprintf("No replacement was performed, old_str `%s` did not appear verbatim in /repo/app.py.", old),
+		Err:    errors.New("error observation")}
+}
+
+// opEdit is an edit whose arguments name their operation.
+func opEdit(old string) guard.ToolCall {
+	c := edit(old)
+	args, _ := json.Marshal(map[string]string{"command": "str_replace", "path": "/repo/app.py", "old_str": old, "new_str": "pass"})
+	c.Args = json.RawMessage(args)
+	return c
+}
+
+// build is a build command that fails with a syntax error on line n.
+func build(flags string, line int) guard.ToolCall {
+	return guard.ToolCall{Name: "bash", Args: map[string]string{"command": "go build " + flags},
+		Result: fmt.Sprintf("./main.go:%d:7: syntax error: unexpected newline", line), Err: errors.New("exit code 1")}
+}
+
+func ok(name, arg string) guard.ToolCall {
+	return guard.ToolCall{Name: name, Args: map[string]string{"q": arg}, Result: "fine " + arg}
+}
+
+func steps(calls ...guard.ToolCall) []guard.Step {
+	out := make([]guard.Step, len(calls))
+	for i, c := range calls {
+		out[i] = guard.Step{ToolCalls: []guard.ToolCall{c}}
+	}
+	return out
+}
+
+func run(g *guard.Guard, ss []guard.Step) []guard.Verdict {
+	out := make([]guard.Verdict, len(ss))
+	for i, s := range ss {
+		out[i] = g.Check(s)
+	}
+	return out
+}
+
+// stops returns, for each step, "" or the stop's code and count.
+func stops(vs []guard.Verdict) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		if v.Stop {
+			out[i] = fmt.Sprintf("%s %d", v.Code, v.Evidence.(failure.Evidence).Count)
+		}
+	}
+	return out
+}
+
+func TestCheck(t *testing.T) {
+	const stop3, stop4 = "REPEATED_FAILURE 3", "REPEATED_FAILURE 4"
+	tests := []struct {
+		name  string
+		opts  failure.Options
+		gopts guard.Options
+		steps []guard.Step
+		want  []string
+	}{
+		{
+			name:  "two edits that fail the same way go on, the third stops",
+			steps: steps(edit("def f(x):"), edit("def f(x) :"), edit("def  f(x):")),
+			want:  []string{"", "", stop3},
+		},
+		{
+			name:  "a syntax error whose line moves is the same failure",
+			steps: steps(build("", 12), build("-v", 14), build("./...", 15)),
+			want:  []string{"", "", stop3},
+		},
+		{
+			name:  "successful calls between them stay in the window",
+			steps: steps(edit("a1"), ok("read", "x"), edit("a2"), ok("read", "y"), edit("a3")),
+			want:  []string{"", "", "", "", stop3},
+		},
+		{
+			name: "a failure that left the window does not count",
+			steps: steps(edit("a1"), ok("r", "1"), ok("r", "2"), ok("r", "3"), ok("r", "4"), ok("r", "5"),
+				ok("r", "6"), ok("r", "7"), ok("r", "8"), edit("a2"), edit("a3")),
+			want: []string{"", "", "", "", "", "", "", "", "", "", ""},
+		},
+		{
+			name: "the oldest failure still in the window counts",
+			steps: steps(edit("a1"), ok("r", "1"), ok("r", "2"), ok("r", "3"), ok("r", "4"), ok("r", "5"),
+				ok("r", "6"), ok("r", "7"), edit("a2"), edit("a3")),
+			want: []string{"", "", "", "", "", "", "", "", "", stop3},
+		},
+		{
+			name: "a success of the same tool ends the streak",
+			steps: steps(edit("a1"), edit("a2"),
+				guard.ToolCall{Name: "str_replace", Args: map[string]string{"old_str": "x"}, Result: "ok"}, edit("a3"), edit("a4")),
+			want: []string{"", "", "", "", ""},
+		},
+		{
+			name: "a success of another operation of the same tool does not",
+			steps: steps(edit("a1"),
+				guard.ToolCall{Name: "str_replace", Args: map[string]string{"command": "view", "path": "/repo/app.py"}, Result: "1 x = 1"},
+				edit("a2"),
+				guard.ToolCall{Name: "str_replace", Args: json.RawMessage(`{"command":"view","path":"/repo/app.py"}`), Result: "1 x = 1"},
+				edit("a3")),
+			want: []string{"", "", "", "", stop3},
+		},
+		{
+			name: "a success of the same operation does",
+			steps: steps(opEdit("a1"), opEdit("a2"),
+				guard.ToolCall{Name: "str_replace", Args: json.RawMessage(`{"command":"str_replace","old_str":"b"}`), Result: "ok"},
+				opEdit("a3"), opEdit("a4")),
+			want: []string{"", "", "", "", ""},
+		},
+		{
+			name: "a success of another tool does not",
+			steps: steps(edit("a1"), edit("a2"),
+				guard.ToolCall{Name: "bash", Args: map[string]string{"command": "ls"}, Result: "ok"}, edit("a3")),
+			want: []string{"", "", "", stop3},
+		},
+		{
+			name: "calls of one step that fail the same way count once",
+			steps: []guard.Step{{ToolCalls: []guard.ToolCall{edit("a1"), edit("a2"), edit("a3")}},
+				{ToolCalls: []guard.ToolCall{edit("a4")}}, {ToolCalls: []guard.ToolCall{edit("a5")}}},
+			want: []string{"", "", stop3},
+		},
+		{
+			name:  "other failures do not add up",
+			steps: steps(edit("a1"), build("", 1), edit("a2"), build("", 2), ok("r", "1")),
+			want:  []string{"", "", "", "", ""},
+		},
+		{
+			name:  "a ping-pong of two calls that each fail the same way",
+			steps: steps(edit("a1"), build("", 1), edit("a2"), build("", 2), edit("a3")),
+			want:  []string{"", "", "", "", stop3},
+		},
+		{
+			name:  "a failure that goes on stops again with its count",
+			steps: steps(edit("a1"), edit("a2"), edit("a3"), edit("a4")),
+			want:  []string{"", "", stop3, stop4},
+		},
+		{
+			name:  "threshold 4: three go on",
+			opts:  failure.Options{Threshold: 4},
+			steps: steps(edit("a1"), edit("a2"), edit("a3"), edit("a4")),
+			want:  []string{"", "", "", stop4},
+		},
+		{
+			name:  "window 3: the fourth call pushes the first out",
+			opts:  failure.Options{Window: 3, Threshold: 2},
+			steps: steps(edit("a1"), ok("r", "1"), ok("r", "2"), edit("a2"), edit("a3")),
+			want:  []string{"", "", "", "", "REPEATED_FAILURE 2"},
+		},
+		{
+			name:  "ignored tools are not in the window",
+			gopts: guard.Options{Ignore: []string{"think"}},
+			steps: steps(edit("a1"), ok("think", "1"), ok("think", "2"), ok("think", "3"), ok("think", "4"),
+				ok("think", "5"), ok("think", "6"), ok("think", "7"), ok("think", "8"), ok("think", "9"), edit("a2"), edit("a3")),
+			want: []string{"", "", "", "", "", "", "", "", "", "", "", stop3},
+		},
+		{
+			name:  "results marked by FailWhen are failures",
+			gopts: guard.Options{FailWhen: []string{`^ERROR:`}},
+			steps: steps(guard.ToolCall{Name: "api", Args: map[string]int{"page": 1}, Result: "ERROR: rate limited for 30s"},
+				guard.ToolCall{Name: "api", Args: map[string]int{"page": 2}, Result: "ERROR: rate limited for 12s"},
+				guard.ToolCall{Name: "api", Args: map[string]int{"page": 3}, Result: "ERROR: rate limited for 5s"}),
+			want: []string{"", "", stop3},
+		},
+		{
+			name:  "the same results without FailWhen are not failures",
+			steps: steps(guard.ToolCall{Name: "api", Result: "ERROR: x"}, guard.ToolCall{Name: "api", Result: "ERROR: x"}, guard.ToolCall{Name: "api", Result: "ERROR: x"}),
+			want:  []string{"", "", ""},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.opts == (failure.Options{}) {
+				tt.opts.Threshold = 3 // small runs read better; the default is tested below
+			}
+			got := stops(run(newGuard(t, tt.opts, tt.gopts), tt.steps))
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("stops (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDefaultThreshold(t *testing.T) {
+	g := newGuard(t, failure.Options{}, guard.Options{})
+	got := stops(run(g, steps(edit("a1"), edit("a2"), edit("a3"), edit("a4"), edit("a5"))))
+	if diff := cmp.Diff([]string{"", "", "", "", "REPEATED_FAILURE 5"}, got); diff != "" {
+		t.Errorf("stops (-want +got):\n%s", diff)
+	}
+}
+
+func TestWithinAStep(t *testing.T) {
+	g := newGuard(t, failure.Options{Threshold: 3}, guard.Options{})
+	g.Check(guard.Step{ToolCalls: []guard.ToolCall{edit("a1")}})
+	g.Check(guard.Step{ToolCalls: []guard.ToolCall{ok("r", "1"), edit("a2")}})
+	v := g.Check(guard.Step{ToolCalls: []guard.ToolCall{edit("a3"), build("", 1), edit("a4")}})
+	want := guard.Verdict{Stop: true, Reason: failure.ReasonRepeatedFailure, Code: failure.Code, Detector: failure.Name,
+		Evidence: failure.Evidence{Tool: "str_replace", Count: 3, Threshold: 3, Window: 10, StepIndexes: []int{0, 1, 2},
+			ArgsPreview: `{"new_str":"pass","old_str":"a3","path":"/repo/app.py"}`}}
+	want.Feedback = feedback.For(want, guard.PhaseCheck)
+	if diff := cmp.Diff(want, v, cmpopts.IgnoreFields(guard.Verdict{}, "Detail")); diff != "" {
+		t.Errorf("verdict (-want +got):\n%s", diff)
+	}
+	if wantDetail := `tool "str_replace" failed the same way 3 times within the last 10 calls, the last with arguments {"new_str":"pass","old_str":"a3","path":"/repo/app.py"} (threshold 3)`; v.Detail != wantDetail {
+		t.Errorf("detail = %q, want %q", v.Detail, wantDetail)
+	}
+	for _, secret := range []string{"a3", "did not appear", "/repo"} {
+		if strings.Contains(v.Feedback, secret) {
+			t.Errorf("feedback %q repeats %q", v.Feedback, secret)
+		}
+	}
+}
+
+func TestWarn(t *testing.T) {
+	g := newGuard(t, failure.Options{Threshold: 3, Warn: true}, guard.Options{})
+	vs := run(g, steps(edit("a1"), edit("a2"), edit("a3")))
+	if len(vs[0].Warnings) != 0 {
+		t.Errorf("first failure warned: %v", vs[0].Warnings)
+	}
+	want := []guard.Warning{{Code: failure.WarningCode, Tool: "str_replace", Value: 2, Limit: 3, Ratio: 2.0 / 3,
+		Detector: failure.Name}}
+	want[0].Feedback = feedback.ForWarning(want[0])
+	if diff := cmp.Diff(want, vs[1].Warnings, cmpopts.IgnoreFields(guard.Warning{}, "Detail")); diff != "" {
+		t.Errorf("warning one short of the threshold (-want +got):\n%s", diff)
+	}
+	if !vs[2].Stop || len(vs[2].Warnings) != 0 {
+		t.Errorf("third failure: %v, want a stop without warnings", vs[2])
+	}
+	// Threshold 2 gives no warnings: a single failure never warns.
+	g = newGuard(t, failure.Options{Threshold: 2, Warn: true}, guard.Options{})
+	if vs := run(g, steps(edit("a1"), edit("a2"))); len(vs[0].Warnings) != 0 || !vs[1].Stop {
+		t.Errorf("threshold 2: %v", vs)
+	}
+}
+
+func TestPreflightJudgesNothing(t *testing.T) {
+	g := newGuard(t, failure.Options{Threshold: 2}, guard.Options{})
+	run(g, steps(edit("a1")))
+	if d := g.Preflight(edit("a1"), edit("a2")); !d.Allow {
+		t.Errorf("preflight refused: %v", d.Verdict())
+	}
+}
+
+func TestOptions(t *testing.T) {
+	for _, tt := range []struct {
+		opts   failure.Options
+		fields []string
+	}{
+		{failure.Options{Threshold: 1}, []string{"Threshold"}},
+		{failure.Options{Threshold: -1, Window: 1}, []string{"Window", "Threshold"}},
+		{failure.Options{Window: failure.MaxWindow + 1}, []string{"Window"}},
+		{failure.Options{Window: 4, Threshold: 5}, []string{"Threshold"}},
+		{failure.Options{Window: 4}, []string{"Threshold"}}, // the default threshold is over it
+	} {
+		d, err := failure.New(tt.opts)
+		if d != nil || !errors.Is(err, guard.ErrInvalidOption) {
+			t.Errorf("New(%+v) = %v, %v; want an invalid option", tt.opts, d, err)
+			continue
+		}
+		if diff := cmp.Diff(tt.fields, testutil.OptionFields(t, err, failure.Name)); diff != "" {
+			t.Errorf("New(%+v) fields (-want +got):\n%s", tt.opts, diff)
+		}
+	}
+	for _, o := range []failure.Options{{Window: 2, Threshold: 2}, {Window: 5}, {Window: failure.MaxWindow}, {Threshold: 10}} {
+		if _, err := failure.New(o); err != nil {
+			t.Errorf("New(%+v): %v", o, err)
+		}
+	}
+	d := newDetector(t, failure.Options{})
+	if diff := cmp.Diff(failure.Options{Threshold: 5, Window: 10}, d.Options()); diff != "" {
+		t.Errorf("Options (-want +got):\n%s", diff)
+	}
+	if d.Name() != "failure" || d.Priority() != 425 {
+		t.Errorf("Name, Priority = %q, %d", d.Name(), d.Priority())
+	}
+}
+
+// TestSnapshotRestoreContinues cuts random runs at random points, restores
+// and checks that the restored guard gives the same verdicts.
+func TestSnapshotRestoreContinues(t *testing.T) {
+	pool := []guard.ToolCall{edit("a"), edit("b"), build("", 1), build("x", 2), ok("r", "1"), ok("think", "1")}
+	rapid.Check(t, func(t *rapid.T) {
+		w := rapid.IntRange(2, 6).Draw(t, "window")
+		opts := failure.Options{Window: w, Threshold: rapid.IntRange(2, w).Draw(t, "threshold"), Warn: rapid.Bool().Draw(t, "warn")}
+		gopts := guard.Options{Ignore: []string{"think"}}
+		ss := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) guard.Step {
+			return guard.Step{ToolCalls: rapid.SliceOfN(rapid.SampledFrom(pool), 0, 3).Draw(t, "calls")}
+		}), 1, 30).Draw(t, "steps")
+		cut := rapid.IntRange(0, len(ss)).Draw(t, "cut")
+		orig := newGuard(t, opts, gopts)
+		run(orig, ss[:cut])
+		data, err := orig.Snapshot(guard.SnapshotOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		restored, err := gopts.Restore(data, newDetector(t, opts))
+		if err != nil {
+			t.Fatalf("restore: %v\n%s", err, data)
+		}
+		if diff := cmp.Diff(run(orig, ss[cut:]), run(restored, ss[cut:])); diff != "" {
+			t.Fatalf("verdicts after restore (-orig +restored):\n%s", diff)
+		}
+	})
+}
+
+func TestRestoreRejects(t *testing.T) {
+	const k = `"0123456789abcdef0123456789abcdef"`
+	for _, s := range []string{
+		``, `[]`, `{`, `{"failures":[]}`, `{}`, `{"failures":null,"steps":[]}`,
+		`{"failures":[` + k + `],"steps":[]}`,
+		`{"failures":[` + k + `],"steps":[0]}`, // no tools
+		`{"tools":[],"failures":[` + k + `],"steps":[0]}`,
+		`{"tools":[` + k + `],"failures":[` + k + `],"steps":[0]}`,              // no ops
+		`{"tools":[` + k + `],"ops":[null],"failures":[` + k + `],"steps":[0]}`, // a failure needs its operation
+		`{"failures":[` + k + `,null],"steps":[2,1]}`,
+		`{"failures":[` + k + `],"steps":[-1]}`,
+		`{"failures":["00000000000000000000000000000000"],"steps":[0]}`,
+		`{"failures":[null,null,null,null],"steps":[0,0,0,0]}`, // more than the window
+		`{"failures":[7],"steps":[0]}`,
+	} {
+		d := newDetector(t, failure.Options{Window: 3, Threshold: 2})
+		g, _ := guard.New(d)
+		run(g, steps(edit("a1")))
+		if err := d.Restore([]byte(s)); err == nil {
+			t.Errorf("Restore(%s) succeeded", s)
+		}
+		if !g.Check(guard.Step{ToolCalls: []guard.ToolCall{edit("a2")}}).Stop {
+			t.Errorf("after Restore(%s) failed, the state was lost", s)
+		}
+	}
+	for _, s := range []string{`{"tools":[` + k + `],"ops":[` + k + `],"failures":[` + k + `],"steps":[0]}`,
+		`{"tools":[` + k + `,` + k + `,` + k + `],"ops":[null,` + k + `,` + k + `],"failures":[null,` + k + `,null],"steps":[0,0,3]}`} {
+		d := newDetector(t, failure.Options{Window: 3, Threshold: 2})
+		if err := d.Restore([]byte(s)); err != nil {
+			t.Errorf("Restore(%s): %v", s, err)
+		}
+		if got, _ := d.Snapshot(guard.SnapshotOptions{}); string(got) != s {
+			t.Errorf("snapshot after restore = %s, want %s", got, s)
+		}
+	}
+}
+
+func TestConformance(t *testing.T) {
+	build := func(o failure.Options) func() guard.Detector {
+		return func() guard.Detector { return newDetector(t, o) }
+	}
+	for name, o := range map[string]failure.Options{
+		"default": {},
+		"small":   {Window: 4, Threshold: 2, Warn: true},
+		"largest": {Window: failure.MaxWindow, Threshold: 5, Warn: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			other := o
+			other.Warn = !o.Warn
+			guardtest.Run(t, build(o), guardtest.WithOtherOptions(build(other)), checks())
+		})
+	}
+}
+
+func checks() guardtest.Option {
+	if raceEnabled || testing.Short() {
+		return guardtest.WithChecks(15)
+	}
+	return guardtest.WithChecks(100)
+}

@@ -1,0 +1,220 @@
+package refusal_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
+
+	"github.com/loopguard/loopguard/detector/refusal"
+	"github.com/loopguard/loopguard/detector/repeat"
+	"github.com/loopguard/loopguard/feedback"
+	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/guardtest"
+	"github.com/loopguard/loopguard/internal/testutil"
+)
+
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+}
+
+func newDetector(t tb, o refusal.Options) *refusal.Detector {
+	t.Helper()
+	d, err := refusal.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func search(q string) guard.ToolCall {
+	return guard.ToolCall{Name: "search", Args: map[string]string{"q": q}}
+}
+
+// refused is a step whose only call was refused.
+func refused(calls ...guard.ToolCall) guard.Step { return guard.Step{Refused: calls} }
+
+func run(g *guard.Guard, ss ...guard.Step) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		if v := g.Check(s); v.Stop {
+			out[i] = fmt.Sprintf("%s %d", v.Code, v.Evidence.(refusal.Evidence).Count)
+		}
+	}
+	return out
+}
+
+func TestCheck(t *testing.T) {
+	a, b := search("a"), search("b")
+	ran := guard.Step{ToolCalls: []guard.ToolCall{search("c")}}
+	tests := []struct {
+		name  string
+		opts  refusal.Options
+		steps []guard.Step
+		want  []string
+	}{
+		{"two refusals go on, the third stops", refusal.Options{},
+			[]guard.Step{refused(a), refused(a), refused(a)}, []string{"", "", "REPEATED_REFUSAL 3"}},
+		{"other steps in between do not reset the count", refusal.Options{},
+			[]guard.Step{refused(a), ran, ran, refused(a), ran, refused(a)}, []string{"", "", "", "", "", "REPEATED_REFUSAL 3"}},
+		{"other calls are counted apart", refusal.Options{},
+			[]guard.Step{refused(a), refused(b), refused(a), refused(b), ran}, []string{"", "", "", "", ""}},
+		{"two refusals in one step count twice", refusal.Options{},
+			[]guard.Step{refused(a), refused(a, a)}, []string{"", "REPEATED_REFUSAL 3"}},
+		{"it stops again on a later refusal", refusal.Options{},
+			[]guard.Step{refused(a), refused(a), refused(a), ran, refused(a)}, []string{"", "", "REPEATED_REFUSAL 3", "", "REPEATED_REFUSAL 4"}},
+		{"threshold 5", refusal.Options{Threshold: 5},
+			[]guard.Step{refused(a), refused(a), refused(a), refused(a), refused(a)}, []string{"", "", "", "", "REPEATED_REFUSAL 5"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g, _ := guard.New(newDetector(t, tt.opts))
+			if diff := cmp.Diff(tt.want, run(g, tt.steps...)); diff != "" {
+				t.Errorf("stops (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestOnlyTheNewestCallsAreRemembered(t *testing.T) {
+	g, _ := guard.New(newDetector(t, refusal.Options{Threshold: 2}))
+	g.Check(refused(search("first")))
+	for i := range refusal.MaxCalls - 1 {
+		g.Check(refused(search(fmt.Sprint(i))))
+	}
+	if v := g.Check(refused(search("first"))); !v.Stop {
+		t.Errorf("the oldest of %d calls was forgotten", refusal.MaxCalls)
+	}
+	g.Reset()
+	g.Check(refused(search("first")))
+	for i := range refusal.MaxCalls {
+		g.Check(refused(search(fmt.Sprint(i))))
+	}
+	if v := g.Check(refused(search("first"))); v.Stop {
+		t.Errorf("a call older than the newest %d was remembered", refusal.MaxCalls)
+	}
+}
+
+func TestVerdict(t *testing.T) {
+	g, _ := guard.New(newDetector(t, refusal.Options{Warn: true}))
+	a := guard.ToolCall{Name: "delete_db", Args: map[string]string{"password": "hunter2"}}
+	vs := []guard.Verdict{g.Check(refused(a)), g.Check(refused(a)), g.Check(refused(a))}
+	if vs[0].Stop || len(vs[0].Warnings) != 0 {
+		t.Errorf("first refusal: %v", vs[0])
+	}
+	if len(vs[1].Warnings) != 1 || vs[1].Warnings[0].Code != refusal.WarningCode || vs[1].Warnings[0].Value != 2 {
+		t.Errorf("second refusal: %v, want a warning", vs[1])
+	}
+	v := vs[2]
+	want := refusal.Evidence{Tool: "delete_db", ArgsPreview: `{"password":"hunter2"}`, Count: 3, Threshold: 3}
+	if diff := cmp.Diff(want, v.Evidence); diff != "" || v.Reason != refusal.ReasonRepeatedRefusal || !guard.IsFault(v) {
+		t.Errorf("stop %v (-want +got evidence):\n%s", v, diff)
+	}
+	if v.Feedback != feedback.For(v, guard.PhaseCheck) || v.Feedback == "" || strings.Contains(v.Feedback, "hunter2") {
+		t.Errorf("feedback = %q", v.Feedback)
+	}
+	if !strings.Contains(v.Detail, "refused 3 times") {
+		t.Errorf("detail = %q", v.Detail)
+	}
+}
+
+// TestWithRepeat runs the rule beside the repeat rule that refuses calls, as
+// a hand-written loop does: preflight, run what is allowed, record the
+// refused calls. A model that asks for the same call forever is stopped.
+func TestWithRepeat(t *testing.T) {
+	rep, _ := repeat.New(repeat.Options{})
+	g, _ := guard.New(rep, newDetector(t, refusal.Options{}))
+	call := search("same")
+	var stop guard.Verdict
+	for i := 1; i <= 10 && !stop.Stop; i++ {
+		s := guard.Step{}
+		if d := g.Preflight(call); d.Allow {
+			c := call
+			c.Result = "nothing new"
+			s.ToolCalls = []guard.ToolCall{c}
+		} else {
+			s.Refused = []guard.ToolCall{call}
+		}
+		stop = g.Check(s)
+		if stop.Stop && i != 5 {
+			t.Fatalf("stopped at step %d (%v), want 5: two calls ran, three were refused", i, stop)
+		}
+	}
+	if stop.Code != refusal.Code {
+		t.Errorf("final verdict %v, want %s", stop, refusal.Code)
+	}
+}
+
+func TestOptionsAndRestore(t *testing.T) {
+	if _, err := refusal.New(refusal.Options{Threshold: 1}); !errors.Is(err, guard.ErrInvalidOption) {
+		t.Errorf("threshold 1: %v", err)
+	} else if diff := cmp.Diff([]string{"Threshold"}, testutil.OptionFields(t, err, refusal.Name)); diff != "" {
+		t.Errorf("fields (-want +got):\n%s", diff)
+	}
+	d := newDetector(t, refusal.Options{})
+	if diff := cmp.Diff(refusal.Options{Threshold: 3}, d.Options()); diff != "" || d.Name() != "refusal" || d.Priority() != 350 {
+		t.Errorf("Options %v, Name %q, Priority %d", d.Options(), d.Name(), d.Priority())
+	}
+	const k = `"0123456789abcdef0123456789abcdef"`
+	for _, s := range []string{``, `{}`, `{"keys":[],"counts":[]}`, `{"keys":[` + k + `],"counts":[]}`,
+		`{"keys":[` + k + `],"counts":[0]}`, `{"keys":[` + k + `,` + k + `],"counts":[1,1]}`,
+		`{"keys":[` + k + `],"counts":[1073741825]}`} {
+		d := newDetector(t, refusal.Options{})
+		g, _ := guard.New(d)
+		g.Check(refused(search("a")))
+		g.Check(refused(search("a")))
+		if err := d.Restore([]byte(s)); err == nil {
+			t.Errorf("Restore(%s) succeeded", s)
+		}
+		if v := g.Check(refused(search("a"))); !v.Stop {
+			t.Errorf("after Restore(%s) failed, the state was lost", s)
+		}
+	}
+	good := `{"keys":[` + k + `],"counts":[2]}`
+	if err := d.Restore([]byte(good)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := d.Snapshot(guard.SnapshotOptions{}); string(got) != good {
+		t.Errorf("snapshot after restore = %s", got)
+	}
+}
+
+func TestSnapshotRestoreContinues(t *testing.T) {
+	pool := []guard.ToolCall{search("a"), search("b"), search("c")}
+	rapid.Check(t, func(t *rapid.T) {
+		opts := refusal.Options{Threshold: rapid.IntRange(2, 4).Draw(t, "threshold"), Warn: rapid.Bool().Draw(t, "warn")}
+		ss := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) guard.Step {
+			return guard.Step{Refused: rapid.SliceOfN(rapid.SampledFrom(pool), 0, 2).Draw(t, "refused")}
+		}), 1, 20).Draw(t, "steps")
+		cut := rapid.IntRange(0, len(ss)).Draw(t, "cut")
+		orig, _ := guard.New(newDetector(t, opts))
+		run(orig, ss[:cut]...)
+		data, err := orig.Snapshot(guard.SnapshotOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		restored, err := guard.Restore(data, newDetector(t, opts))
+		if err != nil {
+			t.Fatalf("restore: %v\n%s", err, data)
+		}
+		if diff := cmp.Diff(run(orig, ss[cut:]...), run(restored, ss[cut:]...)); diff != "" {
+			t.Fatalf("after restore (-orig +restored):\n%s", diff)
+		}
+	})
+}
+
+func TestConformance(t *testing.T) {
+	build := func(o refusal.Options) func() guard.Detector {
+		return func() guard.Detector { return newDetector(t, o) }
+	}
+	checks := guardtest.WithChecks(100)
+	if raceEnabled || testing.Short() {
+		checks = guardtest.WithChecks(15)
+	}
+	guardtest.Run(t, build(refusal.Options{}), guardtest.WithOtherOptions(build(refusal.Options{Threshold: 4})), checks)
+	guardtest.Run(t, build(refusal.Options{Threshold: 2, Warn: true}), guardtest.WithOtherOptions(build(refusal.Options{Threshold: 2})), checks)
+}

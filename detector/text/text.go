@@ -1,0 +1,325 @@
+// Package text stops a run whose model says the same thing again and again,
+// even when other steps come between: the same closing message after every
+// action, "YOU ARE BEING TRANSFERRED TO A HUMAN AGENT" after each of six
+// transfers, a thought copied from step to step while the calls change.
+//
+// The no-progress rule (package noprogress) stops only on steps in a row that
+// bring no new tool outcome; this rule looks at the text alone, within a
+// window of steps. It keeps the normalised text (guard.Facts.TextHash:
+// lower-cased, white space collapsed, trimmed) of the last Options.Window
+// steps, and stops when a step's text is the same as that of
+// Options.Threshold of them, itself included. Steps without text hold a place
+// in the window and never count, and so does a step whose input repeats the
+// previous step's input word for word: the same answer to a user who says
+// the same thing again is no loop of the agent's. A text that goes on stops
+// again.
+//
+// In labelled real runs, a healthy agent says the same thing at most twice
+// within ten steps ("Now I run the tests again."), while looping agents
+// repeat theirs three times or more.
+//
+// The rule needs finished steps, so it judges nothing in preflight. With
+// Options.Warn, a step whose text brings a count to one short of the
+// threshold (from 2) carries a REPEATED_TEXT_WARNING.
+package text
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/loopguard/loopguard/canonical"
+	"github.com/loopguard/loopguard/feedback"
+	"github.com/loopguard/loopguard/guard"
+)
+
+// Name is the detector's name: the key of its state in snapshots.
+const Name = "text"
+
+// Code is the code of the detector's stops, and WarningCode that of its
+// warnings.
+const (
+	Code        = feedback.CodeRepeatedText
+	WarningCode = feedback.CodeRepeatedTextWarning
+)
+
+// ReasonRepeatedText is the reason of the detector's stops.
+const ReasonRepeatedText guard.Reason = "repeated-text"
+
+// Priority is the detector's priority: after the no-progress rule, which
+// reports steps in a row with the same text and no new outcome first.
+const Priority = guard.PriorityNoProgress + 25
+
+// Defaults of the options, and the largest window.
+const (
+	DefaultThreshold = 3
+	DefaultWindow    = 10
+	MaxWindow        = 256
+)
+
+// Options tune the detector. The zero value is the default: the third same
+// text within the last 10 steps stops the run.
+type Options struct {
+	// Threshold is how many steps with the same text within the window
+	// stop the run: 0 means DefaultThreshold; any other value must be from
+	// 2 to Window.
+	Threshold int `json:"threshold"`
+	// Window is how many of the newest steps are looked at: 0 means
+	// DefaultWindow, any other value must be from 2 to MaxWindow.
+	Window int `json:"window"`
+	// Warn adds a REPEATED_TEXT_WARNING to a step whose text brings a count
+	// to Threshold-1 (when that is at least 2).
+	Warn bool `json:"warn,omitempty"`
+}
+
+// Evidence is the evidence of a stop.
+type Evidence struct {
+	// Count is the number of steps in the window with the text, this one
+	// included.
+	Count int `json:"count"`
+	// Threshold is Options.Threshold.
+	Threshold int `json:"threshold"`
+	// Window is Options.Window.
+	Window int `json:"window"`
+	// StepIndexes are the 0-based indexes of those steps, oldest first.
+	StepIndexes []int `json:"stepIndexes"`
+	// TextPreview is a short preview of the normalised text.
+	TextPreview string `json:"textPreview"`
+}
+
+// entry is one step in the window: the hash of its text (zero without
+// text) and its index.
+type entry struct {
+	text canonical.Sum
+	step int
+}
+
+// A Detector finds a text said too often among the newest steps. Create it
+// with New.
+type Detector struct {
+	opts      Options
+	ring      []entry
+	start, n  int
+	lastInput canonical.Sum // the previous step's input hash
+
+	verdict guard.Verdict
+}
+
+var (
+	_ guard.Detector   = (*Detector)(nil)
+	_ guard.Summarizer = (*Detector)(nil)
+)
+
+// New returns a detector with these options, or an error (a
+// *guard.OptionError) for every invalid option.
+func New(o Options) (*Detector, error) {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &guard.OptionError{Detector: Name, Field: field, Err: fmt.Errorf(format, args...)})
+	}
+	if o.Window != 0 && (o.Window < 2 || o.Window > MaxWindow) {
+		bad("Window", "must be 0 (the default, %d) or from 2 to %d, not %d", DefaultWindow, MaxWindow, o.Window)
+	}
+	if o.Threshold != 0 && o.Threshold < 2 {
+		bad("Threshold", "must be 0 (the default, %d) or at least 2, not %d", DefaultThreshold, o.Threshold)
+	}
+	if len(errs) == 0 {
+		if o.Window == 0 {
+			o.Window = DefaultWindow
+		}
+		if o.Threshold == 0 {
+			o.Threshold = DefaultThreshold
+		}
+		if o.Threshold > o.Window {
+			bad("Threshold", "%d exceeds the window of %d steps", o.Threshold, o.Window)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return &Detector{opts: o, ring: make([]entry, o.Window)}, nil
+}
+
+// Name returns "text".
+func (d *Detector) Name() string { return Name }
+
+// Priority returns Priority.
+func (d *Detector) Priority() int { return Priority }
+
+// Options returns the options with the defaults filled in.
+func (d *Detector) Options() any { return d.opts }
+
+func (d *Detector) at(i int) entry { return d.ring[(d.start+i)%len(d.ring)] }
+
+func (d *Detector) push(e entry) {
+	if d.n < len(d.ring) {
+		d.ring[(d.start+d.n)%len(d.ring)] = e
+		d.n++
+		return
+	}
+	d.ring[d.start] = e
+	d.start = (d.start + 1) % len(d.ring)
+}
+
+func (d *Detector) count(text canonical.Sum) int {
+	n := 0
+	for i := 0; i < d.n; i++ {
+		if d.ring[i].text == text {
+			n++
+		}
+	}
+	return n
+}
+
+// Observe pushes the step's text onto the window and judges it.
+func (d *Detector) Observe(f *guard.Facts) {
+	d.verdict = guard.Verdict{}
+	sameInput := f.NewInput && f.InputHash == d.lastInput
+	d.lastInput = f.InputHash
+	if !f.HasText || sameInput {
+		d.push(entry{step: f.Index})
+		return
+	}
+	d.push(entry{text: f.TextHash, step: f.Index})
+	count := d.count(f.TextHash)
+	switch {
+	case count >= d.opts.Threshold:
+		ev := Evidence{Count: count, Threshold: d.opts.Threshold, Window: d.opts.Window, TextPreview: f.TextPreview()}
+		for i := 0; i < d.n; i++ {
+			if e := d.at(i); e.text == f.TextHash {
+				ev.StepIndexes = append(ev.StepIndexes, e.step)
+			}
+		}
+		v := guard.Verdict{
+			Stop:   true,
+			Reason: ReasonRepeatedText,
+			Code:   Code,
+			Detail: fmt.Sprintf("the same text %q in %d of the last %d steps (threshold %d)",
+				ev.TextPreview, ev.Count, ev.Window, ev.Threshold),
+			Evidence: ev,
+		}
+		v.Feedback = feedback.For(v, guard.PhaseCheck)
+		d.verdict = v
+	case d.opts.Warn && count == d.opts.Threshold-1 && count >= 2:
+		w := guard.Warning{
+			Code: WarningCode, Metric: "sameTextSteps", Value: float64(count), Limit: float64(d.opts.Threshold),
+			Ratio: float64(count) / float64(d.opts.Threshold),
+			Detail: fmt.Sprintf("the same text %q in %d of the last %d steps; once more stops the run (threshold %d)",
+				f.TextPreview(), count, d.opts.Window, d.opts.Threshold),
+		}
+		w.Feedback = feedback.ForWarning(w)
+		d.verdict.Warnings = []guard.Warning{w}
+	}
+}
+
+// Verdict returns the stop (or warning) found by the last Observe, if any.
+func (d *Detector) Verdict() guard.Verdict { return d.verdict }
+
+// Preflight judges nothing: the rule needs finished steps.
+func (d *Detector) Preflight(*guard.Facts) guard.Verdict { return guard.Verdict{} }
+
+// Reset forgets the run.
+func (d *Detector) Reset() {
+	clear(d.ring)
+	d.start, d.n = 0, 0
+	d.lastInput = canonical.Sum{}
+	d.verdict = guard.Verdict{}
+}
+
+// state is the JSON form of the detector's state: the steps in the window,
+// oldest first.
+type state struct {
+	// Texts are the steps' text hashes; null for a step that does not
+	// count.
+	Texts []*canonical.Sum `json:"texts"`
+	// Steps are the steps' indexes, in the same order.
+	Steps []int `json:"steps"`
+	// LastInput is the hash of the last step's input, if it had one.
+	LastInput *canonical.Sum `json:"lastInput,omitempty"`
+}
+
+// Snapshot returns the window as JSON, or null when it is empty. It holds
+// hashes, never text.
+func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
+	if d.n == 0 {
+		return []byte("null"), nil
+	}
+	s := state{Texts: make([]*canonical.Sum, d.n), Steps: make([]int, d.n)}
+	if d.lastInput != (canonical.Sum{}) {
+		in := d.lastInput
+		s.LastInput = &in
+	}
+	for i := range d.n {
+		e := d.at(i)
+		if e.text != (canonical.Sum{}) {
+			sum := e.text
+			s.Texts[i] = &sum
+		}
+		s.Steps[i] = e.step
+	}
+	return json.Marshal(s)
+}
+
+// Restore replaces the state by one that Snapshot returned: at most Window
+// steps, as many indexes as texts, increasing and not negative.
+func (d *Detector) Restore(data []byte) error {
+	var s *state
+	if err := json.Unmarshal(data, &s); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
+	if s == nil {
+		d.Reset()
+		return nil
+	}
+	switch {
+	case len(s.Texts) == 0:
+		return fmt.Errorf("%s: a state without steps (a fresh state is null)", Name)
+	case len(s.Texts) > d.opts.Window:
+		return fmt.Errorf("%s: %d steps in a window of %d", Name, len(s.Texts), d.opts.Window)
+	case len(s.Steps) != len(s.Texts):
+		return fmt.Errorf("%s: %d step indexes for %d texts", Name, len(s.Steps), len(s.Texts))
+	}
+	for i, step := range s.Steps {
+		if step < 0 || i > 0 && step <= s.Steps[i-1] {
+			return fmt.Errorf("%s: step indexes must be increasing and not negative (%v)", Name, s.Steps)
+		}
+		if t := s.Texts[i]; t != nil && *t == (canonical.Sum{}) {
+			return fmt.Errorf("%s: a zero text hash", Name)
+		}
+	}
+	if s.LastInput != nil && *s.LastInput == (canonical.Sum{}) {
+		return fmt.Errorf("%s: a zero input hash", Name)
+	}
+	d.Reset()
+	if s.LastInput != nil {
+		d.lastInput = *s.LastInput
+	}
+	for i, t := range s.Texts {
+		e := entry{step: s.Steps[i]}
+		if t != nil {
+			e.text = *t
+		}
+		d.push(e)
+	}
+	return nil
+}
+
+// Summary describes the window.
+type Summary struct {
+	// Steps is the number of steps in the window.
+	Steps int `json:"steps"`
+	// MaxCount is the most steps that share one text in it.
+	MaxCount int `json:"maxCount"`
+}
+
+// Summary returns the window's size and the count of its most repeated text
+// (a Summary).
+func (d *Detector) Summary() any {
+	s := Summary{Steps: d.n}
+	for i := 0; i < d.n; i++ {
+		if t := d.ring[i].text; t != (canonical.Sum{}) {
+			s.MaxCount = max(s.MaxCount, d.count(t))
+		}
+	}
+	return s
+}

@@ -1,0 +1,210 @@
+package text_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
+
+	"github.com/loopguard/loopguard/detector/text"
+	"github.com/loopguard/loopguard/feedback"
+	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/guardtest"
+	"github.com/loopguard/loopguard/internal/testutil"
+)
+
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+}
+
+func newDetector(t tb, o text.Options) *text.Detector {
+	t.Helper()
+	d, err := text.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func say(s string) guard.Step { return guard.Step{Text: s} }
+
+// act is a step with text and a new call each time.
+func act(s string, i int) guard.Step {
+	return guard.Step{Text: s, ToolCalls: []guard.ToolCall{{Name: "transfer", Args: map[string]int{"n": i}, Result: "ok"}}}
+}
+
+func run(g *guard.Guard, ss ...guard.Step) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		if v := g.Check(s); v.Stop {
+			out[i] = fmt.Sprintf("%s %d", v.Code, v.Evidence.(text.Evidence).Count)
+		}
+	}
+	return out
+}
+
+func TestCheck(t *testing.T) {
+	const hold = "YOU ARE BEING TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON."
+	tests := []struct {
+		name  string
+		opts  text.Options
+		steps []guard.Step
+		want  []string
+	}{
+		{"twice goes on, the third time stops", text.Options{},
+			[]guard.Step{say(hold), act("", 1), say(hold), act("", 2), say(hold)},
+			[]string{"", "", "", "", "REPEATED_TEXT 3"}},
+		{"case and white space do not count", text.Options{},
+			[]guard.Step{say("Sorry, could you rephrase?"), say("sorry,  could you REPHRASE?"), say(" Sorry, could you rephrase? ")},
+			[]string{"", "", "REPEATED_TEXT 3"}},
+		{"the same answer to the same message does not count", text.Options{},
+			[]guard.Step{{Text: "Hello! How can I help?", Input: "hi"}, {Text: "Hello! How can I help?", Input: "hi"},
+				{Text: "Hello! How can I help?", Input: "hi"}, {Text: "Hello! How can I help?", Input: "hi"}},
+			[]string{"", "", "", ""}},
+		{"the same answer to changing messages counts", text.Options{},
+			[]guard.Step{{Text: "Sorry, could you rephrase?", Input: "change my flight"}, {Text: "Sorry, could you rephrase?", Input: "move it to Friday"},
+				{Text: "Sorry, could you rephrase?", Input: "please"}},
+			[]string{"", "", "REPEATED_TEXT 3"}},
+		{"steps without text do not count", text.Options{},
+			[]guard.Step{act("", 1), act("", 2), act("", 3), act("", 4)},
+			[]string{"", "", "", ""}},
+		{"new calls do not matter", text.Options{},
+			[]guard.Step{act("Let me try again.", 1), act("Let me try again.", 2), act("Let me try again.", 3)},
+			[]string{"", "", "REPEATED_TEXT 3"}},
+		{"a text that left the window does not count", text.Options{},
+			[]guard.Step{say("a"), say("1"), say("2"), say("3"), say("4"), say("5"), say("6"), say("7"), say("8"), say("9"), say("a"), say("a")},
+			[]string{"", "", "", "", "", "", "", "", "", "", "", ""}},
+		{"the oldest text in the window counts", text.Options{},
+			[]guard.Step{say("a"), say("1"), say("2"), say("3"), say("4"), say("5"), say("6"), say("7"), say("a"), say("a")},
+			[]string{"", "", "", "", "", "", "", "", "", "REPEATED_TEXT 3"}},
+		{"it stops again, with its count", text.Options{},
+			[]guard.Step{say("x"), say("x"), say("x"), say("x")},
+			[]string{"", "", "REPEATED_TEXT 3", "REPEATED_TEXT 4"}},
+		{"threshold 4 in a window of 5", text.Options{Threshold: 4, Window: 5},
+			[]guard.Step{say("x"), say("y"), say("x"), say("x"), say("x")},
+			[]string{"", "", "", "", "REPEATED_TEXT 4"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g, _ := guard.New(newDetector(t, tt.opts))
+			if diff := cmp.Diff(tt.want, run(g, tt.steps...)); diff != "" {
+				t.Errorf("stops (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestVerdictAndWarning(t *testing.T) {
+	g, _ := guard.New(newDetector(t, text.Options{Warn: true}))
+	secret := "My password is hunter2."
+	vs := []guard.Verdict{g.Check(say(secret)), g.Check(act(secret, 1)), g.Check(say(secret))}
+	if len(vs[0].Warnings) != 0 {
+		t.Errorf("first: %v", vs[0])
+	}
+	if len(vs[1].Warnings) != 1 || vs[1].Warnings[0].Code != text.WarningCode || vs[1].Warnings[0].Feedback == "" {
+		t.Errorf("second: %v, want a warning with feedback", vs[1])
+	}
+	v := vs[2]
+	want := text.Evidence{Count: 3, Threshold: 3, Window: 10, StepIndexes: []int{0, 1, 2}, TextPreview: "my password is hunter2."}
+	if diff := cmp.Diff(want, v.Evidence); diff != "" || v.Reason != text.ReasonRepeatedText || !guard.IsFault(v) {
+		t.Errorf("stop %v (-want +got evidence):\n%s", v, diff)
+	}
+	if v.Feedback == "" || v.Feedback != feedback.For(v, guard.PhaseCheck) {
+		t.Errorf("feedback = %q", v.Feedback)
+	}
+	for _, w := range append([]string{v.Feedback}, vs[1].Warnings[0].Feedback) {
+		if len(w) > 0 && (contains(w, "hunter2") || contains(w, "password")) {
+			t.Errorf("feedback %q repeats the text", w)
+		}
+	}
+	if g.Preflight(guard.ToolCall{Name: "x"}).Allow != true {
+		t.Error("preflight refused")
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func TestOptionsAndRestore(t *testing.T) {
+	for _, tt := range []struct {
+		opts   text.Options
+		fields []string
+	}{
+		{text.Options{Threshold: 1}, []string{"Threshold"}},
+		{text.Options{Window: 1}, []string{"Window"}},
+		{text.Options{Window: 3, Threshold: 4}, []string{"Threshold"}},
+	} {
+		_, err := text.New(tt.opts)
+		if !errors.Is(err, guard.ErrInvalidOption) {
+			t.Errorf("New(%+v): %v", tt.opts, err)
+			continue
+		}
+		if diff := cmp.Diff(tt.fields, testutil.OptionFields(t, err, text.Name)); diff != "" {
+			t.Errorf("New(%+v) fields (-want +got):\n%s", tt.opts, diff)
+		}
+	}
+	d := newDetector(t, text.Options{})
+	if diff := cmp.Diff(text.Options{Threshold: 3, Window: 10}, d.Options()); diff != "" || d.Name() != "text" || d.Priority() != 625 {
+		t.Errorf("Options %v, Name %q, Priority %d", d.Options(), d.Name(), d.Priority())
+	}
+	const k = `"0123456789abcdef0123456789abcdef"`
+	for _, s := range []string{``, `{}`, `{"texts":[],"steps":[]}`, `{"texts":[` + k + `],"steps":[]}`,
+		`{"texts":[` + k + `,null],"steps":[1,1]}`, `{"texts":[null],"steps":[-1]}`,
+		`{"texts":["00000000000000000000000000000000"],"steps":[0]}`,
+		`{"texts":[null],"steps":[0],"lastInput":"00000000000000000000000000000000"}`} {
+		d := newDetector(t, text.Options{Window: 3, Threshold: 2})
+		g, _ := guard.New(d)
+		g.Check(say("x"))
+		if err := d.Restore([]byte(s)); err == nil {
+			t.Errorf("Restore(%s) succeeded", s)
+		}
+		if v := g.Check(say("x")); !v.Stop {
+			t.Errorf("after Restore(%s) failed, the state was lost", s)
+		}
+	}
+	good := `{"texts":[null,` + k + `],"steps":[4,7],"lastInput":` + k + `}`
+	if err := d.Restore([]byte(good)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := d.Snapshot(guard.SnapshotOptions{}); string(got) != good {
+		t.Errorf("snapshot after restore = %s", got)
+	}
+}
+
+func TestSnapshotRestoreContinues(t *testing.T) {
+	pool := []guard.Step{say("a"), say("b"), act("a", 1), act("", 2), {}, {Text: "a", Input: "u"}, {Text: "b", Input: "u"}}
+	rapid.Check(t, func(t *rapid.T) {
+		w := rapid.IntRange(2, 6).Draw(t, "window")
+		opts := text.Options{Window: w, Threshold: rapid.IntRange(2, w).Draw(t, "threshold"), Warn: rapid.Bool().Draw(t, "warn")}
+		ss := rapid.SliceOfN(rapid.SampledFrom(pool), 1, 25).Draw(t, "steps")
+		cut := rapid.IntRange(0, len(ss)).Draw(t, "cut")
+		orig, _ := guard.New(newDetector(t, opts))
+		run(orig, ss[:cut]...)
+		data, err := orig.Snapshot(guard.SnapshotOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		restored, err := guard.Restore(data, newDetector(t, opts))
+		if err != nil {
+			t.Fatalf("restore: %v\n%s", err, data)
+		}
+		if diff := cmp.Diff(run(orig, ss[cut:]...), run(restored, ss[cut:]...)); diff != "" {
+			t.Fatalf("after restore (-orig +restored):\n%s", diff)
+		}
+	})
+}
+
+func TestConformance(t *testing.T) {
+	build := func(o text.Options) func() guard.Detector {
+		return func() guard.Detector { return newDetector(t, o) }
+	}
+	checks := guardtest.WithChecks(100)
+	if raceEnabled || testing.Short() {
+		checks = guardtest.WithChecks(15)
+	}
+	guardtest.Run(t, build(text.Options{}), guardtest.WithOtherOptions(build(text.Options{Threshold: 4})), checks)
+	guardtest.Run(t, build(text.Options{Window: 4, Threshold: 2, Warn: true}), guardtest.WithOtherOptions(build(text.Options{Window: 4, Threshold: 2})), checks)
+}
