@@ -20,9 +20,12 @@ type Call struct {
 // which every tool call is a step of its own (an MCP server): it asks whether
 // call may run now, judged on the run's latest state together with the calls
 // of this Runs on the same run that are still running. When it may, the
-// *Call holds its place until Finish or Abandon; when it may not (or the
-// store failed and the policy refuses), the *Call is nil and the decision's
-// Feedback is the answer to give.
+// *Call holds its place until Finish or Abandon. When it may not, the *Call
+// is nil, the decision's Feedback is the answer to give, and the refusal is
+// saved as a step that holds only the refused call ([guard.Step.Refused]),
+// so that a model that keeps asking for it is seen. A refusal that the
+// policy gives because the store failed, or because the stored run cannot be
+// used, is not a step.
 //
 // Calls running at the same moment in other processes are not seen: each
 // process sees the calls it runs, and every call once it has finished.
@@ -33,6 +36,11 @@ func (r *Runs) StartCall(ctx context.Context, key string, call guard.ToolCall) (
 	defer r.release(e)
 	d, err := r.preflight(ctx, e, []guard.ToolCall{call})
 	if !d.Allow {
+		if err == nil {
+			d.CallIndex, d.CallID = 0, call.ID
+			e.backlog = append(e.backlog, pending{seq: r.seq.Add(1), step: guard.Step{Refused: []guard.ToolCall{call}}})
+			_, err = r.commit(ctx, e)
+		}
 		return nil, d, err
 	}
 	c := &Call{r: r, key: key, call: call}

@@ -618,8 +618,18 @@ func TestStartCall(t *testing.T) {
 	if v, err := b.Finish(ctx, "r", nil); err != nil || v.Code != "" {
 		t.Errorf("Finish after Abandon = %+v, %v; want the zero verdict", v, err)
 	}
-	if sum, _ := runs.Summary(ctx, "run"); sum.Steps != 1 {
-		t.Errorf("steps = %d, want 1", sum.Steps)
+	// The refusal is a step of its own, as guard.StartCall records it.
+	twin, _ := guard.New(detector.Defaults()...)
+	ta, _ := twin.StartCall(ctx, call)
+	tb, _ := twin.StartCall(ctx, call)
+	if tc, _ := twin.StartCall(ctx, call); tc != nil {
+		t.Fatal("the twin allowed the third call")
+	}
+	tb.Abandon()
+	ta.Finish(ctx, "r", nil)
+	sum, _ := runs.Summary(ctx, "run")
+	if want := twin.Summary().Steps; sum.Steps != want || want != 2 {
+		t.Errorf("steps = %d, the twin guard's %d, want 2 (the refusal, then a's call)", sum.Steps, want)
 	}
 }
 

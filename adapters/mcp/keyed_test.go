@@ -93,7 +93,7 @@ func TestServerDefaultsHaveNoStepLimit(t *testing.T) {
 		t.Errorf("third identical call was not refused: %+v", r)
 	}
 	sum, err := keyed.Runs().Summary(context.Background(), "one")
-	if err != nil || sum.Steps != 61 {
-		t.Errorf("Summary = %d steps, %v; want 61 (the refused call did not run)", sum.Steps, err)
+	if err != nil || sum.Steps != 62 {
+		t.Errorf("Summary = %d steps, %v; want 62 (the refusal is a step)", sum.Steps, err)
 	}
 }
