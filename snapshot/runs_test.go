@@ -698,3 +698,91 @@ func TestUncachedWorkerKeepsItsSteps(t *testing.T) {
 		t.Errorf("verdicts = %+v, want the third to stop on no progress", got)
 	}
 }
+
+func TestTurn(t *testing.T) {
+	ctx := context.Background()
+	store := &flaky{Store: snapshot.NewMemory(nil)}
+	a, b := newRuns(t, store, &defaults{}, snapshot.Options{}), newRuns(t, store, &defaults{}, snapshot.Options{})
+	for range 2 {
+		if _, err := a.Check(ctx, "run", loop); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Worker b takes the next turn: the third identical call is refused,
+	// another runs, and End saves the step with both.
+	turn, err := b.Begin(ctx, "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	run := func(ctx context.Context) (any, error) { ran++; return "nothing", nil }
+	_, err = turn.Run(ctx, loop.ToolCalls[0], run)
+	var refused *guard.RefusedError
+	if !errors.As(err, &refused) || refused.Decision.Code != "REPEATED_TOOL_CALL" {
+		t.Fatalf("Run of the third identical call = %v, want a RefusedError", err)
+	}
+	if _, err := turn.Run(ctx, testutil.Call("search", `{"q":"other"}`), run); err != nil {
+		t.Fatal(err)
+	}
+	v, err := turn.End(ctx, guard.Step{Text: "trying another query"})
+	if err != nil || v.Stop {
+		t.Fatalf("End = %+v, %v", v, err)
+	}
+	if _, err := turn.End(ctx, guard.Step{}); !errors.Is(err, guard.ErrTurnEnded) {
+		t.Errorf("second End = %v, want ErrTurnEnded", err)
+	}
+	if ran != 1 {
+		t.Errorf("the tool ran %d times, want 1", ran)
+	}
+	// The same turn on one in-process guard.
+	twin, _ := guard.New(detector.Defaults()...)
+	twin.Check(loop)
+	twin.Check(loop)
+	tt := twin.Begin()
+	tt.Run(ctx, loop.ToolCalls[0], run)
+	tt.Run(ctx, testutil.Call("search", `{"q":"other"}`), run)
+	tt.End(ctx, guard.Step{Text: "trying another query"})
+	sa, err := a.Summary(ctx, "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tw := twin.Summary()
+	if sa.Steps != tw.Steps || sa.ToolCalls != tw.ToolCalls || sa.Steps != 3 || sa.ToolCalls != 3 {
+		t.Errorf("stored run: %d steps, %d calls; the twin guard: %d, %d; want 3, 3", sa.Steps, sa.ToolCalls, tw.Steps, tw.ToolCalls)
+	}
+}
+
+func TestTurnStoreDown(t *testing.T) {
+	ctx := context.Background()
+	for _, policy := range []snapshot.Policy{snapshot.FailOpen, snapshot.FailClosed} {
+		t.Run(policy.String(), func(t *testing.T) {
+			store := &flaky{Store: snapshot.NewMemory(nil)}
+			runs := newRuns(t, store, &defaults{}, snapshot.Options{Policy: policy})
+			for range 2 {
+				if _, err := runs.Check(ctx, "run", loop); err != nil {
+					t.Fatal(err)
+				}
+			}
+			store.set(true, false)
+			turn, err := runs.Begin(ctx, "run")
+			if !errors.Is(err, errDown) {
+				t.Fatalf("Begin = %v, want the store's error", err)
+			}
+			ds, err := turn.Preflight(ctx, loop.ToolCalls[0], testutil.Call("search", `{"q":"other"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []answer{{Stop: true, Code: "REPEATED_TOOL_CALL"}, {}} // fail open: the worker's own state
+			if policy == snapshot.FailClosed {
+				want = []answer{{Stop: true, Code: snapshot.CodeStore}, {Stop: true, Code: snapshot.CodeStore}}
+			}
+			var got []answer
+			for _, d := range ds {
+				got = append(got, answer{Stop: !d.Allow, Code: d.Code})
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("decisions (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
