@@ -11,7 +11,7 @@
 //
 // [Runs] is the loop every worker would otherwise write: for a run key, load
 // the snapshot and restore it (or start a fresh guard), apply Check,
-// Preflight or StartCall, save with compare-and-set, and retry with a
+// Preflight, StartCall or a Turn ([Runs.Begin]), save with compare-and-set, and retry with a
 // bounded, jittered backoff on conflict. A Runs keeps the guards it restored
 // and skips the restore while the store's version is the one it saw last.
 //
