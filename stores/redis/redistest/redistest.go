@@ -19,6 +19,16 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+const skipMessage = "\n" +
+	"*************************************************************\n" +
+	"* SKIPPED: redis-server is not installed.                   *\n" +
+	"* These tests run against a real Redis; install it with     *\n" +
+	"*   apt-get install -y redis-server                         *\n" +
+	"* (CI installs it and fails instead of skipping).           *\n" +
+	"*************************************************************"
+
+var warnOnce sync.Once
+
 // Server is a redis-server process of the test.
 type Server struct {
 	// Addr is its loopback address, host:port.
@@ -44,13 +54,9 @@ func Start(t testing.TB, persist bool) *Server {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("redis-server is not installed, and CI=true: .ci/run should have installed it (%v)", err)
 		}
-		t.Skip("\n" +
-			"*************************************************************\n" +
-			"* SKIPPED: redis-server is not installed.                   *\n" +
-			"* These tests run against a real Redis; install it with     *\n" +
-			"*   apt-get install -y redis-server                         *\n" +
-			"* (CI installs it and fails instead of skipping).           *\n" +
-			"*************************************************************")
+		// Printed on standard error too, once, so that it shows without -v.
+		warnOnce.Do(func() { fmt.Fprintln(os.Stderr, skipMessage) })
+		t.Skip(skipMessage)
 	}
 	port, err := freePort()
 	if err != nil {
