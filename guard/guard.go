@@ -100,8 +100,13 @@ func New(detectors ...Detector) (*Guard, error) {
 
 // New returns a Guard that runs the given detectors with these options. The
 // detectors are ordered by priority, then by name, whatever their order here.
-// Every problem (a nil detector, an invalid or duplicate name, a bad option)
-// is reported, joined in one error.
+// Every problem (a nil detector, an invalid or duplicate name, a bad option,
+// a detector that another guard holds) is reported, joined in one error.
+//
+// The detectors become the guard's state: give each guard detectors of its
+// own (call detector.Defaults, or a detector.Config's New, for each one). A
+// detector that embeds [Owned], as the built-in ones do, is refused with
+// [ErrDetectorInUse] while another guard holds it.
 func (o Options) New(detectors ...Detector) (*Guard, error) {
 	var errs []error
 	if o.History < 0 {
@@ -139,7 +144,11 @@ func (o Options) New(detectors ...Detector) (*Guard, error) {
 	o.Ignore = slices.Clone(o.Ignore)
 	o.DropArgs = slices.Clone(o.DropArgs)
 	o.Tools = maps.Clone(o.Tools)
-	return &Guard{opts: o, ignore: ignore, keys: newKeyer(&o), dets: dets}, nil
+	g := &Guard{opts: o, ignore: ignore, keys: newKeyer(&o), dets: dets}
+	if err := g.claimAll(dets, func(name string) int { return seen[name] }); err != nil {
+		return nil, err
+	}
+	return g, nil
 }
 
 // Detectors returns the guard's detectors in the order they are asked.

@@ -138,36 +138,46 @@ func (o Options) Restore(data []byte, detectors ...Detector) (*Guard, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := g.restore(data); err != nil {
+		g.releaseAll() // the detectors may be given to another guard
+		return nil, err
+	}
+	return g, nil
+}
+
+// restore reads a snapshot into a new guard.
+func (g *Guard) restore(data []byte) error {
+	o := g.opts
 	if len(data) > MaxSnapshotBytes {
-		return nil, stateErr("snapshot is larger than %d bytes", MaxSnapshotBytes)
+		return stateErr("snapshot is larger than %d bytes", MaxSnapshotBytes)
 	}
 	if depth := jsonDepth(data); depth > MaxSnapshotDepth {
-		return nil, stateErr("snapshot is nested deeper than %d levels", MaxSnapshotDepth)
+		return stateErr("snapshot is nested deeper than %d levels", MaxSnapshotDepth)
 	}
 	var s snapshotJSON
 	if err := strictObject(data); err != nil {
-		return nil, err
+		return err
 	}
 	var version struct {
 		Version json.RawMessage `json:"version"`
 	}
 	if err := json.Unmarshal(data, &version); err != nil {
-		return nil, stateErr("%v", err)
+		return stateErr("%v", err)
 	}
 	if string(version.Version) != "1" {
-		return nil, stateErr("unknown version %s (this build reads version %d)", orMissing(version.Version), SnapshotVersion)
+		return stateErr("unknown version %s (this build reads version %d)", orMissing(version.Version), SnapshotVersion)
 	}
 	if err := requireKeys(data, "steps", "toolCalls", "failedToolCalls", "totals", "guard", "detectors"); err != nil {
-		return nil, err
+		return err
 	}
 	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, stateErr("%v", err)
+		return stateErr("%v", err)
 	}
 	if s.Steps < 0 || s.ToolCalls < 0 || s.FailedToolCalls < 0 || s.FailedToolCalls > s.ToolCalls {
-		return nil, stateErr("impossible counters (steps %d, toolCalls %d, failedToolCalls %d)", s.Steps, s.ToolCalls, s.FailedToolCalls)
+		return stateErr("impossible counters (steps %d, toolCalls %d, failedToolCalls %d)", s.Steps, s.ToolCalls, s.FailedToolCalls)
 	}
 	if s.Detectors == nil {
-		return nil, stateErr("no detectors list")
+		return stateErr("no detectors list")
 	}
 
 	fe := &FingerprintError{}
@@ -178,20 +188,20 @@ func (o Options) Restore(data []byte, detectors ...Detector) (*Guard, error) {
 		Detectors []json.RawMessage `json:"detectors"`
 	}
 	if err := json.Unmarshal(data, &raws); err != nil {
-		return nil, stateErr("%v", err)
+		return stateErr("%v", err)
 	}
 	for i, r := range raws.Detectors {
 		if err := requireKeys(r, "name", "fingerprint"); err != nil {
-			return nil, fmt.Errorf("detector #%d: %w", i, err)
+			return fmt.Errorf("detector #%d: %w", i, err)
 		}
 		if err := requirePresent(r, "state"); err != nil {
-			return nil, fmt.Errorf("detector #%d: %w", i, err)
+			return fmt.Errorf("detector #%d: %w", i, err)
 		}
 	}
 	records := make(map[string]detectorRecord, len(s.Detectors))
 	for _, r := range s.Detectors {
 		if _, dup := records[r.Name]; dup {
-			return nil, stateErr("detector %q appears twice", r.Name)
+			return stateErr("detector %q appears twice", r.Name)
 		}
 		records[r.Name] = r
 	}
@@ -213,15 +223,15 @@ func (o Options) Restore(data []byte, detectors ...Detector) (*Guard, error) {
 	}
 	slices.Sort(fe.Missing)
 	if len(fe.Changed)+len(fe.Missing)+len(fe.Extra) > 0 {
-		return nil, fe
+		return fe
 	}
 	for _, d := range g.dets {
 		if err := restoreDetector(d, recordState(s.Detectors, d.Name())); err != nil {
-			return nil, &DetectorError{Name: d.Name(), Err: errors.Join(ErrInvalidState, err)}
+			return &DetectorError{Name: d.Name(), Err: errors.Join(ErrInvalidState, err)}
 		}
 	}
 	g.steps, g.toolCalls, g.failedCalls, g.totals = s.Steps, s.ToolCalls, s.FailedToolCalls, s.Totals
-	return g, nil
+	return nil
 }
 
 // restoreDetector calls d.Restore, turning a panic into an error.

@@ -59,6 +59,11 @@
 //     WithOtherOptions it is skipped.
 //   - Name: the name is valid ([guard.ValidName]) and, like the priority, the
 //     same at every call and for every instance.
+//   - NotShared: a detector cannot be shared silently: while a guard holds
+//     it, a second guard.New refuses it with an error that wraps
+//     [guard.ErrDetectorInUse] and names it (embed [guard.Owned]), or
+//     sharing it is harmless: two guards that share it give the verdicts
+//     that detectors of their own give (a detector without state).
 //
 // The properties run over random runs of steps (see [RandomStep], or give
 // your own generator with [WithSteps]). The seed is logged; a failure names

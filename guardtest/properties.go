@@ -3,9 +3,12 @@ package guardtest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/loopguard/loopguard/canonical"
@@ -23,6 +26,7 @@ var properties = []*property{
 	{name: "Fingerprint", div: 10, fn: fingerprint},
 	{name: "FingerprintDiffers", div: 100, skip: noOther, fn: fingerprintDiffers},
 	{name: "Name", div: 10, fn: nameStable},
+	{name: "NotShared", div: 5, fn: notShared},
 }
 
 // questions returns the calls Preflight is asked before step i: none, the
@@ -350,7 +354,9 @@ func resetIsFresh(e *env, run []guard.Step) {
 						how, after(k), how, showBytes(got), showBytes(want))
 				}
 			}
-			g, gf := e.newGuard(d), e.newGuard(f)
+			// g is no longer used: its detector goes on in a new guard,
+			// whose counts start again like the fresh one's.
+			g, gf := e.newGuard(relay{d}), e.newGuard(f)
 			for i, s := range run {
 				qs := questions(run, i)
 				if how != "Reset" {
@@ -529,3 +535,84 @@ func nameStable(e *env, run []guard.Step) {
 		e.fail("Name() changed after Reset, from %q to %q", n, m)
 	}
 }
+
+// notShared: a detector that a guard holds is refused by a second guard
+// (guard.ErrDetectorInUse, naming it), or, when the second guard accepts it,
+// sharing it is harmless: two guards that share it give the verdicts that
+// detectors of their own give, whether their steps alternate or one guard's
+// step comes between the Observe and the Verdict of the other's (as when
+// they run at the same time).
+func notShared(e *env, run []guard.Step) {
+	// Alternate steps: any state one run leaves shows in the other's.
+	d := e.fresh()
+	g1 := e.newGuard(d)
+	g2, refused := e.secondGuard(d, g1)
+	if refused {
+		return
+	}
+	ref1, ref2 := e.newGuard(e.fresh()), e.newGuard(e.fresh())
+	for i := range run {
+		v1, w1 := check(g1, run[i], i), check(ref1, run[i], i)
+		v2, w2 := check(g2, run[i], i), check(ref2, run[i], i)
+		e.sameWhenShared(i, v1, v2, w1, w2)
+	}
+
+	// Interleave within a step: the second guard checks a step of another
+	// run between the Observe and the Verdict of the first guard's step.
+	d = e.fresh()
+	var inner func()
+	in := &interloper{name: spyName(d), hook: func() { inner() }}
+	g1 = e.newGuard(d, in)
+	g2, _ = e.secondGuard(d, g1)
+	ref1, ref2 = e.newGuard(e.fresh()), e.newGuard(e.fresh())
+	n := len(run)
+	for i := range run {
+		var v2 guard.Verdict
+		inner = func() { v2 = check(g2, run[n-1-i], i) }
+		v1 := check(g1, run[i], i)
+		w1, w2 := check(ref1, run[i], i), check(ref2, run[n-1-i], i)
+		e.sameWhenShared(i, v1, v2, w1, w2)
+	}
+}
+
+// secondGuard asks for a second guard of d while g1 holds it: refused
+// reports that guard.New refused it, as it should, with the right error.
+func (e *env) secondGuard(d guard.Detector, g1 *guard.Guard) (g2 *guard.Guard, refused bool) {
+	var err error
+	protect("guard.New", func() { g2, err = e.guardOpts.New(d) })
+	runtime.KeepAlive(g1)
+	if err == nil {
+		return g2, false
+	}
+	if !errors.Is(err, guard.ErrDetectorInUse) {
+		e.fail("guard.New of a detector that another guard holds failed with %v; want an error that wraps guard.ErrDetectorInUse", err)
+	}
+	if !strings.Contains(err.Error(), strconv.Quote(name(d))) {
+		e.fail("the error of guard.New for a detector that another guard holds does not name it (%q): %v", name(d), err)
+	}
+	return nil, true
+}
+
+func (e *env) sameWhenShared(i int, v1, v2, w1, w2 guard.Verdict) {
+	if !sameVerdict(v1, w1) || !sameVerdict(v2, w2) {
+		e.fail("the detector is shared silently: guard.New gave it to a second guard while another held it, and at step %d the two guards see each other's steps:\nshared:   %s\n          %s\nits own:  %s\n          %s\n(embed guard.Owned in the detector, so that guard.New refuses it)",
+			i, showVerdict(v1), showVerdict(v2), showVerdict(w1), showVerdict(w2))
+	}
+}
+
+// interloper is a detector that runs after every other and calls hook when
+// it observes a step: between the Observe and the Verdict of the others.
+type interloper struct {
+	name string
+	hook func()
+}
+
+func (s *interloper) Name() string                                   { return s.name }
+func (s *interloper) Priority() int                                  { return math.MaxInt }
+func (s *interloper) Options() any                                   { return nil }
+func (s *interloper) Observe(*guard.Facts)                           { s.hook() }
+func (s *interloper) Verdict() guard.Verdict                         { return guard.Verdict{} }
+func (s *interloper) Preflight(*guard.Facts) guard.Verdict           { return guard.Verdict{} }
+func (s *interloper) Snapshot(guard.SnapshotOptions) ([]byte, error) { return []byte("null"), nil }
+func (s *interloper) Restore([]byte) error                           { return nil }
+func (s *interloper) Reset()                                         {}

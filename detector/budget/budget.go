@@ -148,6 +148,8 @@ type reading struct {
 
 // Detector is the step limit and usage budgets. Create it with New.
 type Detector struct {
+	guard.Owned // one guard at a time
+
 	maxSteps int
 	limits   [numMetrics]Limit // with the effective WarnAt; Value 0 is off
 	now      func() time.Time

@@ -98,6 +98,8 @@ var _ guard.NormalFinisher = Evidence{}
 
 // Detector is the finish-reason rule. Create it with New.
 type Detector struct {
+	guard.Owned // one guard at a time
+
 	terminal []string // normalised, sorted, without duplicates
 	policy   Policy
 

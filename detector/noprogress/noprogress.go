@@ -84,6 +84,8 @@ type Evidence struct {
 
 // A Detector finds runs of stalled steps. Create it with New.
 type Detector struct {
+	guard.Owned // one guard at a time
+
 	opts Options
 	seen outcomes.Set
 

@@ -123,6 +123,8 @@ type entry struct {
 
 // A Detector finds short cycles of calls. Create it with New.
 type Detector struct {
+	guard.Owned // one guard at a time
+
 	opts Options
 
 	// The last opts.MaxPeriod calls, a ring: tail[(start+i)%len(tail)] is

@@ -123,6 +123,8 @@ type rule struct {
 
 // A Detector finds runs of same calls. Create it with New.
 type Detector struct {
+	guard.Owned // one guard at a time
+
 	opts  Options // normalised
 	def   rule    // the rule of tools without a policy
 	rules map[string]rule

@@ -100,6 +100,8 @@ type Evidence struct {
 
 // A Detector counts stalled steps. Create it with New.
 type Detector struct {
+	guard.Owned // one guard at a time
+
 	opts    Options
 	seen    outcomes.Set
 	stalled int // stalled steps in a row

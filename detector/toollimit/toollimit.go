@@ -87,6 +87,8 @@ type tool struct {
 
 // Detector is the per-tool call cap. Create it with New.
 type Detector struct {
+	guard.Owned // one guard at a time
+
 	tools []tool         // sorted by name
 	index map[string]int // name -> position in tools
 	warn  bool

@@ -109,6 +109,8 @@ type Evidence struct {
 // A Detector finds calls made too often within the newest calls. Create it
 // with New.
 type Detector struct {
+	guard.Owned // one guard at a time
+
 	opts Options
 
 	// ring holds the keys of the newest calls: ring[(start+i)%len(ring)]

@@ -240,8 +240,8 @@ func TestConsecutiveRuleMisses(t *testing.T) {
 	}
 	// A plain run that both rules stop is the repeat rule's, which ranks
 	// first.
+	rep, _ = repeat.New(repeat.Options{})
 	g, _ = guard.New(newDetector(t, window.Options{Threshold: 2}), rep)
-	g.Reset()
 	got = nil
 	for _, s := range each(a, a, a) {
 		got = append(got, g.Check(s).Detector)
