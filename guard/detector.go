@@ -13,7 +13,9 @@ import (
 // The built-in detectors (package detector and its subpackages) implement
 // exactly this interface; a detector of your own sits beside them on equal
 // footing. A Guard calls its detectors with its lock held, one at a time, so
-// a detector needs no locking of its own as long as only one Guard uses it.
+// a detector needs no locking of its own as long as only one Guard uses it:
+// a detector is the state of one run, and one that embeds [Owned] is refused
+// by a second guard.
 // A detector must not keep the *Facts it is given, nor anything reachable from
 // it, past the call: the guard reuses them.
 //
@@ -60,7 +62,9 @@ type Detector interface {
 	// Restore replaces the detector's state by one that Snapshot returned
 	// (JSON null for a fresh state). It must validate the data, never
 	// panic, and return an error for a state that is malformed or that
-	// its options do not allow.
+	// its options do not allow: it accepts only what Snapshot can write.
+	// [UnmarshalState] reads JSON that strictly; a detector that also
+	// implements [Bounded] is then checked against the run's counters.
 	Restore(state []byte) error
 
 	// Reset forgets the run and keeps the options: afterwards the detector

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sync"
 
@@ -178,10 +179,10 @@ func (g *Guard) check(s Step) (Verdict, int) {
 		c := g.callFacts(&g.cur.ToolCalls[i], true)
 		f.Calls = append(f.Calls, c)
 		if c.Failed {
-			g.failedCalls++
+			g.failedCalls = satAddInt(g.failedCalls, 1)
 		}
 	}
-	g.toolCalls += len(f.Calls)
+	g.toolCalls = satAddInt(g.toolCalls, len(f.Calls))
 	f.text = normaliseText(f.text[:0], s.Text)
 	f.HasText = len(f.text) > 0
 	f.TextHash = canonical.HashBytes(f.text)
@@ -190,7 +191,7 @@ func (g *Guard) check(s Step) (Verdict, int) {
 	f.NewInput = s.Input != ""
 	f.Usage = s.Usage.sanitize()
 	g.totals.add(f.Usage)
-	g.steps++
+	g.steps = satAddInt(g.steps, 1)
 	f.Steps = g.steps
 	f.Totals = g.totals
 
@@ -260,8 +261,21 @@ func (g *Guard) preflight(calls []ToolCall) (Decision, int) {
 func (g *Guard) resetFacts(p Phase) *Facts {
 	f := &g.facts
 	clear(f.Calls) // drop references to the previous step's calls
-	*f = Facts{Phase: p, Index: g.steps, Calls: f.Calls[:0], text: f.text[:0]}
+	*f = Facts{Phase: p, Index: stepIndex(g.steps), Calls: f.Calls[:0], text: f.text[:0]}
 	return f
+}
+
+// stepIndex is the index of the step after steps recorded ones. The counts
+// saturate at math.MaxInt, so that they never wrap: from there on, every step
+// is the last, and its index stays below the count.
+func stepIndex(steps int) int { return min(steps, math.MaxInt-1) }
+
+// satAddInt adds two counts of 0 or more, saturating at math.MaxInt.
+func satAddInt(a, b int) int {
+	if a > math.MaxInt-b {
+		return math.MaxInt
+	}
+	return a + b
 }
 
 // finish completes a stop verdict: the detector's name, the default reason

@@ -135,11 +135,12 @@ func (t Totals) MarshalJSON() ([]byte, error) {
 	return json.Marshal(totalsJSON{t.InputTokens, t.OutputTokens, t.TotalTokens, t.CostUSD, t.DurationMs()})
 }
 
-// UnmarshalJSON reads what MarshalJSON writes. It rejects negative counts
-// and numbers that are not finite.
+// UnmarshalJSON reads what MarshalJSON writes. It rejects negative counts,
+// numbers that are not finite, and keys that MarshalJSON does not write (in
+// another case, twice, or unknown).
 func (t *Totals) UnmarshalJSON(data []byte) error {
 	var j totalsJSON
-	if err := json.Unmarshal(data, &j); err != nil {
+	if err := UnmarshalState(data, &j); err != nil {
 		return err
 	}
 	if j.InputTokens < 0 || j.OutputTokens < 0 || j.TotalTokens < 0 || !finiteNonNeg(j.CostUSD) || !finiteNonNeg(j.DurationMs) || j.DurationMs > maxDurationMs {

@@ -386,7 +386,7 @@ func (d *Detector) Restore(data []byte) error {
 			return fmt.Errorf("%s: state is not a JSON object", Name)
 		}
 		var s state
-		if err := json.Unmarshal(data, &s); err != nil {
+		if err := guard.UnmarshalState(data, &s); err != nil {
 			return fmt.Errorf("%s: state: %v", Name, err)
 		}
 		if s.WallClockMs == nil {

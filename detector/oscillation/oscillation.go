@@ -145,7 +145,10 @@ type Detector struct {
 	verdict guard.Verdict
 }
 
-var _ guard.Detector = (*Detector)(nil)
+var (
+	_ guard.Detector = (*Detector)(nil)
+	_ guard.Bounded  = (*Detector)(nil)
+)
 
 // New returns a detector with these options, or an error (a
 // *guard.OptionError) for every invalid option.
@@ -482,7 +485,7 @@ func cutName(s string) string {
 // shape, it checks that the counters agree with the calls held.
 func (d *Detector) Restore(data []byte) error {
 	var s *state
-	if err := json.Unmarshal(data, &s); err != nil {
+	if err := guard.UnmarshalState(data, &s); err != nil {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
 	if s == nil {
@@ -539,5 +542,19 @@ func (d *Detector) Restore(data []byte) error {
 	}
 	d.n = h
 	copy(d.runs[2:], s.Runs)
+	return nil
+}
+
+// CheckBounds checks the restored tail against the guard's counters: the
+// calls held, and those each counter spans, are among the calls recorded.
+func (d *Detector) CheckBounds(c guard.Counters) error {
+	if d.n > c.ToolCalls {
+		return fmt.Errorf("%s: %d calls held, but %d calls recorded", Name, d.n, c.ToolCalls)
+	}
+	for p := 2; p < len(d.runs); p++ {
+		if r := d.runs[p]; r > 0 && r > c.ToolCalls-p {
+			return fmt.Errorf("%s: counter of period %d spans %d calls, but %d calls recorded", Name, p, r+p, c.ToolCalls)
+		}
+	}
 	return nil
 }

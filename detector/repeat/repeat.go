@@ -141,6 +141,7 @@ type Detector struct {
 var (
 	_ guard.Detector   = (*Detector)(nil)
 	_ guard.Summarizer = (*Detector)(nil)
+	_ guard.Bounded    = (*Detector)(nil)
 )
 
 // New returns a detector with these options, or an error (a
@@ -387,7 +388,7 @@ func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 // Restore replaces the state by one that Snapshot returned.
 func (d *Detector) Restore(data []byte) error {
 	var s *state
-	if err := json.Unmarshal(data, &s); err != nil {
+	if err := guard.UnmarshalState(data, &s); err != nil {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
 	if s == nil {
@@ -413,6 +414,18 @@ func (d *Detector) Restore(data []byte) error {
 	d.sig, d.count = s.Sig, s.Count
 	for _, x := range s.Steps {
 		d.steps.add(x)
+	}
+	return nil
+}
+
+// CheckBounds checks the restored run against the guard's counters: its
+// calls are among those recorded, and so are its steps.
+func (d *Detector) CheckBounds(c guard.Counters) error {
+	if d.count > c.ToolCalls {
+		return fmt.Errorf("%s: a run of %d calls, but %d calls recorded", Name, d.count, c.ToolCalls)
+	}
+	if steps := d.steps.appendTo(nil); len(steps) > 0 && steps[len(steps)-1] >= c.Steps {
+		return fmt.Errorf("%s: step index %d, but %d steps recorded", Name, steps[len(steps)-1], c.Steps)
 	}
 	return nil
 }

@@ -102,6 +102,7 @@ type Detector struct {
 var (
 	_ guard.Detector   = (*Detector)(nil)
 	_ guard.Summarizer = (*Detector)(nil)
+	_ guard.Bounded    = (*Detector)(nil)
 )
 
 // New returns the rule with these options, or an error (a
@@ -302,6 +303,22 @@ func (d *Detector) Restore(state []byte) error {
 	return nil
 }
 
+// CheckBounds checks the restored counts against the guard's counters: the
+// calls they count are among the calls recorded.
+func (d *Detector) CheckBounds(c guard.Counters) error {
+	if c.ToolCalls == math.MaxInt {
+		return nil // saturated: the calls were at least that many
+	}
+	sum := 0
+	for _, t := range d.tools {
+		if t.calls > c.ToolCalls-sum {
+			return fmt.Errorf("%s: the counts add up to more than the %d calls recorded", Name, c.ToolCalls)
+		}
+		sum += t.calls
+	}
+	return nil
+}
+
 // readCounts reads a JSON object of counts into counts, aligned with d.tools.
 func (d *Detector) readCounts(state []byte, counts []int) error {
 	dec := json.NewDecoder(bytes.NewReader(state))
@@ -336,10 +353,13 @@ func (d *Detector) readCounts(state []byte, counts []int) error {
 			return fmt.Errorf("count of %q is not a number", cut(name))
 		}
 		n, err := strconv.ParseInt(string(num), 10, 0)
-		if err != nil || n < 0 {
-			return fmt.Errorf("count of %q is %s, want a whole number of 0 or more", cut(name), cut(string(num)))
+		if err != nil || n < 1 {
+			return fmt.Errorf("count of %q is %s, want a whole number of 1 or more", cut(name), cut(string(num)))
 		}
 		counts[j] = int(n)
+	}
+	if !slices.Contains(seen, true) {
+		return errors.New("state counts no tool (a fresh state is null)")
 	}
 	if _, err := dec.Token(); err != nil {
 		return fmt.Errorf("state: %v", err)

@@ -126,6 +126,7 @@ type Detector struct {
 var (
 	_ guard.Detector   = (*Detector)(nil)
 	_ guard.Summarizer = (*Detector)(nil)
+	_ guard.Bounded    = (*Detector)(nil)
 )
 
 // New returns a detector with these options, or an error (a
@@ -320,7 +321,7 @@ func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 // keys, each 32 lowercase hexadecimal characters.
 func (d *Detector) Restore(data []byte) error {
 	var s *state
-	if err := json.Unmarshal(data, &s); err != nil {
+	if err := guard.UnmarshalState(data, &s); err != nil {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
 	if s == nil {
@@ -360,4 +361,13 @@ func (d *Detector) Summary() any {
 		s.MaxCount = max(s.MaxCount, count)
 	}
 	return s
+}
+
+// CheckBounds checks the restored window against the guard's counters: its
+// calls are among the calls recorded.
+func (d *Detector) CheckBounds(c guard.Counters) error {
+	if d.n > c.ToolCalls {
+		return fmt.Errorf("%s: %d calls in the window, but %d calls recorded", Name, d.n, c.ToolCalls)
+	}
+	return nil
 }
