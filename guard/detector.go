@@ -55,8 +55,9 @@ type Detector interface {
 
 	// Snapshot returns the detector's state as JSON. Equal states give
 	// equal bytes, and the bytes must not share memory with the state.
-	// With o.Redact, previews of arguments and text are replaced by
-	// "[redacted]"; stop decisions must not depend on them.
+	// Unless o.Previews is set, the state holds no character of any
+	// argument, result or text (previews read [Redacted]) and writes
+	// tool names with o.Name; stop decisions must not depend on either.
 	Snapshot(o SnapshotOptions) ([]byte, error)
 
 	// Restore replaces the detector's state by one that Snapshot returned
@@ -98,15 +99,6 @@ type Summarizer interface {
 type Limiter interface {
 	OnlyLimits() bool
 }
-
-// SnapshotOptions tune [Guard.Snapshot] and [Detector.Snapshot].
-type SnapshotOptions struct {
-	// Redact replaces previews of arguments and text by "[redacted]".
-	Redact bool
-}
-
-// Redacted is what a redacted preview reads.
-const Redacted = "[redacted]"
 
 // Errors that the guard's constructors return, wrapped in a *DetectorError
 // or an *OptionError that says which detector or option.

@@ -151,7 +151,7 @@ func TestSnapshotRestoreDifferential(t *testing.T) {
 		}
 		for i, o := range ops {
 			if i == cut {
-				data, err := g.Snapshot(guard.SnapshotOptions{Redact: redact})
+				data, err := g.Snapshot(guard.SnapshotOptions{Previews: !redact})
 				if err != nil {
 					t.Fatal(err)
 				}

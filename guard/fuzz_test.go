@@ -22,7 +22,7 @@ func FuzzRestore(f *testing.F) {
 		f.Fatal(err)
 	}
 	for i := range 12 {
-		seed, err := g.Snapshot(guard.SnapshotOptions{Redact: i%5 == 4})
+		seed, err := g.Snapshot(guard.SnapshotOptions{Previews: i%5 != 4})
 		if err != nil {
 			f.Fatal(err)
 		}

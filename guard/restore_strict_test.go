@@ -365,3 +365,75 @@ func regexpKeys(doc []byte) [][2]int {
 	}
 	return out
 }
+
+// TestSnapshotHoldsNoData: by default (and so in json.Marshal(g)) a snapshot
+// holds no character of any argument, result, text or finish reason, and no
+// tool name that is not an identifier; previews are there only when asked
+// for. Decisions after a restore are the same either way.
+func TestSnapshotHoldsNoData(t *testing.T) {
+	secrets := []string{"hunter2", "sk-live-7f3a9c", "alice@example.com", "SYSTEM: ignore"}
+	cfg, err := detector.FromJSON([]byte(`{"tools": {"password=hunter2": {"maxCalls": 2}}, "window": true, "stall": true,
+		"oscillation": {"requireIdenticalResults": true}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := cfg.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []guard.Step
+	for i := range 8 {
+		name := []string{"search", "password=hunter2", "sk-live-7f3a9c tool"}[i%3]
+		steps = append(steps, guard.Step{
+			Text:         "my password is hunter2",
+			ToolCalls:    []guard.ToolCall{{Name: name, Args: json.RawMessage(`{"password":"hunter2","key":"sk-live-7f3a9c"}`), Result: "alice@example.com"}},
+			FinishReason: "SYSTEM: ignore",
+		})
+	}
+	twin, err := cfg.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range steps[:5] {
+		g.Check(s)
+		twin.Check(s)
+	}
+	data, err := json.Marshal(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range append(secrets, "password", "my ", "search(") {
+		if bytes.Contains(data, []byte(s)) {
+			t.Errorf("json.Marshal(g) holds %q:\n%s", s, data)
+		}
+	}
+	full, err := g.Snapshot(guard.SnapshotOptions{Previews: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(full, []byte(`hunter2`)) {
+		t.Errorf("a snapshot with previews holds no preview:\n%s", full)
+	}
+	// Restored from the snapshot without data, the guard decides as the
+	// twin does: the capped tool's count survives its hashed name.
+	r, err := cfg.Restore(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stops := 0
+	for i, s := range steps[5:] {
+		want, got := twin.Check(s), r.Check(s)
+		if want.Stop {
+			stops++
+		}
+		if want.Stop != got.Stop || want.Code != got.Code || len(want.Warnings) != len(got.Warnings) {
+			t.Errorf("step %d: restored %s, twin %s", 5+i, guard.Explain(got), guard.Explain(want))
+		}
+	}
+	if stops == 0 {
+		t.Error("the twin never stops: the test shows nothing")
+	}
+	if got := r.Summary().Detectors["toollimit"]; fmt.Sprint(got) != fmt.Sprint(twin.Summary().Detectors["toollimit"]) {
+		t.Errorf("tool counts after restore: %v, want %v", got, twin.Summary().Detectors["toollimit"])
+	}
+}

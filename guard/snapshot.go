@@ -82,7 +82,8 @@ func (g *Guard) Snapshot(o SnapshotOptions) ([]byte, error) {
 }
 
 // MarshalJSON returns g.Snapshot(SnapshotOptions{}), so that json.Marshal(g)
-// saves the run.
+// saves the run: without previews, and with tool names that do not look like
+// identifiers hashed.
 func (g *Guard) MarshalJSON() ([]byte, error) { return g.Snapshot(SnapshotOptions{}) }
 
 // Restore rebuilds a guard from a snapshot with default options. It is

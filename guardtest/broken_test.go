@@ -156,7 +156,7 @@ func (d *snapshotAliases) Restore(state []byte) error {
 }
 
 func (d *snapshotAliases) Snapshot(o guard.SnapshotOptions) ([]byte, error) {
-	if o.Redact {
+	if !o.Previews {
 		return d.Detector.Snapshot(o)
 	}
 	if d.state == nil {

@@ -210,9 +210,11 @@ func preflight(g *guard.Guard, calls []guard.ToolCall, i int) (d guard.Decision)
 	return d
 }
 
+// The snapshot options the properties use: full keeps previews and tool
+// names as given, redact is the default, which keeps neither.
 var (
-	plain  = guard.SnapshotOptions{}
-	redact = guard.SnapshotOptions{Redact: true}
+	full   = guard.SnapshotOptions{Previews: true}
+	redact = guard.SnapshotOptions{}
 )
 
 // snap returns the detector's own snapshot.

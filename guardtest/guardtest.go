@@ -37,10 +37,11 @@
 //   - ObserveKeepsStep: Observe and Verdict modify neither the step the
 //     caller passed to Check (down to the maps of the arguments) nor the
 //     step and facts that later detectors read.
-//   - SnapshotRestore: after a snapshot at any point of a run, restoring it
-//     into a fresh detector gives back the same state and the same verdicts
-//     and preflight answers on the rest of the run; a redacted snapshot gives
-//     the same stop decisions.
+//   - SnapshotRestore: after a snapshot with previews at any point of a
+//     run, restoring it into a fresh detector gives back the same state and
+//     the same verdicts and preflight answers on the rest of the run; a
+//     snapshot without previews (the default) restores to the same state
+//     without previews, and gives the same stop decisions.
 //   - SnapshotBytes: snapshots are valid JSON, deterministic (taken twice, or
 //     by two detectors given the same steps, they are equal), and share no
 //     memory with the detector's state.

@@ -50,7 +50,7 @@ func allDetectors(t testing.TB) []guard.Detector {
 }
 
 // realSnapshots returns snapshots of a guard of all the built-in detectors
-// taken as a random run goes on, plain and redacted.
+// taken as a random run goes on, with and without previews.
 func realSnapshots(t testing.TB) [][]byte {
 	g, err := hostileOpts.New(allDetectors(t)...)
 	if err != nil {
@@ -60,7 +60,7 @@ func realSnapshots(t testing.TB) [][]byte {
 	var out [][]byte
 	for i := range 24 {
 		if i%8 == 3 {
-			for _, o := range []guard.SnapshotOptions{{}, {Redact: true}} {
+			for _, o := range []guard.SnapshotOptions{{}, {Previews: true}} {
 				s, err := g.Snapshot(o)
 				if err != nil {
 					t.Fatal(err)

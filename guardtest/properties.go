@@ -63,7 +63,7 @@ func preflightKeepsState(e *env, run []guard.Step) {
 		for _, calls := range questions(run, i) {
 			when := "before step " + strconv.Itoa(i)
 			saved := cloneCalls(calls)
-			before := bytes.Clone(e.snap(det, plain, when)) // a copy: SnapshotBytes checks sharing
+			before := bytes.Clone(e.snap(det, full, when)) // a copy: SnapshotBytes checks sharing
 			d1 := preflight(g, calls, i)
 			if path, ok := equalValues(saved, calls); !ok {
 				e.fail("Preflight modified the calls it was given, %s, at %s:\nbefore: %s\nafter:  %s",
@@ -71,7 +71,7 @@ func preflightKeepsState(e *env, run []guard.Step) {
 			}
 			// A snapshot that is not deterministic differs in its bytes
 			// only; SnapshotBytes reports that.
-			after := e.snap(det, plain, when)
+			after := e.snap(det, full, when)
 			if !sameJSON(before, after) {
 				e.fail("Preflight changed the snapshot %s (calls %s):\nbefore: %s\nafter:  %s",
 					when, showCalls(calls), showBytes(before), showBytes(after))
@@ -225,14 +225,15 @@ func snapshotRestore(e *env, run []guard.Step) {
 	det := e.fresh()
 	g := e.newGuard(det)
 	n := len(run)
-	snaps, redacted, states := make([][]byte, n+1), make([][]byte, n+1), make([][]byte, n+1)
+	snaps, redacted, states, bare := make([][]byte, n+1), make([][]byte, n+1), make([][]byte, n+1), make([][]byte, n+1)
 	decisions := make([][]guard.Decision, n+1)
 	verdicts := make([]guard.Verdict, n)
 	for k := 0; k <= n; k++ {
 		when := after(k)
-		snaps[k] = e.guardSnap(g, plain, when)
+		snaps[k] = e.guardSnap(g, full, when)
 		redacted[k] = e.guardSnap(g, redact, when)
-		states[k] = bytes.Clone(e.snap(det, plain, when))
+		states[k] = bytes.Clone(e.snap(det, full, when))
+		bare[k] = bytes.Clone(e.snap(det, redact, when))
 		for _, q := range questions(run, k) {
 			decisions[k] = append(decisions[k], preflight(g, q, k))
 		}
@@ -242,7 +243,7 @@ func snapshotRestore(e *env, run []guard.Step) {
 	}
 	for _, k := range splitPoints(n) {
 		g2, d2 := e.restore(snaps[k], "the detector's own snapshot, taken "+after(k))
-		if st := e.snap(d2, plain, "after Restore"); !sameJSON(st, states[k]) {
+		if st := e.snap(d2, full, "after Restore"); !sameJSON(st, states[k]) {
 			e.fail("Snapshot %s, then Restore into a fresh detector, then Snapshot gives another state:\nsaved:    %s\nrestored: %s",
 				after(k), showBytes(states[k]), showBytes(st))
 		}
@@ -258,10 +259,14 @@ func snapshotRestore(e *env, run []guard.Step) {
 					after(k), i, showVerdict(verdicts[i]), showVerdict(v), showBytes(states[k]))
 			}
 		}
-		g3, _ := e.restore(redacted[k], "the detector's own redacted snapshot, taken "+after(k))
+		g3, d3 := e.restore(redacted[k], "the detector's own snapshot without previews, taken "+after(k))
+		if st := e.snap(d3, redact, "after Restore"); !sameJSON(st, bare[k]) {
+			e.fail("Snapshot without previews %s, then Restore into a fresh detector, then Snapshot without previews gives another state:\nsaved:    %s\nrestored: %s",
+				after(k), showBytes(bare[k]), showBytes(st))
+		}
 		for i := k; i < n; i++ {
 			if v := check(g3, run[i], i); !sameStop(v, verdicts[i]) {
-				e.fail("restored from a redacted snapshot taken %s, the detector decides otherwise at step %d (stop decisions must not depend on previews):\noriginal: %s\nrestored: %s\nsnapshot: %s",
+				e.fail("restored from a snapshot without previews taken %s, the detector decides otherwise at step %d (stop decisions must not depend on previews or tool names):\noriginal: %s\nrestored: %s\nsnapshot: %s",
 					after(k), i, showVerdict(verdicts[i]), showVerdict(v), showBytes(redacted[k]))
 			}
 		}
@@ -277,10 +282,10 @@ func snapshotBytes(e *env, run []guard.Step) {
 	heldAt := 0
 	for i := 0; i <= len(run); i++ {
 		when := after(i)
-		for _, o := range []guard.SnapshotOptions{plain, redact} {
+		for _, o := range []guard.SnapshotOptions{full, redact} {
 			kind := "Snapshot"
-			if o.Redact {
-				kind = "Snapshot (redacted)"
+			if !o.Previews {
+				kind = "Snapshot (without previews)"
 			}
 			s1 := e.snap(a, o, when)
 			c1 := bytes.Clone(s1)
@@ -310,7 +315,7 @@ func snapshotBytes(e *env, run []guard.Step) {
 					kind, when, showBytes(c1), showBytes(s3))
 			}
 		}
-		held = e.snap(a, plain, when)
+		held = e.snap(a, full, when)
 		heldCopy, heldAt = bytes.Clone(held), i
 		if i < len(run) {
 			va, vb := check(ga, run[i], i), check(gb, run[i], i)
@@ -347,7 +352,7 @@ func resetIsFresh(e *env, run []guard.Step) {
 				}
 			}
 			f := e.fresh()
-			for _, o := range []guard.SnapshotOptions{plain, redact} {
+			for _, o := range []guard.SnapshotOptions{full, redact} {
 				got, want := e.snap(d, o, "after "+how), e.snap(f, o, "of a fresh detector")
 				if !bytes.Equal(got, want) {
 					e.fail("%s %s gives another snapshot than a fresh detector's:\nafter %s: %s\nfresh:       %s",
@@ -390,7 +395,7 @@ func oddStepsProp(e *env, run []guard.Step) {
 		}
 		protect("Check of "+odd.what, func() { g.Check(odd.step) })
 		protect("Preflight of the calls of "+odd.what, func() { g.Preflight(odd.step.ToolCalls...) })
-		snap := e.guardSnap(g, plain, "after "+odd.what)
+		snap := e.guardSnap(g, full, "after "+odd.what)
 		e.guardSnap(g, redact, "after "+odd.what)
 		g2, _ := e.restore(snap, "the detector's own snapshot, taken after "+odd.what)
 		for i, s := range run[half:] {

@@ -512,7 +512,7 @@ func TestSnapshotState(t *testing.T) {
 	d := newDetector(t, budget.Options{MaxDurationMs: budget.Limit{Value: 5000}, Now: c.Now})
 	snap := func() string {
 		t.Helper()
-		b, err := d.Snapshot(guard.SnapshotOptions{Redact: true})
+		b, err := d.Snapshot(guard.SnapshotOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

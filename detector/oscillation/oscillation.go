@@ -117,8 +117,9 @@ type entry struct {
 	// only such a call can be part of a reported cycle.
 	preview string
 	// redacted reports that preview was replaced by guard.Redacted in the
-	// snapshot the state was restored from.
-	redacted bool
+	// snapshot the state was restored from, and hashed that tool is the
+	// hash of the name (guard.HashName).
+	redacted, hashed bool
 }
 
 // A Detector finds short cycles of calls. Create it with New.
@@ -443,7 +444,8 @@ type callState struct {
 }
 
 // Snapshot returns the tail and the counters as JSON, or null when no call
-// has been seen. With o.Redact, previews read guard.Redacted.
+// has been seen. Unless o.Previews is set, previews read guard.Redacted and
+// tool names are written with o.Name.
 func (d *Detector) Snapshot(o guard.SnapshotOptions) ([]byte, error) {
 	if d.n == 0 {
 		return []byte("null"), nil
@@ -451,12 +453,15 @@ func (d *Detector) Snapshot(o guard.SnapshotOptions) ([]byte, error) {
 	s := state{Calls: make([]callState, d.n), Runs: append([]int(nil), d.runs[2:]...)}
 	for i := range s.Calls {
 		e := d.at(i)
-		cs := callState{Key: e.key, Tool: cutName(e.tool), Preview: e.preview}
+		cs := callState{Key: e.key, Tool: e.tool, Preview: e.preview}
+		if !e.hashed {
+			cs.Tool = o.Name(e.tool)
+		}
 		if e.sig != e.key {
 			sig := e.sig
 			cs.Outcome = &sig
 		}
-		if o.Redact && cs.Preview != "" {
+		if !o.Previews && cs.Preview != "" {
 			cs.Preview = guard.Redacted
 		}
 		s.Calls[i] = cs
@@ -538,7 +543,8 @@ func (d *Detector) Restore(data []byte) error {
 	}
 	d.Reset()
 	for i, c := range s.Calls {
-		d.tail[i] = entry{key: c.Key, sig: sigs[i], tool: c.Tool, preview: c.Preview, redacted: c.Preview == guard.Redacted}
+		d.tail[i] = entry{key: c.Key, sig: sigs[i], tool: c.Tool, preview: c.Preview,
+			redacted: c.Preview == guard.Redacted, hashed: guard.IsHashedName(c.Tool)}
 	}
 	d.n = h
 	copy(d.runs[2:], s.Runs)

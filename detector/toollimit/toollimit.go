@@ -260,8 +260,9 @@ func (d *Detector) Summary() any {
 }
 
 // Snapshot returns the counts of the capped tools that have been called, as a
-// JSON object by tool name (JSON null when none has).
-func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
+// JSON object by tool name (JSON null when none has). Unless o.Previews is
+// set, names that are not identifiers are written hashed (o.Name).
+func (d *Detector) Snapshot(o guard.SnapshotOptions) ([]byte, error) {
 	var b []byte
 	for _, t := range d.tools {
 		if t.calls == 0 {
@@ -272,7 +273,7 @@ func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 		} else {
 			b = append(b, ',')
 		}
-		name, err := json.Marshal(t.name)
+		name, err := json.Marshal(o.Name(t.name))
 		if err != nil {
 			return nil, err
 		}
@@ -287,7 +288,8 @@ func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 }
 
 // Restore replaces the counts by those of a snapshot. Every name must be a
-// capped tool, appear once, and have a whole count of 0 or more.
+// capped tool (or its hash), appear once, and have a whole count of 1 or
+// more.
 func (d *Detector) Restore(state []byte) error {
 	counts := make([]int, len(d.tools))
 	state = bytes.TrimSpace(state)
@@ -301,6 +303,17 @@ func (d *Detector) Restore(state []byte) error {
 	}
 	d.hit, d.ev, d.full = false, Evidence{}, d.full[:0]
 	return nil
+}
+
+// hashedIndex returns the position of the capped tool whose hashed name
+// (guard.HashName) is hashed.
+func (d *Detector) hashedIndex(hashed string) (int, bool) {
+	for j, t := range d.tools {
+		if guard.HashName(t.name) == hashed {
+			return j, true
+		}
+	}
+	return 0, false
 }
 
 // CheckBounds checks the restored counts against the guard's counters: the
@@ -337,6 +350,9 @@ func (d *Detector) readCounts(state []byte, counts []int) error {
 			return errors.New("state: a key is not a string")
 		}
 		j, ok := d.index[name]
+		if guard.IsHashedName(name) {
+			j, ok = d.hashedIndex(name)
+		}
 		if !ok {
 			return fmt.Errorf("state counts %q, which has no cap", cut(name))
 		}

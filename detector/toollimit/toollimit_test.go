@@ -279,7 +279,7 @@ func TestSnapshotRestore(t *testing.T) {
 		for _, s := range steps[:cut] {
 			g.Check(s)
 		}
-		data, err := g.Snapshot(guard.SnapshotOptions{Redact: cut%2 == 0})
+		data, err := g.Snapshot(guard.SnapshotOptions{Previews: cut%2 != 0})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -306,9 +306,36 @@ func TestSnapshotBytes(t *testing.T) {
 	}
 	g, _ := guard.New(d)
 	g.Check(step("b", "a", `q"`, "a", "c"))
-	b, _ := d.Snapshot(guard.SnapshotOptions{})
+	b, _ := d.Snapshot(guard.SnapshotOptions{Previews: true})
 	if got, want := string(b), `{"a":2,"b":1,"q\"":1}`; got != want {
 		t.Errorf("Snapshot = %s, want %s", got, want)
+	}
+	// Without previews, a name that is no identifier is hashed, and
+	// restores to the same count.
+	b, _ = d.Snapshot(guard.SnapshotOptions{})
+	if got, want := string(b), `{"a":2,"b":1,"`+guard.HashName(`q"`)+`":1}`; got != want {
+		t.Errorf("Snapshot without previews = %s, want %s", got, want)
+	}
+	r := newDetector(t, map[string]int{"b": 1, "a": 5, "z": 0, `q"`: 1})
+	if err := r.Restore(b); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(d.Summary(), r.Summary()); diff != "" {
+		t.Errorf("restored without previews (-want +got):\n%s", diff)
+	}
+	// A capped name that looks like a hash is hashed even with previews,
+	// so that it is never taken for another name's hash.
+	lookalike := guard.HashName(`q"`)
+	l := newDetector(t, map[string]int{lookalike: 3, `q"`: 3})
+	gl, _ := guard.New(l)
+	gl.Check(step(lookalike, lookalike, `q"`))
+	b, _ = l.Snapshot(guard.SnapshotOptions{Previews: true})
+	r = newDetector(t, map[string]int{lookalike: 3, `q"`: 3})
+	if err := r.Restore(b); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(l.Summary(), r.Summary()); diff != "" {
+		t.Errorf("restored %s (-want +got):\n%s", b, diff)
 	}
 	g.Reset()
 	if b, _ := d.Snapshot(guard.SnapshotOptions{}); string(b) != "null" {

@@ -485,7 +485,7 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 		cut := rapid.IntRange(0, len(steps)).Draw(t, "cut")
 		orig := newGuard(t, opts, gopts)
 		run(orig, steps[:cut])
-		data, err := orig.Snapshot(guard.SnapshotOptions{Redact: rapid.Bool().Draw(t, "redact")})
+		data, err := orig.Snapshot(guard.SnapshotOptions{Previews: rapid.Bool().Draw(t, "previews")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -526,7 +526,7 @@ func TestSnapshotState(t *testing.T) {
 	if diff := cmp.Diff(d.RecentKeys(), got.Keys); diff != "" {
 		t.Errorf("state %s (-recent keys +state):\n%s", s, diff)
 	}
-	if r, _ := d.Snapshot(guard.SnapshotOptions{Redact: true}); string(r) != string(s) {
+	if r, _ := d.Snapshot(guard.SnapshotOptions{}); string(r) != string(s) {
 		t.Errorf("redacted state %s differs from %s, but holds no preview", r, s)
 	}
 }
