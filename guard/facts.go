@@ -209,23 +209,25 @@ func combine(scratch []byte, kind byte, name string, sums ...canonical.Sum) ([]b
 	return scratch, canonical.HashBytes(scratch)
 }
 
-// callFacts computes the facts of one call. With withOutcome false (in
-// preflight) the result and error are not read.
-func (g *Guard) callFacts(tc *ToolCall, withOutcome bool) Call {
+// callFacts computes the facts of one call, using scratch. With withOutcome
+// false (in preflight) the result and error are not read. It reads only what
+// never changes after New (the ignored tools, the key options), so it needs
+// no lock.
+func (g *Guard) callFacts(scratch []byte, tc *ToolCall, withOutcome bool) ([]byte, Call) {
 	c := Call{Tool: tc.Name, raw: tc, Ignored: g.ignore[tc.Name]}
 	c.Args = g.hashArgs(tc.Name, tc.Args)
-	g.scratch, c.Key = combine(g.scratch, kindKey, tc.Name, c.Args)
+	scratch, c.Key = combine(scratch, kindKey, tc.Name, c.Args)
 	c.Outcome = c.Key
 	if !withOutcome {
-		return c
+		return scratch, c
 	}
 	switch {
 	case tc.Err != nil:
 		c.Failed, c.HasResult = true, true
-		g.scratch, c.Outcome = combine(g.scratch, kindError, tc.Name, c.Args, canonical.HashString(errorText(tc.Err)))
+		scratch, c.Outcome = combine(scratch, kindError, tc.Name, c.Args, canonical.HashString(errorText(tc.Err)))
 	case tc.Result != nil:
 		c.HasResult = true
-		g.scratch, c.Outcome = combine(g.scratch, kindResult, tc.Name, c.Args, canonical.Hash(tc.Result))
+		scratch, c.Outcome = combine(scratch, kindResult, tc.Name, c.Args, canonical.Hash(tc.Result))
 	}
-	return c
+	return scratch, c
 }

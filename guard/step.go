@@ -13,7 +13,9 @@ import (
 // reported and the usage numbers of the turn.
 //
 // Every field may be zero. A Guard never modifies a Step, and keeps it only
-// when [Options.History] asks it to.
+// when [Options.History] asks it to: otherwise, once Check returns, the
+// guard holds no reference to the step nor to anything reachable from it
+// (its arguments and results can be collected).
 type Step struct {
 	// Text is what the model wrote in this turn.
 	Text string
