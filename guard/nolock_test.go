@@ -98,3 +98,74 @@ func TestNoReferenceAfterCheck(t *testing.T) {
 	}
 	runtime.KeepAlive(g)
 }
+
+// TestStepMarshalDeep: arguments nested deeper than guard.MaxStepDepth are
+// left out, as documented, however deep: never a stack overflow, never an
+// error, whether MarshalJSON is called or json.Marshal(step).
+func TestStepMarshalDeep(t *testing.T) {
+	nestSlice := func(n int) any {
+		var v any = 1
+		for range n {
+			v = []any{v}
+		}
+		return v
+	}
+	nestMap := func(n int) any {
+		var v any = "x"
+		for range n {
+			v = map[string]any{"a": v}
+		}
+		return v
+	}
+	nestText := func(n int) any {
+		return json.RawMessage(strings.Repeat("[", n) + strings.Repeat("]", n))
+	}
+	cyclic := map[string]any{}
+	cyclic["self"] = cyclic
+	type node struct {
+		Next *node `json:"next"`
+	}
+	loop := &node{}
+	loop.Next = loop
+	for _, tt := range []struct {
+		name string
+		args any
+		kept bool
+	}{
+		{"slices at the limit", nestSlice(guard.MaxStepDepth), true},
+		{"slices past the limit", nestSlice(guard.MaxStepDepth + 1), false},
+		{"maps at the limit", nestMap(guard.MaxStepDepth), true},
+		{"maps past the limit", nestMap(guard.MaxStepDepth + 1), false},
+		{"JSON text at the limit", nestText(guard.MaxStepDepth), true},
+		{"JSON text past the limit", nestText(guard.MaxStepDepth + 1), false},
+		{"JSON text 15,000 deep", nestText(15_000), false},
+		{"slices 1,000,000 deep", nestSlice(1_000_000), false},
+		{"maps 1,000,000 deep", nestMap(1_000_000), false},
+		{"JSON text 1,000,000 deep", nestText(1_000_000), false},
+		{"a cyclic map", cyclic, false},
+		{"a cyclic pointer", loop, false},
+	} {
+		s := guard.Step{Text: "t", ToolCalls: []guard.ToolCall{{Name: "x", Args: tt.args, Result: tt.args}}}
+		for _, how := range []string{"MarshalJSON", "json.Marshal"} {
+			var b []byte
+			var err error
+			if how == "MarshalJSON" {
+				b, err = s.MarshalJSON()
+			} else {
+				b, err = json.Marshal(s)
+			}
+			if err != nil {
+				t.Errorf("%s, %s: %v", tt.name, how, err)
+				continue
+			}
+			var back guard.Step
+			if err := json.Unmarshal(b, &back); err != nil || len(back.ToolCalls) != 1 {
+				t.Errorf("%s, %s: wrote %.200s (%v)", tt.name, how, b, err)
+				continue
+			}
+			if kept := back.ToolCalls[0].Args != nil && back.ToolCalls[0].Result != nil; kept != tt.kept {
+				t.Errorf("%s, %s: arguments and result kept = %v, want %v", tt.name, how, kept, tt.kept)
+			}
+		}
+	}
+}
