@@ -101,7 +101,8 @@ type Evidence struct {
 	// Cycle lists the calls of one cycle, oldest first, each written
 	// tool(argsPreview).
 	Cycle []string `json:"cycle"`
-	// Tools lists the tool names of the cycle's calls, in the same order.
+	// Tools lists the tool names of the cycle's calls, in the same order,
+	// as guard.Clean shows them (escaped, and cut to 256 bytes).
 	Tools []string `json:"tools"`
 }
 
@@ -225,7 +226,8 @@ func (d *Detector) tailCycle(p int) (cycle, tools []string) {
 	cycle, tools = make([]string, p), make([]string, p)
 	for j := 0; j < p; j++ {
 		e := d.at(d.n - p + j)
-		cycle[j], tools[j] = e.tool+"("+e.preview+")", e.tool
+		tools[j] = guard.Clean(e.tool)
+		cycle[j] = tools[j] + "(" + e.preview + ")"
 	}
 	return cycle, tools
 }
@@ -408,11 +410,12 @@ func (d *Detector) Preflight(f *guard.Facts) guard.Verdict {
 		i := n - p + j
 		if i < d.n {
 			e := d.at(i)
-			cycle[j], tools[j] = e.tool+"("+e.preview+")", e.tool
+			tools[j] = guard.Clean(e.tool)
+			cycle[j] = tools[j] + "(" + e.preview + ")"
 			continue
 		}
 		c := &f.Calls[d.pending[i-d.n]]
-		tool := cutName(c.Tool)
+		tool := guard.Clean(cutName(c.Tool))
 		cycle[j], tools[j] = tool+"("+c.Preview()+")", tool
 	}
 	return d.stop(p, cycles, cycle, tools, guard.PhasePreflight)

@@ -99,7 +99,8 @@ type ToolPolicy struct {
 
 // Evidence is the evidence of a stop (and of a refusal in preflight).
 type Evidence struct {
-	// Tool is the name of the repeated tool.
+	// Tool is the name of the repeated tool, as guard.Clean shows it
+	// (escaped, and cut to 256 bytes).
 	Tool string `json:"tool"`
 	// ArgsPreview is a short preview of the repeated arguments.
 	ArgsPreview string `json:"argsPreview"`
@@ -271,10 +272,10 @@ func (d *Detector) warning(c *guard.Call, r rule) guard.Warning {
 		same = "the same arguments and the same outcome"
 	}
 	w := guard.Warning{
-		Code: WarningCode, Tool: c.Tool, Value: float64(d.count), Limit: float64(r.threshold),
+		Code: WarningCode, Tool: guard.Clean(c.Tool), Value: float64(d.count), Limit: float64(r.threshold),
 		Ratio: float64(d.count) / float64(r.threshold),
-		Detail: fmt.Sprintf("tool %q called %d times in a row with %s %s; one more stops the run (threshold %d)",
-			c.Tool, d.count, same, c.Preview(), r.threshold),
+		Detail: fmt.Sprintf("tool %s called %d times in a row with %s %s; one more stops the run (threshold %d)",
+			guard.Quote(c.Tool), d.count, same, c.Preview(), r.threshold),
 	}
 	w.Feedback = feedback.ForWarning(w)
 	return w
@@ -289,7 +290,7 @@ func (d *Detector) Verdict() guard.Verdict { return d.verdict }
 // stop builds a stop verdict for call c with this count, rule and steps.
 func (d *Detector) stop(c *guard.Call, count int, r rule, steps []int, phase guard.Phase) guard.Verdict {
 	ev := Evidence{
-		Tool: c.Tool, ArgsPreview: c.Preview(), Count: count, Threshold: r.threshold,
+		Tool: guard.Clean(c.Tool), ArgsPreview: c.Preview(), Count: count, Threshold: r.threshold,
 		StepIndexes: steps, IdenticalResults: r.outcomes,
 	}
 	same := "the same arguments"
@@ -300,8 +301,8 @@ func (d *Detector) stop(c *guard.Call, count int, r rule, steps []int, phase gua
 		Stop:   true,
 		Reason: guard.ReasonRepeatedToolCall,
 		Code:   Code,
-		Detail: fmt.Sprintf("tool %q called %d times in a row with %s %s (threshold %d)",
-			ev.Tool, count, same, ev.ArgsPreview, r.threshold),
+		Detail: fmt.Sprintf("tool %s called %d times in a row with %s %s (threshold %d)",
+			guard.Quote(c.Tool), count, same, ev.ArgsPreview, r.threshold),
 		Evidence: ev,
 	}
 	v.Feedback = feedback.For(v, phase)

@@ -61,7 +61,8 @@ const WarningCode = feedback.CodeToolCallCapWarning
 
 // Evidence is the evidence of a stop.
 type Evidence struct {
-	// Tool is the tool's name.
+	// Tool is the tool's name, as guard.Clean shows it
+	// (escaped, and cut to 256 bytes).
 	Tool string `json:"tool"`
 	// Calls is the number of calls of the tool in the run, counting the
 	// call that went over the cap.
@@ -94,7 +95,8 @@ type Detector struct {
 	warn  bool
 
 	hit    bool     // the last step went over a cap
-	ev     Evidence // and this is the first call that did
+	ev     Evidence // and this is the first call that did,
+	hitAt  int      // of the tool at this position
 	full   []int    // the tools (positions) the last step brought to their cap
 	counts []int    // scratch for preflight
 }
@@ -175,7 +177,7 @@ func (d *Detector) Observe(f *guard.Facts) {
 		}
 		if t.calls > t.limit && !d.hit {
 			d.hit = true
-			d.ev = Evidence{Tool: t.name, Calls: t.calls, Limit: t.limit}
+			d.ev, d.hitAt = Evidence{Tool: guard.Clean(t.name), Calls: t.calls, Limit: t.limit}, j
 		}
 		if d.warn && t.calls == t.limit {
 			d.full = append(d.full, j)
@@ -188,7 +190,7 @@ func (d *Detector) Observe(f *guard.Facts) {
 // its cap.
 func (d *Detector) Verdict() guard.Verdict {
 	if d.hit {
-		return d.stop(d.ev, guard.PhaseCheck)
+		return d.stop(d.ev, d.tools[d.hitAt].name, guard.PhaseCheck)
 	}
 	if len(d.full) == 0 {
 		return guard.Verdict{}
@@ -198,20 +200,21 @@ func (d *Detector) Verdict() guard.Verdict {
 		t := &d.tools[j]
 		limit := float64(t.limit) + 1
 		ws[i] = guard.Warning{
-			Code: WarningCode, Tool: t.name, Value: float64(t.calls), Limit: limit, Ratio: float64(t.calls) / limit,
-			Detail: fmt.Sprintf("%q is at its cap of %d; one more call stops the run", t.name, t.limit),
+			Code: WarningCode, Tool: guard.Clean(t.name), Value: float64(t.calls), Limit: limit, Ratio: float64(t.calls) / limit,
+			Detail: fmt.Sprintf("%s is at its cap of %d; one more call stops the run", guard.Quote(t.name), t.limit),
 		}
 		ws[i].Feedback = feedback.ForWarning(ws[i])
 	}
 	return guard.Verdict{Warnings: ws}
 }
 
-func (d *Detector) stop(ev Evidence, p guard.Phase) guard.Verdict {
+// stop builds the stop verdict of ev; name is the tool's name, as given.
+func (d *Detector) stop(ev Evidence, name string, p guard.Phase) guard.Verdict {
 	v := guard.Verdict{Stop: true, Reason: guard.ReasonToolLimit, Code: Code, Evidence: ev}
 	if p == guard.PhasePreflight {
-		v.Detail = fmt.Sprintf("call %d of %q would go over its cap of %d", ev.Calls, ev.Tool, ev.Limit)
+		v.Detail = fmt.Sprintf("call %d of %s would go over its cap of %d", ev.Calls, guard.Quote(name), ev.Limit)
 	} else {
-		v.Detail = fmt.Sprintf("call %d of %q went over its cap of %d", ev.Calls, ev.Tool, ev.Limit)
+		v.Detail = fmt.Sprintf("call %d of %s went over its cap of %d", ev.Calls, guard.Quote(name), ev.Limit)
 	}
 	v.Feedback = feedback.For(v, p)
 	return v
@@ -240,7 +243,7 @@ func (d *Detector) Preflight(f *guard.Facts) guard.Verdict {
 			d.counts[j]++
 		}
 		if t := &d.tools[j]; d.counts[j] > t.limit {
-			return d.stop(Evidence{Tool: t.name, Calls: d.counts[j], Limit: t.limit}, guard.PhasePreflight)
+			return d.stop(Evidence{Tool: guard.Clean(t.name), Calls: d.counts[j], Limit: t.limit}, t.name, guard.PhasePreflight)
 		}
 	}
 	return guard.Verdict{}

@@ -93,7 +93,8 @@ type Options struct {
 
 // Evidence is the evidence of a stop (and of a refusal in preflight).
 type Evidence struct {
-	// Tool is the name of the repeated tool.
+	// Tool is the name of the repeated tool, as guard.Clean shows it
+	// (escaped, and cut to 256 bytes).
 	Tool string `json:"tool"`
 	// ArgsPreview is a short preview of the repeated arguments.
 	ArgsPreview string `json:"argsPreview"`
@@ -229,10 +230,10 @@ func (d *Detector) Observe(f *guard.Facts) {
 		}
 		if count := d.countNext(c.Key); count > d.opts.Threshold {
 			w := guard.Warning{
-				Code: WarningCode, Tool: c.Tool, Value: float64(count - 1), Limit: float64(count),
+				Code: WarningCode, Tool: guard.Clean(c.Tool), Value: float64(count - 1), Limit: float64(count),
 				Ratio: float64(count-1) / float64(count),
-				Detail: fmt.Sprintf("tool %q called %d times within the last %d calls with the same arguments %s; one more stops the run (threshold %d)",
-					c.Tool, count-1, d.opts.Window, c.Preview(), d.opts.Threshold),
+				Detail: fmt.Sprintf("tool %s called %d times within the last %d calls with the same arguments %s; one more stops the run (threshold %d)",
+					guard.Quote(c.Tool), count-1, d.opts.Window, c.Preview(), d.opts.Threshold),
 			}
 			w.Feedback = feedback.ForWarning(w)
 			d.verdict.Warnings = []guard.Warning{w}
@@ -258,7 +259,7 @@ func (d *Detector) countNext(key canonical.Sum) int {
 
 // stop builds a stop verdict for call c with this count.
 func (d *Detector) stop(c *guard.Call, count int, phase guard.Phase) guard.Verdict {
-	ev := Evidence{Tool: c.Tool, ArgsPreview: c.Preview(), Count: count, Threshold: d.opts.Threshold, Window: d.opts.Window}
+	ev := Evidence{Tool: guard.Clean(c.Tool), ArgsPreview: c.Preview(), Count: count, Threshold: d.opts.Threshold, Window: d.opts.Window}
 	verb := "called"
 	if phase == guard.PhasePreflight {
 		verb = "would be called"
@@ -267,8 +268,8 @@ func (d *Detector) stop(c *guard.Call, count int, phase guard.Phase) guard.Verdi
 		Stop:   true,
 		Reason: ReasonWindowedRepeat,
 		Code:   Code,
-		Detail: fmt.Sprintf("tool %q %s %d times within the last %d calls with the same arguments %s (threshold %d)",
-			ev.Tool, verb, count, ev.Window, ev.ArgsPreview, ev.Threshold),
+		Detail: fmt.Sprintf("tool %s %s %d times within the last %d calls with the same arguments %s (threshold %d)",
+			guard.Quote(c.Tool), verb, count, ev.Window, ev.ArgsPreview, ev.Threshold),
 		Evidence: ev,
 	}
 	v.Feedback = feedback.For(v, phase)
