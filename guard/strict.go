@@ -1,12 +1,12 @@
 package guard
 
 import (
-	"bytes"
 	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -33,19 +33,56 @@ func UnmarshalState(data []byte, v any) error {
 // that it will be decoded into (nil for any value): exact spelling, no
 // duplicates and, unless unknown is set, no key that no field reads.
 // Values whose type decodes itself (json.Unmarshaler, TextUnmarshaler) are
-// only checked for duplicate keys.
+// only checked for duplicate keys. It reads the text without decoding any
+// value, and reports text that is not JSON as an error.
 func checkKeys(data []byte, t reflect.Type, unknown bool) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	k := keyChecker{dec: dec, unknown: unknown}
-	if err := k.value(t, ""); err != nil {
+	k := keyChecker{data: data, unknown: unknown}
+	if err := k.value(t); err != nil {
 		return err
+	}
+	if k.space(); k.i != len(k.data) {
+		return k.invalid()
 	}
 	return nil
 }
 
 type keyChecker struct {
-	dec     *json.Decoder
+	data    []byte
+	i       int
 	unknown bool
+	depth   int      // arrays and objects open
+	keys    []string // the keys of the objects open, in order
+	path    []step   // to the value being checked
+}
+
+// Limits of the key checker: as deep as encoding/json reads, and the keys
+// of one object looked up in a list up to a few, in a map beyond.
+const (
+	maxCheckDepth = 10_000
+	listedKeys    = 16
+)
+
+// step is one step of the path to the value being checked: a key, or for an
+// array element its index (key "").
+type step struct {
+	key   string
+	index int
+}
+
+// where returns the path of the value being checked, for an error.
+func (k *keyChecker) where() string {
+	var b strings.Builder
+	for i, p := range k.path {
+		switch {
+		case p.key == "":
+			fmt.Fprintf(&b, "[%d]", p.index)
+		case i > 0:
+			b.WriteString("." + p.key)
+		default:
+			b.WriteString(p.key)
+		}
+	}
+	return cutKey(b.String())
 }
 
 var (
@@ -91,9 +128,41 @@ func fieldsOf(t reflect.Type) []field {
 	return out
 }
 
-// value checks the next value of the stream, to be decoded into t (nil for
-// any). path names it in errors.
-func (k *keyChecker) value(t reflect.Type, path string) error {
+func (k *keyChecker) invalid() error {
+	return fmt.Errorf("guard: state: not valid JSON (at byte %d)", k.i)
+}
+
+func (k *keyChecker) space() {
+	for k.i < len(k.data) {
+		switch k.data[k.i] {
+		case ' ', '\t', '\n', '\r':
+			k.i++
+		default:
+			return
+		}
+	}
+}
+
+// str reads a string whose '"' is next and returns its raw contents and
+// whether they hold an escape.
+func (k *keyChecker) str() (raw []byte, escaped bool, err error) {
+	start := k.i + 1
+	for i := start; i < len(k.data); i++ {
+		switch k.data[i] {
+		case '\\':
+			escaped = true
+			i++
+		case '"':
+			k.i = i + 1
+			return k.data[start:i], escaped, nil
+		}
+	}
+	return nil, false, k.invalid()
+}
+
+// value checks the next value of the text, to be decoded into t (nil for
+// any).
+func (k *keyChecker) value(t reflect.Type) error {
 	for t != nil && t.Kind() == reflect.Pointer {
 		if decodesItself(t) {
 			break
@@ -103,31 +172,67 @@ func (k *keyChecker) value(t reflect.Type, path string) error {
 	if t != nil && (decodesItself(t) || t.Kind() == reflect.Interface) {
 		t = nil
 	}
-	tok, err := k.dec.Token()
-	if err != nil {
-		return fmt.Errorf("guard: state: %v", err)
+	k.space()
+	if k.i >= len(k.data) {
+		return k.invalid()
 	}
-	switch tok {
-	case json.Delim('{'):
-		return k.object(t, path)
-	case json.Delim('['):
+	switch k.data[k.i] {
+	case '{', '[':
+		if k.depth++; k.depth > maxCheckDepth {
+			return fmt.Errorf("guard: state: nested deeper than %d levels", maxCheckDepth)
+		}
+		defer func() { k.depth-- }()
+	}
+	switch k.data[k.i] {
+	case '{':
+		k.i++
+		return k.object(t)
+	case '[':
+		k.i++
 		var elem reflect.Type
 		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
 			elem = t.Elem()
 		}
-		for i := 0; k.dec.More(); i++ {
-			if err := k.value(elem, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+		if k.space(); k.i < len(k.data) && k.data[k.i] == ']' {
+			k.i++
+			return nil
+		}
+		for n := 0; ; n++ {
+			k.path = append(k.path, step{index: n})
+			err := k.value(elem)
+			k.path = k.path[:len(k.path)-1]
+			if err != nil {
 				return err
 			}
+			if k.space(); k.i >= len(k.data) {
+				return k.invalid()
+			}
+			c := k.data[k.i]
+			k.i++
+			if c == ']' {
+				return nil
+			}
+			if c != ',' {
+				return k.invalid()
+			}
 		}
-		_, err := k.dec.Token() // ']'
+	case '"':
+		_, _, err := k.str()
 		return err
+	}
+	// A number or a literal: json.Unmarshal checks it.
+	for k.i < len(k.data) {
+		switch k.data[k.i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return nil
+		}
+		k.i++
 	}
 	return nil
 }
 
 // object checks the members of an object whose '{' was read.
-func (k *keyChecker) object(t reflect.Type, path string) error {
+func (k *keyChecker) object(t reflect.Type) error {
 	var fields []field
 	var elem reflect.Type
 	isStruct := t != nil && t.Kind() == reflect.Struct
@@ -137,18 +242,48 @@ func (k *keyChecker) object(t reflect.Type, path string) error {
 	case t != nil && t.Kind() == reflect.Map:
 		elem = t.Elem()
 	}
-	seen := make(map[string]bool)
-	for k.dec.More() {
-		tok, err := k.dec.Token()
+	if k.space(); k.i < len(k.data) && k.data[k.i] == '}' {
+		k.i++
+		return nil
+	}
+	first := len(k.keys)
+	defer func() { k.keys = k.keys[:first] }()
+	var seen map[string]bool // once the object has more than listedKeys keys
+	for {
+		if k.space(); k.i >= len(k.data) || k.data[k.i] != '"' {
+			return k.invalid()
+		}
+		raw, escaped, err := k.str()
 		if err != nil {
-			return fmt.Errorf("guard: state: %v", err)
+			return err
 		}
-		key, _ := tok.(string)
-		at := strings.TrimPrefix(path+"."+key, ".")
-		if seen[key] {
-			return fmt.Errorf("guard: state: key %q appears twice", cutKey(at))
+		key := string(raw)
+		if escaped {
+			var unquoted string
+			if json.Unmarshal(k.data[k.i-len(raw)-2:k.i], &unquoted) != nil {
+				return k.invalid()
+			}
+			key = unquoted
 		}
-		seen[key] = true
+		k.path = append(k.path, step{key: key})
+		where := k.where
+		switch {
+		case seen != nil:
+			if seen[key] {
+				return fmt.Errorf("guard: state: key %q appears twice", where())
+			}
+			seen[key] = true
+		case slices.Contains(k.keys[first:], key):
+			return fmt.Errorf("guard: state: key %q appears twice", where())
+		case len(k.keys)-first == listedKeys:
+			seen = make(map[string]bool, 2*listedKeys)
+			for _, old := range k.keys[first:] {
+				seen[old] = true
+			}
+			seen[key] = true
+		default:
+			k.keys = append(k.keys, key)
+		}
 		vt := elem
 		if isStruct {
 			vt = nil
@@ -162,20 +297,34 @@ func (k *keyChecker) object(t reflect.Type, path string) error {
 			if !known {
 				for _, f := range fields {
 					if strings.EqualFold(f.name, key) {
-						return fmt.Errorf("guard: state: key %q is not spelt %q", cutKey(at), f.name)
+						return fmt.Errorf("guard: state: key %q is not spelt %q", where(), f.name)
 					}
 				}
 				if !k.unknown {
-					return fmt.Errorf("guard: state: unknown key %q", cutKey(at))
+					return fmt.Errorf("guard: state: unknown key %q", where())
 				}
 			}
 		}
-		if err := k.value(vt, at); err != nil {
+		if k.space(); k.i >= len(k.data) || k.data[k.i] != ':' {
+			return k.invalid()
+		}
+		k.i++
+		if err := k.value(vt); err != nil {
 			return err
 		}
+		k.path = k.path[:len(k.path)-1]
+		if k.space(); k.i >= len(k.data) {
+			return k.invalid()
+		}
+		c := k.data[k.i]
+		k.i++
+		if c == '}' {
+			return nil
+		}
+		if c != ',' {
+			return k.invalid()
+		}
 	}
-	_, err := k.dec.Token() // '}'
-	return err
 }
 
 func cutKey(s string) string {

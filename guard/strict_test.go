@@ -2,7 +2,10 @@ package guard_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -41,6 +44,10 @@ func TestUnmarshalState(t *testing.T) {
 		{`{"byName":{"a":{"Count":1}}}`, nil},
 		{`{"counts":{"a":1,"a":2}}`, nil},
 		{`{"raw":{"x":1,"x":2}}`, nil},
+		// A key spelt with escapes is the same key.
+		{`{"st\u0061lled":1,"stalled":2}`, nil},
+		{`{"counts":{"\u0061":1,"a":2}}`, nil},
+		{`{"st\u0061lled":1}`, &testState{Stalled: 1}},
 		// Unknown keys.
 		{`{"stalled":1,"future":true}`, nil},
 		{`{"calls":[{"count":1,"more":2}]}`, nil},
@@ -48,6 +55,11 @@ func TestUnmarshalState(t *testing.T) {
 		{`{"stalled":"x"}`, nil},
 		{`{"stalled":1}x`, nil},
 		{`{"stalled":1`, nil},
+		{`{"stalled":1,}`, nil},
+		{`{"calls":[{"count":1},]}`, nil},
+		{`{"stalled" 1}`, nil},
+		{`{"stalled":1 "calls":[]}`, nil},
+		{` {"stalled" : 1 , "calls" : [ { "count" : 2 } ] } `, &testState{Stalled: 1, Calls: []innerState{{2}}}},
 	}
 	for _, tt := range tests {
 		var got *testState
@@ -76,5 +88,31 @@ func TestUnmarshalState(t *testing.T) {
 	}
 	if err := guard.UnmarshalState([]byte(`{}`), s); err == nil {
 		t.Error("UnmarshalState into a non-pointer: no error")
+	}
+}
+
+// TestUnmarshalStateLimits: 100,000 keys in one object, or arrays nested a
+// million deep, cost linear time and no deep stack.
+func TestUnmarshalStateLimits(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"counts":{`)
+	for i := range 100_000 {
+		fmt.Fprintf(&b, `"k%d":1,`, i)
+	}
+	many := b.String()
+	var got *testState
+	if err := guard.UnmarshalState([]byte(many+`"k99999":2}}`), &got); err == nil {
+		t.Error("a duplicate after 100,000 keys: no error")
+	}
+	start := time.Now()
+	if err := guard.UnmarshalState([]byte(many+`"last":2}}`), &got); err != nil || len(got.Counts) != 100_001 {
+		t.Errorf("100,000 keys: %v", err)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("100,000 keys took %v", d)
+	}
+	deep := strings.Repeat("[", 1_000_000) + strings.Repeat("]", 1_000_000)
+	if err := guard.UnmarshalState([]byte(`{"raw":`+deep+`}`), &got); err == nil {
+		t.Error("arrays nested a million deep: no error")
 	}
 }
