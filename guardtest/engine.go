@@ -183,6 +183,11 @@ func (e *env) newGuard(dets ...guard.Detector) *guard.Guard {
 	return g
 }
 
+// relay hands a detector to a second guard once the first that holds it is
+// no longer used. It forwards the methods of the Detector interface only, so
+// the new guard does not see the detector's guard.Owned marker.
+type relay struct{ guard.Detector }
+
 // restore returns a guard restored from a snapshot into a fresh detector.
 func (e *env) restore(snap []byte, what string) (*guard.Guard, guard.Detector) {
 	d := e.fresh()
@@ -205,9 +210,11 @@ func preflight(g *guard.Guard, calls []guard.ToolCall, i int) (d guard.Decision)
 	return d
 }
 
+// The snapshot options the properties use: full keeps previews and tool
+// names as given, redact is the default, which keeps neither.
 var (
-	plain  = guard.SnapshotOptions{}
-	redact = guard.SnapshotOptions{Redact: true}
+	full   = guard.SnapshotOptions{Previews: true}
+	redact = guard.SnapshotOptions{}
 )
 
 // snap returns the detector's own snapshot.

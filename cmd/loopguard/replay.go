@@ -244,7 +244,7 @@ func (r *replayer) line(n int, line []byte) (record, error) {
 		d := r.g.Preflight(preflightCalls(calls)...)
 		rec.Kind, rec.Decision = kindPreflight, &d
 	case isTrue(top["snapshot"]):
-		data, err := r.g.Snapshot(guard.SnapshotOptions{})
+		data, err := r.g.Snapshot(guard.SnapshotOptions{Previews: true}) // previews: the output stays as without a snapshot
 		if err != nil {
 			return record{}, failure{fmt.Errorf("snapshot: %w", err)}
 		}

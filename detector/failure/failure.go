@@ -129,6 +129,8 @@ func opKey(c *guard.Call) canonical.Sum {
 // A Detector finds the same failure repeated among the newest calls.
 // Create it with New.
 type Detector struct {
+	guard.Owned // one guard at a time
+
 	opts Options
 
 	// ring holds the newest calls: ring[(start+i)%len(ring)] is the i-th
@@ -142,6 +144,7 @@ type Detector struct {
 var (
 	_ guard.Detector   = (*Detector)(nil)
 	_ guard.Summarizer = (*Detector)(nil)
+	_ guard.Bounded    = (*Detector)(nil)
 )
 
 // New returns a detector with these options, or an error (a
@@ -280,10 +283,10 @@ func (d *Detector) Observe(f *guard.Facts) {
 	}
 	if warn != nil && !d.verdict.Stop {
 		w := guard.Warning{
-			Code: WarningCode, Tool: warn.Tool, Value: float64(warnCount), Limit: float64(d.opts.Threshold),
+			Code: WarningCode, Tool: guard.Clean(warn.Tool), Value: float64(warnCount), Limit: float64(d.opts.Threshold),
 			Ratio: float64(warnCount) / float64(d.opts.Threshold),
-			Detail: fmt.Sprintf("tool %q failed the same way %d times within the last %d calls; one more stops the run (threshold %d)",
-				warn.Tool, warnCount, d.opts.Window, d.opts.Threshold),
+			Detail: fmt.Sprintf("tool %s failed the same way %d times within the last %d calls; one more stops the run (threshold %d)",
+				guard.Quote(warn.Tool), warnCount, d.opts.Window, d.opts.Threshold),
 		}
 		w.Feedback = feedback.ForWarning(w)
 		d.verdict.Warnings = []guard.Warning{w}
@@ -292,14 +295,14 @@ func (d *Detector) Observe(f *guard.Facts) {
 
 // stop builds the stop verdict for call c with this count.
 func (d *Detector) stop(c *guard.Call, e entry, count int) guard.Verdict {
-	ev := Evidence{Tool: c.Tool, Count: count, Threshold: d.opts.Threshold, Window: d.opts.Window,
+	ev := Evidence{Tool: guard.Clean(c.Tool), Count: count, Threshold: d.opts.Threshold, Window: d.opts.Window,
 		ArgsPreview: c.Preview(), StepIndexes: d.counted(e)}
 	v := guard.Verdict{
 		Stop:   true,
 		Reason: ReasonRepeatedFailure,
 		Code:   Code,
-		Detail: fmt.Sprintf("tool %q failed the same way %d times within the last %d calls, the last with arguments %s (threshold %d)",
-			ev.Tool, count, ev.Window, ev.ArgsPreview, ev.Threshold),
+		Detail: fmt.Sprintf("tool %s failed the same way %d times within the last %d calls, the last with arguments %s (threshold %d)",
+			guard.Quote(c.Tool), count, ev.Window, ev.ArgsPreview, ev.Threshold),
 		Evidence: ev,
 	}
 	v.Feedback = feedback.For(v, guard.PhaseCheck)
@@ -363,7 +366,7 @@ func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 // and never decreasing.
 func (d *Detector) Restore(data []byte) error {
 	var s *state
-	if err := json.Unmarshal(data, &s); err != nil {
+	if err := guard.UnmarshalState(data, &s); err != nil {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
 	if s == nil {
@@ -400,6 +403,27 @@ func (d *Detector) Restore(data []byte) error {
 			e.op = *op
 		}
 		d.push(e)
+	}
+	return nil
+}
+
+// CheckBounds checks the restored window against the guard's counters: it
+// holds no more calls than were recorded, no more failures than failed, and
+// no step index at or beyond the steps recorded.
+func (d *Detector) CheckBounds(c guard.Counters) error {
+	failures := 0
+	for i := 0; i < d.n; i++ {
+		e := d.ring[i]
+		if e.failure != (canonical.Sum{}) {
+			failures++
+		}
+		if e.step >= c.Steps {
+			return fmt.Errorf("%s: step index %d, but %d steps recorded", Name, e.step, c.Steps)
+		}
+	}
+	if d.n > c.ToolCalls || failures > c.FailedToolCalls {
+		return fmt.Errorf("%s: %d calls and %d failures in the window, but %d calls and %d failures recorded",
+			Name, d.n, failures, c.ToolCalls, c.FailedToolCalls)
 	}
 	return nil
 }
