@@ -21,7 +21,8 @@
 //	v, err := runs.Check(ctx, runID, step) // on any worker
 //
 // What is stored holds no arguments, results or text: the guard's snapshot is
-// taken redacted (counters, hashes, tool names). [Options.Key] signs it, so
+// taken as [guard.Guard.Snapshot] takes it by default, without previews
+// (counters, hashes, tool names). [Options.Key] signs it, so
 // that a snapshot altered in the store is refused. [Options.Policy] says what
 // to answer when the store is down or slow; see [FailOpen].
 package snapshot

@@ -479,7 +479,7 @@ func (r *Runs) commit(ctx context.Context, e *entry) (guard.Verdict, error) {
 
 // encode writes e's guard in a new envelope.
 func (r *Runs) encode(e *entry) (*envelope, []byte, error) {
-	snap, err := e.g.Snapshot(guard.SnapshotOptions{Redact: true})
+	snap, err := e.g.Snapshot(guard.SnapshotOptions{})
 	if err != nil {
 		return nil, nil, err
 	}

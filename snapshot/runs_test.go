@@ -20,13 +20,26 @@ import (
 	"github.com/loopguard/loopguard/snapshot/storetest"
 )
 
-// defaults makes guards with detector.Defaults() and counts restores.
-type defaults struct{ restores atomic.Int64 }
+// A detector.Config is the Factory users pass.
+var _ snapshot.Factory = detector.Config{}
 
-func (*defaults) New() (*guard.Guard, error) { return guard.New(detector.Defaults()...) }
+// defaults is the Config of the default options ({}), counting restores.
+type defaults struct {
+	restores atomic.Int64
+}
+
+func (*defaults) config() detector.Config {
+	cfg, err := detector.FromJSON([]byte(`{}`))
+	if err != nil {
+		panic(err) // the default options always build
+	}
+	return cfg
+}
+
+func (f *defaults) New() (*guard.Guard, error) { return f.config().New() }
 func (f *defaults) Restore(data []byte) (*guard.Guard, error) {
 	f.restores.Add(1)
-	return guard.Restore(data, detector.Defaults()...)
+	return f.config().Restore(data)
 }
 
 func TestMemoryStore(t *testing.T) {

@@ -54,7 +54,7 @@ func (r *Runs) Begin(ctx context.Context, key string) (*Turn, error) {
 // copyGuard returns a guard with g's state; prev is returned unless copying
 // fails.
 func (r *Runs) copyGuard(g *guard.Guard, prev error) (*guard.Guard, error) {
-	data, err := g.Snapshot(guard.SnapshotOptions{})
+	data, err := g.Snapshot(guard.SnapshotOptions{Previews: true}) // in memory only: details read as the run's
 	if err != nil {
 		return nil, err
 	}

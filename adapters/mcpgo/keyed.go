@@ -84,28 +84,17 @@ type Keyed struct {
 }
 
 // ServerDefaults returns the guards a server gets when it names none:
-// detector.Defaults() without the step limit. A server's run (a session, a
-// user, a run ID) has no natural length, and a limit of 50 steps would
-// refuse every call of a long session after the 50th; configure one (with
-// maxSteps in the options document) where you want it.
-func ServerDefaults() snapshot.Factory { return serverDefaults{} }
-
-type serverDefaults struct{}
-
-func (serverDefaults) New() (*guard.Guard, error) {
+// detector.Defaults() without the step limit (the options document
+// {"maxSteps": false}). A server's run (a session, a user, a run ID) has no
+// natural length, and a limit of 50 steps would refuse every call of a long
+// session after the 50th; configure one (with maxSteps in the options
+// document) where you want it.
+func ServerDefaults() detector.Config {
 	cfg, err := detector.FromJSON([]byte(`{"maxSteps": false}`))
 	if err != nil {
-		return nil, err
+		panic("loopguard: the server defaults do not build: " + err.Error()) // a constant document
 	}
-	return cfg.Guard.New(cfg.Detectors...)
-}
-
-func (serverDefaults) Restore(data []byte) (*guard.Guard, error) {
-	cfg, err := detector.FromJSON([]byte(`{"maxSteps": false}`))
-	if err != nil {
-		return nil, err
-	}
-	return cfg.Guard.Restore(data, cfg.Detectors...)
+	return cfg
 }
 
 // NewKeyed returns Keyed guards with these options.

@@ -48,7 +48,7 @@ func TestMeasure(t *testing.T) {
 	store := newStore(t, client, "measure:")
 
 	// The size of a stored run after 100 steps, for the bare round trip.
-	probe, _ := snapshot.New(store, factory{noLimit}, snapshot.Options{})
+	probe, _ := snapshot.New(store, config(t, noLimit), snapshot.Options{})
 	for i := range 100 {
 		probe.Check(ctx, "probe", step(0, i))
 	}
@@ -122,12 +122,12 @@ func TestMeasure(t *testing.T) {
 	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, n := range []int{1, 8, 64} {
 		gen := time.Now().UnixNano()
-		runs, _ := snapshot.New(store, factory{noLimit}, snapshot.Options{})
+		runs, _ := snapshot.New(store, config(t, noLimit), snapshot.Options{})
 		viaRedis := &figure{name: "runs", n: n, op: func(w, i int) error {
 			_, err := runs.Check(ctx, fmt.Sprintf("c%d-%d", gen, w), step(w, i))
 			return err
 		}}
-		runs2, _ := snapshot.New(store, factory{noLimit}, snapshot.Options{})
+		runs2, _ := snapshot.New(store, config(t, noLimit), snapshot.Options{})
 		withPreflight := &figure{name: "runs+preflight", n: n, op: func(w, i int) error {
 			key := fmt.Sprintf("p%d-%d", gen, w)
 			if _, err := runs2.Preflight(ctx, key, step(w, i).ToolCalls...); err != nil {
@@ -138,7 +138,7 @@ func TestMeasure(t *testing.T) {
 		}}
 		guards := make([]*guard.Guard, n)
 		for w := range guards {
-			guards[w], _ = factory{noLimit}.New()
+			guards[w], _ = config(t, noLimit).New()
 		}
 		local := &figure{name: "guard", n: n, op: func(w, i int) error {
 			guards[w].Check(step(w, i))

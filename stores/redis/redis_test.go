@@ -18,23 +18,14 @@ import (
 	"github.com/loopguard/loopguard/stores/redis/redistest"
 )
 
-// factory builds guards from an options document, fresh every time.
-type factory struct{ doc string }
-
-func (f factory) New() (*guard.Guard, error) {
-	cfg, err := detector.FromJSON([]byte(f.doc))
+// config reads an options document: the Factory of the runs.
+func config(t testing.TB, doc string) detector.Config {
+	t.Helper()
+	cfg, err := detector.FromJSON([]byte(doc))
 	if err != nil {
-		return nil, err
+		t.Fatal(err)
 	}
-	return cfg.Guard.New(cfg.Detectors...)
-}
-
-func (f factory) Restore(data []byte) (*guard.Guard, error) {
-	cfg, err := detector.FromJSON([]byte(f.doc))
-	if err != nil {
-		return nil, err
-	}
-	return cfg.Guard.Restore(data, cfg.Detectors...)
+	return cfg
 }
 
 func newStore(t testing.TB, c lgredis.Client, prefix string) *lgredis.Store {
@@ -150,7 +141,7 @@ func TestContention(t *testing.T) {
 	errs := make(chan error, workers)
 	start := time.Now()
 	for w := range workers {
-		runs, err := snapshot.New(newStore(t, srv.Client(nil), "contention:"), factory{noLimit},
+		runs, err := snapshot.New(newStore(t, srv.Client(nil), "contention:"), config(t, noLimit),
 			snapshot.Options{OnCommit: func(c snapshot.Commit) { commits <- c }, Retry: snapshot.Retry{Attempts: 1000}})
 		if err != nil {
 			t.Fatal(err)
@@ -191,7 +182,7 @@ func TestContention(t *testing.T) {
 			}
 		}
 	}
-	g, err := factory{noLimit}.New()
+	g, err := config(t, noLimit).New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +193,7 @@ func TestContention(t *testing.T) {
 	if n != workers*steps {
 		t.Errorf("the commits hold %d steps, want %d", n, workers*steps)
 	}
-	check, _ := snapshot.New(newStore(t, srv.Client(nil), "contention:"), factory{noLimit}, snapshot.Options{})
+	check, _ := snapshot.New(newStore(t, srv.Client(nil), "contention:"), config(t, noLimit), snapshot.Options{})
 	sum, err := check.Summary(ctx, "run")
 	if err != nil || sum.Steps != workers*steps {
 		t.Errorf("the stored run has %d steps (%v), want %d", sum.Steps, err, workers*steps)
