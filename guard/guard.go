@@ -100,6 +100,13 @@ type Guard struct {
 
 	// Buffers of Check and Preflight (*factsBuf), reused.
 	bufs sync.Pool
+
+	// The fingerprints of the guard's options and of each detector's
+	// (in the order of dets), made by the first Snapshot.
+	fingerprints struct {
+		guard canonical.Sum
+		dets  []canonical.Sum
+	}
 }
 
 // New returns a Guard that runs the given detectors with default options.
