@@ -26,7 +26,11 @@ func TestDetect(t *testing.T) {
 		{"a step line", `{"text": "hi", "toolCalls": []}` + "\n" + `{"text": "x"}`, trace.Steps},
 		{"a step with only usage", `{"usage": {"inputTokens": 1}}`, trace.Steps},
 		{"an array of steps", `[{"toolCalls": [{"name": "a"}]}]`, trace.Steps},
-		{"empty objects decide nothing", "{}\n{}\n" + `{"text": "x"}`, trace.Steps},
+		{"an empty object is a step", "{}\n" + `{"role": "user", "content": "x"}`, trace.Steps},
+		{"objects of no kind decide nothing", `{"file": 1}` + "\n" + `{"text": "x"}`, trace.Steps},
+		{"a control line", `{"preflight": {"name": "a"}}`, trace.Steps},
+		{"a provider's spelling of a step key", `{"tool_calls": [], "finish_reason": "stop"}`, trace.Steps},
+		{"annotations only", `{"meta": {"source": "x"}}`, trace.Steps},
 		{"an object of another kind", `{"file": "a.jsonl", "label": "loops"}`, trace.Unknown},
 		{"a manifest", `[{"file": "a.jsonl", "steps": 3}]`, trace.Unknown},
 		{"OpenAI system message", `[{"role": "system", "content": "x"}]`, trace.OpenAI},
@@ -41,7 +45,7 @@ func TestDetect(t *testing.T) {
 		{"Anthropic request body", `{"model": "m", "system": "s", "messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "image", "source": {}}]}]}`, trace.Anthropic},
 		{"a byte order mark", "\uFEFF" + `{"text": "x"}`, trace.Steps},
 		{"broken JSON after a decision", `{"text": "x"}` + "\n{", trace.Steps},
-		{"broken JSON before a decision", "{}\n{", trace.Unknown},
+		{"broken JSON before a decision", `{"file": 1}` + "\n{", trace.Unknown},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -269,8 +273,8 @@ func TestErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := trace.Parse([]byte("{}\n{}"), trace.Unknown); !errors.Is(err, trace.ErrUnknownFormat) {
-		t.Errorf("Parse of empty objects = %v, want ErrUnknownFormat", err)
+	if _, err := trace.Parse([]byte(`{"file": 1}`+"\n"+`{"label": 2}`), trace.Unknown); !errors.Is(err, trace.ErrUnknownFormat) {
+		t.Errorf("Parse of objects of no kind = %v, want ErrUnknownFormat", err)
 	}
 }
 
