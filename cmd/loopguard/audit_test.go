@@ -107,11 +107,8 @@ func auditTraces(t *testing.T, doc, preset string) map[string]*runReport {
 			t.Fatal(err)
 		}
 	}
-	a := &auditor{conf: conf}
-	jobs, status := a.collect([]string{traces}, os.Stderr)
-	if status != exitOK {
-		t.Fatalf("collect: status %d", status)
-	}
+	a := &auditor{conf: conf, read: readOptions{keys: trace.WarnUnknownKeys, maxSize: defaultMaxSize}}
+	jobs := a.collect([]string{traces}, os.Stderr)
 	out := make(map[string]*runReport)
 	a.run(jobs, func(r *runReport) {
 		if r.skipped {
@@ -267,11 +264,11 @@ func TestAuditErrors(t *testing.T) {
 	if res.code != exitUsage {
 		t.Errorf("exit status %d, want %d", res.code, exitUsage)
 	}
-	wantErr := "loopguard audit: stat no-such-file.jsonl: no such file or directory\n" +
-		auditData + "/bad-steps.jsonl:3: invalid JSON: unexpected end of JSON input\n" +
+	wantErr := auditData + "/bad-steps.jsonl:3: invalid JSON: unexpected end of JSON input\n" +
 		auditData + "/bad-openai.json:4: a result for tool_call_id \"call_2\", which no earlier call has\n" +
 		auditData + "/bad-anthropic.jsonl:2: invalid JSON: invalid character '\\n' in string literal\n" +
-		auditData + "/not-json.jsonl:1: invalid JSON: invalid character 'h' in literal true (expecting 'r')\n"
+		auditData + "/not-json.jsonl:1: invalid JSON: invalid character 'h' in literal true (expecting 'r')\n" +
+		"no-such-file.jsonl: no such file or directory\n"
 	if diff := cmp.Diff(wantErr, res.stderr); diff != "" {
 		t.Errorf("stderr (-want +got):\n%s", diff)
 	}
@@ -355,7 +352,10 @@ func TestAuditOrder(t *testing.T) {
 	var got []string
 	dec := json.NewDecoder(strings.NewReader(res.stdout))
 	for dec.More() {
-		var r runReport
+		var r struct {
+			Kind, Run string
+			Steps     int
+		}
 		if err := dec.Decode(&r); err != nil {
 			t.Fatal(err)
 		}
