@@ -118,13 +118,17 @@ func trimBOM(data []byte) []byte {
 // shape that no format has.
 func unknownFormat(data []byte) error {
 	it := newItems(data)
-	for {
-		_, _, err := it.next()
+	for n := 0; ; n++ {
+		raw, line, err := it.next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			return err
+		}
+		if n == 0 && kind(raw) != "an object" {
+			// Every format is made of objects.
+			return &Error{Line: line, Err: fmt.Errorf("%w: %s, not an object", ErrUnknownFormat, kind(raw))}
 		}
 	}
 	return &Error{Line: lineOf(data, firstNonSpace(data)), Err: ErrUnknownFormat}
