@@ -65,6 +65,9 @@ func TestAuditGolden(t *testing.T) {
 				t.Fatalf("run(%q) = %d, stderr %q; want %d and nothing", tt.args, res.code, res.stderr, tt.code)
 			}
 			checkGolden(t, tt.name, res.stdout)
+			if !strings.Contains(tt.name, "json") {
+				checkWidth(t, res.stdout)
+			}
 		})
 	}
 }
