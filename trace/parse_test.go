@@ -241,6 +241,8 @@ func TestErrors(t *testing.T) {
 		{"steps: an array with a string", trace.Steps, "[\n{},\n\"x\"\n]", 3, "a step must be a JSON object, not a string"},
 		{"unknown format", trace.Unknown, "\n\n" + `{"file": "x"}`, 3, "not loopguard steps, OpenAI chat messages or Anthropic messages"},
 		{"unknown format: bad JSON", trace.Unknown, "{}\n{]", 2, "invalid JSON: invalid character ']' looking for beginning of object key string"},
+		{"unknown format: a string", trace.Unknown, "\n\"hello\"\n", 2, "not loopguard steps, OpenAI chat messages or Anthropic messages: a string, not an object"},
+		{"unknown format: numbers in an array", trace.Unknown, "[1, 2]", 1, "not loopguard steps, OpenAI chat messages or Anthropic messages: a number, not an object"},
 		{"openai: broken JSON on a later line", trace.OpenAI, `{"role": "user", "content": "a"}` + "\n" + `{"role": "assistant", "content": "b"` + "\n", 2, "invalid JSON: unexpected end of input"},
 		{"openai: a result for an unknown call", trace.OpenAI, `[{"role": "assistant", "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},` + "\n" + `{"role": "tool", "tool_call_id": "b", "content": "x"}]`, 2, `a result for tool_call_id "b", which no earlier call has`},
 		{"openai: a second result", trace.OpenAI, `{"role": "assistant", "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}` + "\n" + `{"role": "tool", "tool_call_id": "a", "content": "x"}` + "\n" + `{"role": "tool", "tool_call_id": "a", "content": "y"}`, 3, `a second result for tool_call_id "a" (the first is on line 2)`},

@@ -282,6 +282,8 @@ func TestEscaping(t *testing.T) {
 	os.WriteFile(broken, []byte("{\"text\": \"\x1b\"}\n"), 0o644)
 	annotated := filepath.Join(dir, "keys.jsonl")
 	os.WriteFile(annotated, []byte(`{"te\u001bxt": 1}`+"\n"), 0o644)
+	config := filepath.Join(dir, "bad\nconfig\x1b[2J.json")
+	os.WriteFile(config, []byte("{\"\x1b[2J\": 1, \"maxSteps\": \"\x1b\"}"), 0o644)
 
 	check := func(what, out string) {
 		t.Helper()
@@ -298,11 +300,14 @@ func TestEscaping(t *testing.T) {
 		{"replay", "--all", path},
 		{"replay", broken},
 		{"replay", annotated},
+		{"replay", "--config", config, annotated},
+		{"audit", "--config", config, dir},
+		{"audit", "--input", "\x1b[2J", dir},
 	} {
 		res := runCmd(t, "", args...)
 		check(fmt.Sprintf("%q stdout", args), res.stdout)
 		check(fmt.Sprintf("%q stderr", args), res.stderr)
-		if args[0] == "audit" {
+		if args[0] == "audit" && len(args) == 2 {
 			if !strings.Contains(res.stdout, `evil\n\x1b[31mrow.jsonl`) {
 				t.Errorf("%q: the run's name is not escaped:\n%s", args, res.stdout)
 			}
