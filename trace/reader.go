@@ -125,6 +125,7 @@ type Reader struct {
 	next    int    // the next step of whole
 	err     error  // the error every later call returns
 	scratch []byte // a line that spans several reads
+	arena   []byte // where short lines are copied, so that they are not one allocation each
 }
 
 // NewReader returns a Reader of r. A nil opt is the zero Options.
@@ -138,7 +139,7 @@ func NewReader(r io.Reader, opt *Options) *Reader {
 		max = DefaultMaxBytes
 	}
 	rd.in = &limitReader{r: r, n: max, max: max}
-	rd.br = bufio.NewReaderSize(rd.in, 64<<10)
+	rd.br = bufio.NewReaderSize(rd.in, 16<<10)
 	rd.dec = newDecoder(rd.opt.UnknownKeys, rd.opt.Warn)
 	rd.format = rd.opt.Format
 	return rd
@@ -303,7 +304,7 @@ func (r *Reader) readLine() ([]byte, int, error) {
 		}
 		text := bytes.TrimSpace(line)
 		if len(text) > 0 {
-			text = bytes.Clone(text)
+			text = r.own(text)
 			if cap(r.scratch) > 1<<20 {
 				r.scratch = nil // do not keep a huge line's memory
 			}
@@ -313,6 +314,27 @@ func (r *Reader) readLine() ([]byte, int, error) {
 			return nil, 0, io.EOF
 		}
 	}
+}
+
+// Lines up to arenaLine bytes are copied into shared blocks of arenaBlock
+// bytes; longer ones get memory of their own. A block lives as long as an
+// entry that points into it.
+const (
+	arenaBlock = 32 << 10
+	arenaLine  = 4 << 10
+)
+
+// own returns a copy of text that no later read overwrites.
+func (r *Reader) own(text []byte) []byte {
+	if len(text) > arenaLine {
+		return bytes.Clone(text)
+	}
+	if len(r.arena)+len(text) > cap(r.arena) {
+		r.arena = make([]byte, 0, arenaBlock)
+	}
+	start := len(r.arena)
+	r.arena = append(r.arena, text...)
+	return r.arena[start:len(r.arena):len(r.arena)]
 }
 
 // readErr turns an error of the input into the Reader's error: an *Error

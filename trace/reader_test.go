@@ -1,6 +1,7 @@
 package trace_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -340,3 +341,24 @@ func TestReadError(t *testing.T) {
 type failing struct{}
 
 func (failing) Read([]byte) (int, error) { return 0, errors.New("disk on fire") }
+
+// TestEntriesAreTheirOwn reads a log with short and long lines, keeping the
+// entries: reading on must not change the arguments of earlier ones.
+func TestEntriesAreTheirOwn(t *testing.T) {
+	var log strings.Builder
+	var want []string
+	for i := range 300 {
+		args := fmt.Sprintf(`{"i": %d, "pad": %q}`, i, strings.Repeat("x", i*i%20000))
+		want = append(want, args)
+		fmt.Fprintf(&log, `{"toolCalls": [{"name": "a", "args": %s}]}`+"\n", args)
+	}
+	es, _, err := readEntries(log.String(), trace.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range es {
+		if got := string(e.Step.ToolCalls[0].Args.(json.RawMessage)); got != want[i] {
+			t.Fatalf("entry %d: args %.60q, want %.60q", i, got, want[i])
+		}
+	}
+}
