@@ -75,15 +75,6 @@ func unsafeRune(r rune, size int) bool {
 // escaped, for the scripts a table of runs holds.
 func width(s string) int { return utf8.RuneCountInString(s) }
 
-// cut shortens s to n runes, ending in "..." when cut.
-func cut(s string, n int) string {
-	if width(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:max(n-3, 0)]) + "..."
-}
-
 // cutLeft shortens s to n runes by dropping its start, which it replaces by
 // "...": the end of a path names the file.
 func cutLeft(s string, n int) string {
