@@ -46,6 +46,26 @@ type Input struct {
 	Now func() time.Time
 }
 
+// Off reports whether the document switches the entry's detector off, by
+// the convention of the built-in detectors: it sets at least one of the
+// entry's keys, every one of them to false, and none of its tool fields. A
+// Build that follows the convention starts with
+//
+//	if in.Off() {
+//		return nil, nil
+//	}
+func (in Input) Off() bool {
+	if len(in.Values) == 0 || len(in.Tools) > 0 {
+		return false
+	}
+	for _, v := range in.Values {
+		if !isLiteral(v, "false") {
+			return false
+		}
+	}
+	return true
+}
+
 // An Entry tells a [Registry] how to build one detector from an options
 // document.
 type Entry struct {
@@ -61,13 +81,15 @@ type Entry struct {
 	// mentions one of them.
 	Default bool
 	// Build returns the detector for these options, or nil and a nil error
-	// when the options switch it off. The detector's Name must be the
-	// entry's name. Build is called again for every guard a [Config]
-	// makes, possibly from several goroutines at once: it must return a
-	// new detector each time, the same for the same input, and must not
-	// modify in. Errors should be *guard.OptionError values whose Field
-	// is the path in the document (repeatedToolCall.threshold); other
-	// errors are wrapped in one.
+	// when the options switch it off. A key set to false is passed to it
+	// as false; to follow the built-ins' convention, where false switches
+	// a detector off, return nil, nil when [Input.Off] says so. The
+	// detector's Name must be the entry's name. Build is called again for
+	// every guard a [Config] makes, possibly from several goroutines at
+	// once: it must return a new detector each time, the same for the same
+	// input, and must not modify in. Errors should be *guard.OptionError
+	// values whose Field is the path in the document
+	// (repeatedToolCall.threshold); other errors are wrapped in one.
 	Build func(in Input) (guard.Detector, error)
 }
 

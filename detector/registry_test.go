@@ -602,6 +602,65 @@ var weigherEntry = detector.Entry{
 	},
 }
 
+// quiet is a detector that never says anything.
+type quiet string
+
+func (q quiet) Name() string                                 { return string(q) }
+func (quiet) Priority() int                                  { return guard.PriorityCustom }
+func (quiet) Options() any                                   { return nil }
+func (quiet) Observe(*guard.Facts)                           {}
+func (quiet) Verdict() guard.Verdict                         { return guard.Verdict{} }
+func (quiet) Preflight(*guard.Facts) guard.Verdict           { return guard.Verdict{} }
+func (quiet) Snapshot(guard.SnapshotOptions) ([]byte, error) { return []byte("null"), nil }
+func (quiet) Restore([]byte) error                           { return nil }
+func (quiet) Reset()                                         {}
+
+func TestInputOff(t *testing.T) {
+	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
+	tests := []struct {
+		name string
+		in   detector.Input
+		want bool
+	}{
+		{"no key", detector.Input{}, false},
+		{"false", detector.Input{Values: map[string]json.RawMessage{"a": raw("false")}}, true},
+		{"false with spaces", detector.Input{Values: map[string]json.RawMessage{"a": raw(" false ")}}, true},
+		{"every key false", detector.Input{Values: map[string]json.RawMessage{"a": raw("false"), "b": raw("false")}}, true},
+		{"one key false, one not", detector.Input{Values: map[string]json.RawMessage{"a": raw("false"), "b": raw("3")}}, false},
+		{"true", detector.Input{Values: map[string]json.RawMessage{"a": raw("true")}}, false},
+		{"an object", detector.Input{Values: map[string]json.RawMessage{"a": raw(`{"on": false}`)}}, false},
+		{"false with a tool field", detector.Input{Values: map[string]json.RawMessage{"a": raw("false")},
+			Tools: map[string]map[string]json.RawMessage{"search": {"w": raw("1")}}}, false},
+	}
+	for _, tt := range tests {
+		if got := tt.in.Off(); got != tt.want {
+			t.Errorf("%s: Off() = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+
+	// An entry that follows the convention is off with false, on without.
+	r := detector.Standard()
+	err := r.Register("textlimit", detector.Entry{Keys: []string{"maxTextChars"}, Build: func(in detector.Input) (guard.Detector, error) {
+		if in.Off() {
+			return nil, nil
+		}
+		return quiet("textlimit"), nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for doc, want := range map[string]int{`{"maxTextChars": false}`: len(detector.Defaults()), `{"maxTextChars": 10}`: len(detector.Defaults()) + 1} {
+		cfg, err := r.Build([]byte(doc), detector.BuildOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", doc, err)
+		}
+		dets, err := cfg.Detectors()
+		if err != nil || len(dets) != want {
+			t.Errorf("%s: %d detectors, %v; want %d", doc, len(dets), err, want)
+		}
+	}
+}
+
 func TestCustomEntry(t *testing.T) {
 	r := detector.Standard()
 	if err := r.Register("weigher", weigherEntry); err != nil {

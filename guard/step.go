@@ -57,6 +57,11 @@ type ToolCall struct {
 	// Args are the call's arguments. A json.RawMessage is taken as JSON
 	// text (as LLM APIs deliver arguments); any other value is compared by
 	// its JSON encoding (see package canonical). Nil means null.
+	//
+	// Arguments that arrive as JSON text in a Go string (openai-go's
+	// Function.Arguments, a log line) must be converted to be read as
+	// JSON: Args: json.RawMessage(s). A plain string is one JSON string,
+	// so `{"q": 1}` and `{"q":1}` would then be different arguments.
 	Args any
 	// Result is what the tool returned; nil means no result.
 	Result any

@@ -87,7 +87,11 @@ func (p *property) check(e *env, r *reporter) {
 			continue
 		}
 		// Shrink to a smaller run that fails the same way.
-		small := shrink(run, max(shrinkBudget/max(p.div, 1), 20), func(run []guard.Step) bool {
+		budget := max(shrinkBudget/max(p.div, 1), 20)
+		if short() {
+			budget /= 4
+		}
+		small := shrink(run, budget, func(run []guard.Step) bool {
 			w := try(func() { p.fn(e, run) })
 			return w != nil && w.kind == v.kind
 		})
@@ -113,7 +117,7 @@ func (e *env) genRun(i int) []guard.Step {
 }
 
 // shrinkBudget is the most candidate runs shrink tries, for a property
-// checked on every run.
+// checked on every run; a quarter of it under go test -short.
 const shrinkBudget = 200
 
 // shrink returns a smaller run that still fails: it drops steps, chunks

@@ -145,9 +145,13 @@ func WithMaxSteps(n int) Option {
 	return func(c *config) { c.maxLen = n }
 }
 
+// short reports whether the kit runs under go test -short: it then checks
+// 20 runs instead of 100 and shrinks a failing run less.
+func short() bool { return testing.Testing() && flag.Parsed() && testing.Short() }
+
 func newConfig(opts []Option) *config {
 	c := &config{steps: RandomStep, checks: 100, maxLen: 40}
-	if testing.Testing() && flag.Parsed() && testing.Short() {
+	if short() {
 		c.checks = 20
 	}
 	for _, o := range opts {

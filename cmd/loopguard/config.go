@@ -78,7 +78,7 @@ func (c *guardConfig) restore(snapshot []byte) (*guard.Guard, error) {
 // reportConfigError writes err, one "config: " line per problem.
 func reportConfigError(w io.Writer, err error) {
 	for _, line := range strings.Split(err.Error(), "\n") {
-		fmt.Fprintf(w, "config: %s\n", line)
+		fmt.Fprintf(w, "config: %s\n", escape(line))
 	}
 }
 
