@@ -102,10 +102,12 @@ type Guard struct {
 	bufs sync.Pool
 
 	// The fingerprints of the guard's options and of each detector's
-	// (in the order of dets), made by the first Snapshot.
+	// (in the order of dets), made by the first Snapshot; and the size to
+	// reserve for the next snapshot.
 	fingerprints struct {
 		guard canonical.Sum
 		dets  []canonical.Sum
+		size  int
 	}
 }
 
