@@ -81,8 +81,9 @@
 // string; any other content (images, documents, a server tool's search
 // results) is kept as a json.RawMessage.
 //
-// Finish reasons are mapped onto the names the guard's finish-reason rule
-// uses: see [OpenAIFinishReason] and [AnthropicFinishReason]. Usage is mapped
+// Finish reasons are normalised as the guard normalises them ("end_turn" is
+// "stop", "tool_calls" is "tool-calls"; see [guard.NormalizeFinishReason]).
+// Usage is mapped
 // onto [guard.Usage]: see [ReadOpenAI] and [ReadAnthropic]. Missing usage is
 // zero usage.
 //

@@ -210,7 +210,7 @@ func TestAnthropicShapes(t *testing.T) {
 				{ToolCalls: []guard.ToolCall{failed("deploy", nil, "tool error")}, FinishReason: "length", Input: "why?\n[image]"},
 				{Text: "a\nb", FinishReason: "content-filter"},
 				{Text: "c", FinishReason: "stop"},
-				{Text: "d", FinishReason: "something_new"},
+				{Text: "d", FinishReason: "something-new"},
 			},
 		},
 	}
