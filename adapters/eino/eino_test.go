@@ -226,7 +226,7 @@ func TestStubbornModel(t *testing.T) {
 					t.Fatalf("the run ended with %v, want a *guard.StopError", err)
 				}
 				if stop.Verdict.Code != "NO_PROGRESS" || len(m.inputs) != 4 {
-					t.Errorf("stopped by %s after %d model calls, want NO_PROGRESS after 4", stop.Verdict.Code, len(m.inputs))
+					t.Fatalf("stopped by %s after %d model calls, want NO_PROGRESS after 4", stop.Verdict.Code, len(m.inputs))
 				}
 				if diff := cmp.Diff(map[string]int{"Paris": 2}, f.runs); diff != "" {
 					t.Errorf("tool runs (-want +got):\n%s", diff)

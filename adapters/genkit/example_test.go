@@ -36,14 +36,13 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	lg := lggenkit.New(g)
-	weather := lggenkit.DefineTool(gk, lg, "get_weather", "The weather in a city.",
+	weather := lggenkit.DefineTool(gk, "get_weather", "The weather in a city.",
 		func(_ *ai.ToolContext, in place) (string, error) {
 			fmt.Println("get_weather ran for", in.City)
 			return "18 °C, sunny", nil
 		})
-	_, err = genkit.Generate(ctx, gk, ai.WithModel(model), ai.WithPrompt("What is the weather in Paris?"),
-		ai.WithTools(weather), ai.WithMiddleware(lg.ModelMiddleware()))
+	_, err = lggenkit.Generate(ctx, gk, g, ai.WithModel(model), ai.WithPrompt("What is the weather in Paris?"),
+		ai.WithTools(weather))
 
 	var stop *guard.StopError
 	if errors.As(err, &stop) {

@@ -1,15 +1,13 @@
 // Package genkit connects a loopguard guard to the generate loop of
 // Firebase Genkit for Go (github.com/firebase/genkit/go).
 //
-// [New] returns a [Middleware]: its [Middleware.ModelMiddleware] goes in
-// each Generate call, and the tools the model may call are defined with
-// [DefineTool] (or [NewTool]) in place of genkit.DefineTool, so that they
-// run through the guard:
+// Define the tools the model may call with [DefineTool] (or [NewTool]) in
+// place of genkit.DefineTool, once, as usual; then run each generation with
+// a guard of its own through [Generate] in place of genkit.Generate:
 //
-//	lg := lggenkit.New(g)
-//	weather := lggenkit.DefineTool(gk, lg, "get_weather", "The weather in a city.", getWeather)
-//	resp, err := genkit.Generate(ctx, gk, ai.WithPrompt("Weather in Paris?"),
-//		ai.WithTools(weather), ai.WithMiddleware(lg.ModelMiddleware()))
+//	weather := lggenkit.DefineTool(gk, "get_weather", "The weather in a city.", getWeather)
+//	// for each run:
+//	resp, err := lggenkit.Generate(ctx, gk, g, ai.WithPrompt("Weather in Paris?"), ai.WithTools(weather))
 //	var stop *guard.StopError
 //	if errors.As(err, &stop) {
 //		log.Print(guard.Explain(stop.Verdict)) // the guard stopped the run
@@ -25,6 +23,14 @@
 // guard is then the error of that call, which ends the Generate call with a
 // [*guard.StopError]. A response without tool requests is recorded at once;
 // a normal finish is not an error.
+//
+// Genkit looks tools up by name, so they cannot be wrapped, and they are
+// defined once for every run: a guarded tool finds its run's guard in its
+// context, where Generate (or [Middleware.Context]) puts it, and runs
+// unguarded without one. To guard a prompt's execution, or another door to
+// Genkit's generate loop, use a [Middleware] yourself: its
+// [Middleware.ModelMiddleware], its [Middleware.Context], then
+// [Middleware.End].
 //
 // Genkit does not tell a tool which request it answers, so the turn finds
 // each call by its tool and input; the steps keep the requests' refs as call
@@ -47,10 +53,11 @@ import (
 	"github.com/loopguard/loopguard/guard"
 )
 
-// A Middleware connects a guard to Genkit's generate loop and to the tools
-// defined with it. Create it with [New]. It is safe for concurrent use
-// (Genkit runs the tools of a response in parallel), but one guard watches
-// one run: give each concurrent Generate call its own guard and Middleware.
+// A Middleware connects a guard to one run of Genkit's generate loop and to
+// the guarded tools it calls. Create it with [New]; [Generate] makes one for
+// each call. It is safe for concurrent use (Genkit runs the tools of a
+// response in parallel), but one guard watches one run: give each
+// concurrent run its own guard and Middleware.
 type Middleware struct {
 	g *guard.Guard
 
@@ -65,8 +72,33 @@ func New(g *guard.Guard) *Middleware { return &Middleware{g: g} }
 // Guard returns the middleware's guard.
 func (m *Middleware) Guard() *guard.Guard { return m.g }
 
-// ModelMiddleware returns the model middleware to pass to Generate with
-// ai.WithMiddleware. Before each model call it records the step of the last
+// ctxKey is the context key of the Middleware of a run.
+type ctxKey struct{}
+
+// Context returns ctx carrying m: the guarded tools that a generate loop
+// run with this context calls run through m.
+func (m *Middleware) Context(ctx context.Context) context.Context {
+	return context.WithValue(ctx, ctxKey{}, m)
+}
+
+// Generate is genkit.Generate guarded by g, which must not be nil: it runs
+// with m's model middleware and m in its context, for m a new Middleware of
+// g, and then records the last response's tool calls if the loop ended
+// after running them ([Middleware.End]). The error is a [*guard.StopError]
+// when the guard stopped the run; a normal finish is not an error.
+func Generate(ctx context.Context, gk *genkit.Genkit, g *guard.Guard, opts ...ai.GenerateOption) (*ai.ModelResponse, error) {
+	m := New(g)
+	opts = append(opts[:len(opts):len(opts)], ai.WithMiddleware(m.ModelMiddleware()))
+	resp, err := genkit.Generate(m.Context(ctx), gk, opts...)
+	if _, endErr := m.End(ctx); err == nil {
+		err = endErr
+	}
+	return resp, err
+}
+
+// ModelMiddleware returns the model middleware to pass to genkit.Generate
+// (or a prompt's Execute) with ai.WithMiddleware, beside a context from
+// [Middleware.Context]. Before each model call it records the step of the last
 // response, whose tools have run since, and returns a [*guard.StopError] in
 // place of calling the model when the guard stops the run. After it, it
 // decides the response's tool requests, or records a response without
@@ -103,10 +135,10 @@ func (m *Middleware) ModelMiddleware() ai.ModelMiddleware {
 // End records the step of the last response that requested tools, if it
 // has not been recorded yet, and returns the verdict; the error is a
 // [*guard.StopError] when the guard stops the run for a fault. The model
-// middleware calls it before each model call; call it yourself when Generate
-// returned after running tools without calling the model again (as at
-// Genkit's limit on turns) to record that last response's calls. Without
-// such a response it records nothing and returns a zero verdict.
+// middleware calls it before each model call, and [Generate] after the loop
+// (which may end without calling the model again, as at Genkit's limit on
+// turns): call it after the loop when you use the middleware yourself.
+// Without such a response it records nothing and returns a zero verdict.
 func (m *Middleware) End(ctx context.Context) (guard.Verdict, error) {
 	m.mu.Lock()
 	turn, step := m.turn, m.step
@@ -160,18 +192,19 @@ func StepFromResponse(resp *ai.ModelResponse) guard.Step {
 }
 
 // DefineTool defines and registers a tool, as genkit.DefineTool does, that
-// runs through m. Its input schema is inferred from In unless opts give one;
-// fn gets its input decoded into In. A call the guard refuses does not run,
-// and its output is the guard's feedback (a string); otherwise the output is
-// fn's. m must not be nil.
-func DefineTool[In, Out any](g *genkit.Genkit, m *Middleware, name, description string, fn ai.ToolFunc[In, Out], opts ...ai.ToolOption) *ai.ToolDef[any, any] {
-	return genkit.DefineTool(g, name, description, toolFunc(m, name, fn), toolOptions[In](opts)...)
+// runs through the [Middleware] in its context (see [Generate]), and
+// unguarded without one. Its input schema is inferred from In unless opts
+// give one; fn gets its input decoded into In. A call the guard refuses does
+// not run, and its output is the guard's feedback (a string); otherwise the
+// output is fn's.
+func DefineTool[In, Out any](gk *genkit.Genkit, name, description string, fn ai.ToolFunc[In, Out], opts ...ai.ToolOption) *ai.ToolDef[any, any] {
+	return genkit.DefineTool(gk, name, description, toolFunc(name, fn), toolOptions[In](opts)...)
 }
 
 // NewTool is [DefineTool] for a tool that is not registered, as ai.NewTool
 // creates: pass it to Generate with ai.WithTools.
-func NewTool[In, Out any](m *Middleware, name, description string, fn ai.ToolFunc[In, Out], opts ...ai.ToolOption) *ai.ToolDef[any, any] {
-	return ai.NewTool(name, description, toolFunc(m, name, fn), toolOptions[In](opts)...)
+func NewTool[In, Out any](name, description string, fn ai.ToolFunc[In, Out], opts ...ai.ToolOption) *ai.ToolDef[any, any] {
+	return ai.NewTool(name, description, toolFunc(name, fn), toolOptions[In](opts)...)
 }
 
 // toolOptions returns opts, or, when they are empty, the input schema
@@ -185,17 +218,23 @@ func toolOptions[In any](opts []ai.ToolOption) []ai.ToolOption {
 	return []ai.ToolOption{ai.WithInputSchema(core.InferSchemaMap(in))}
 }
 
-// toolFunc returns fn guarded by m: it runs through the current turn, which
-// finds the call by tool and input among the response's requests.
-func toolFunc[In, Out any](m *Middleware, name string, fn ai.ToolFunc[In, Out]) ai.ToolFunc[any, any] {
+// toolFunc returns fn guarded by the Middleware in its context: it runs
+// through the current turn, which finds the call by tool and input among
+// the response's requests.
+func toolFunc[In, Out any](name string, fn ai.ToolFunc[In, Out]) ai.ToolFunc[any, any] {
 	return func(tc *ai.ToolContext, input any) (any, error) {
-		out, err := m.current().Run(tc, guard.ToolCall{Name: name, Args: input}, func(context.Context) (any, error) {
+		run := func(context.Context) (any, error) {
 			in, err := decode[In](input)
 			if err != nil {
 				return nil, fmt.Errorf("tool %q: %w", name, err)
 			}
 			return fn(tc, in) // Run passes tc on as ctx
-		})
+		}
+		m, _ := tc.Value(ctxKey{}).(*Middleware)
+		if m == nil {
+			return run(tc)
+		}
+		out, err := m.current().Run(tc, guard.ToolCall{Name: name, Args: input}, run)
 		var refused *guard.RefusedError
 		if errors.As(err, &refused) {
 			return refused.Error(), nil

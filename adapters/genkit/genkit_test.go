@@ -81,23 +81,43 @@ func newGuard(t *testing.T) *guard.Guard {
 	return g
 }
 
-// run runs Genkit's generate loop with the middleware and the guarded tool
-// (registered, or dynamic) against the script, and returns what Generate
-// returned.
-func run(t *testing.T, g *guard.Guard, m *scripted, f *forecast, dynamic bool) (*ai.ModelResponse, error) {
+// A door is a way into Genkit's generate loop with a guard.
+type door int
+
+const (
+	generate   door = iota // lggenkit.Generate, a registered tool
+	dynamic                // lggenkit.Generate, a dynamic tool (NewTool)
+	middleware             // genkit.Generate with the Middleware's pieces
+)
+
+func (d door) String() string { return [...]string{"generate", "dynamic", "middleware"}[d] }
+
+// run runs Genkit's generate loop, guarded by g, with the guarded tool
+// against the script, and returns what Generate returned.
+func run(t *testing.T, g *guard.Guard, m *scripted, f *forecast, d door, opts ...ai.GenerateOption) (*ai.ModelResponse, error) {
 	t.Helper()
 	ctx := context.Background()
 	gk := genkit.Init(ctx)
 	model := genkit.DefineModel(gk, "test/scripted", &ai.ModelOptions{Supports: &ai.ModelSupports{Tools: true, Multiturn: true}}, m.generate)
-	lg := lggenkit.New(g)
 	var tool ai.ToolRef
-	if dynamic {
-		tool = lggenkit.NewTool(lg, "get_weather", "The weather in a city.", f.run)
+	if d == dynamic {
+		tool = lggenkit.NewTool("get_weather", "The weather in a city.", f.run)
 	} else {
-		tool = lggenkit.DefineTool(gk, lg, "get_weather", "The weather in a city.", f.run)
+		tool = lggenkit.DefineTool(gk, "get_weather", "The weather in a city.", f.run)
 	}
-	return genkit.Generate(ctx, gk, ai.WithModel(model), ai.WithPrompt("What is the weather in Paris?"),
-		ai.WithTools(tool), ai.WithMiddleware(lg.ModelMiddleware()), ai.WithMaxTurns(10))
+	if len(opts) == 0 {
+		opts = []ai.GenerateOption{ai.WithMaxTurns(10)}
+	}
+	opts = append([]ai.GenerateOption{ai.WithModel(model), ai.WithPrompt("What is the weather in Paris?"), ai.WithTools(tool)}, opts...)
+	if d != middleware {
+		return lggenkit.Generate(ctx, gk, g, opts...)
+	}
+	lg := lggenkit.New(g)
+	resp, err := genkit.Generate(lg.Context(ctx), gk, append(opts, ai.WithMiddleware(lg.ModelMiddleware()))...)
+	if _, endErr := lg.End(ctx); err == nil {
+		err = endErr
+	}
+	return resp, err
 }
 
 // refusals returns, per recorded step, the IDs of the refused calls.
@@ -130,10 +150,10 @@ func toolOutput(t *testing.T, req *ai.ModelRequest, ref string) any {
 // A model that asks for the same forecast on every turn: the third call is
 // refused and the tool runs twice; the model is told so with the guard's
 // feedback, and when it keeps asking the guard stops Generate with a
-// *guard.StopError. With a registered tool and a dynamic one.
+// *guard.StopError. Through each door.
 func TestStubbornModel(t *testing.T) {
-	for _, dynamic := range []bool{false, true} {
-		t.Run(fmt.Sprintf("dynamic=%v", dynamic), func(t *testing.T) {
+	for _, d := range []door{generate, dynamic, middleware} {
+		t.Run(d.String(), func(t *testing.T) {
 			var script []reply
 			for i := 1; i <= 6; i++ {
 				script = append(script, reply{calls: []call{{fmt.Sprintf("call_%d", i), "Paris"}}})
@@ -141,13 +161,13 @@ func TestStubbornModel(t *testing.T) {
 			m := &scripted{script: script}
 			f := new(forecast)
 			g := newGuard(t)
-			_, err := run(t, g, m, f, dynamic)
+			_, err := run(t, g, m, f, d)
 			var stop *guard.StopError
 			if !errors.As(err, &stop) {
 				t.Fatalf("Generate ended with %v, want a *guard.StopError", err)
 			}
 			if stop.Verdict.Code != "NO_PROGRESS" || len(m.requests) != 4 {
-				t.Errorf("stopped by %s after %d model calls, want NO_PROGRESS after 4", stop.Verdict.Code, len(m.requests))
+				t.Fatalf("stopped by %s after %d model calls, want NO_PROGRESS after 4", stop.Verdict.Code, len(m.requests))
 			}
 			if diff := cmp.Diff(map[string]int{"Paris": 2}, f.runs); diff != "" {
 				t.Errorf("tool runs (-want +got):\n%s", diff)
@@ -181,7 +201,7 @@ func TestModelRecovers(t *testing.T) {
 	}}
 	f := new(forecast)
 	g := newGuard(t)
-	resp, err := run(t, g, m, f, false)
+	resp, err := run(t, g, m, f, generate)
 	if err != nil || resp.Text() != "It is 18 °C and sunny in Paris." {
 		t.Fatalf("Generate returned %q, %v; want the answer and no error", resp.Text(), err)
 	}
@@ -206,7 +226,7 @@ func TestParallelCalls(t *testing.T) {
 	}}
 	f := new(forecast)
 	g := newGuard(t)
-	if _, err := run(t, g, m, f, false); err != nil {
+	if _, err := run(t, g, m, f, generate); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(map[string]int{"Paris": 2, "Berlin": 1}, f.runs); diff != "" {
@@ -258,5 +278,65 @@ func TestStepFromResponse(t *testing.T) {
 	}
 	if diff := cmp.Diff(guard.Step{}, lggenkit.StepFromResponse(nil)); diff != "" {
 		t.Errorf("nil response (-want +got):\n%s", diff)
+	}
+}
+
+// Genkit's limit on turns ends Generate after a response whose tools never
+// run: Generate still records that response's refused call.
+func TestMaxTurns(t *testing.T) {
+	var script []reply
+	for i := 1; i <= 6; i++ {
+		script = append(script, reply{calls: []call{{fmt.Sprintf("call_%d", i), "Paris"}}})
+	}
+	m := &scripted{script: script}
+	f := new(forecast)
+	g := newGuard(t)
+	_, err := run(t, g, m, f, generate, ai.WithMaxTurns(2))
+	var stop *guard.StopError
+	if err == nil || errors.As(err, &stop) || !strings.Contains(err.Error(), "maximum tool call iterations") {
+		t.Fatalf("Generate ended with %v, want Genkit's limit on turns", err)
+	}
+	if diff := cmp.Diff([][]string{nil, nil, {"call_3"}}, refusals(g)); diff != "" {
+		t.Errorf("refused calls per step (-want +got):\n%s", diff)
+	}
+}
+
+// A guarded tool is defined once for every run: concurrent runs, each with
+// its own guard, do not see each other's calls; without a guard in its
+// context the tool runs unguarded.
+func TestRunsApart(t *testing.T) {
+	ctx := context.Background()
+	gk := genkit.Init(ctx)
+	f := new(forecast)
+	tool := lggenkit.DefineTool(gk, "get_weather", "The weather in a city.", f.run)
+	var wg sync.WaitGroup
+	guards := make([]*guard.Guard, 4)
+	for i := range guards {
+		guards[i] = newGuard(t)
+		m := &scripted{script: []reply{
+			{calls: []call{{"call_1", "Paris"}, {"call_2", "Paris"}}},
+			{text: "Sunny."},
+		}}
+		model := genkit.DefineModel(gk, fmt.Sprintf("test/scripted%d", i), &ai.ModelOptions{Supports: &ai.ModelSupports{Tools: true, Multiturn: true}}, m.generate)
+		wg.Go(func() {
+			if _, err := lggenkit.Generate(ctx, gk, guards[i], ai.WithModel(model), ai.WithPrompt("Weather?"), ai.WithTools(tool)); err != nil {
+				t.Errorf("run %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	for i, g := range guards {
+		if got := refusals(g); !cmp.Equal(got, [][]string{nil, nil}) || g.Summary().ToolCalls != 2 {
+			t.Errorf("run %d: refusals %v, %d calls; want none refused and 2 calls", i, got, g.Summary().ToolCalls)
+		}
+	}
+	// Unguarded: three identical calls in one response all run.
+	model := genkit.DefineModel(gk, "test/unguarded", &ai.ModelOptions{Supports: &ai.ModelSupports{Tools: true, Multiturn: true}},
+		(&scripted{script: []reply{{calls: []call{{"a", "Oslo"}, {"b", "Oslo"}, {"c", "Oslo"}}}, {text: "Cold."}}}).generate)
+	if _, err := genkit.Generate(ctx, gk, ai.WithModel(model), ai.WithPrompt("Weather?"), ai.WithTools(tool)); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]int{"Paris": 8, "Oslo": 3}, f.runs); diff != "" {
+		t.Errorf("tool runs (-want +got):\n%s", diff)
 	}
 }

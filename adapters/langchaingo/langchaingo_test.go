@@ -168,7 +168,7 @@ func TestStubbornModel(t *testing.T) {
 		t.Fatalf("the executor ended with %v, want a *guard.StopError", err)
 	}
 	if stop.Verdict.Code != "NO_PROGRESS" || len(m.requests) != 4 {
-		t.Errorf("stopped by %s after %d requests, want NO_PROGRESS after 4", stop.Verdict.Code, len(m.requests))
+		t.Fatalf("stopped by %s after %d requests, want NO_PROGRESS after 4", stop.Verdict.Code, len(m.requests))
 	}
 	if diff := cmp.Diff(map[string]int{"Paris": 2}, tool.runs); diff != "" {
 		t.Errorf("tool runs (-want +got):\n%s", diff)
