@@ -24,7 +24,7 @@ import (
 
 var auditCommand = &command{
 	name:    "audit",
-	summary: "replay many agent logs (steps, OpenAI, Anthropic) and report where each stops",
+	summary: "replay many agent logs (steps, OpenAI, Anthropic, OTLP) and report where each stops",
 	help:    auditHelp,
 	run:     runAudit,
 }
@@ -40,12 +40,20 @@ the first stop (step, line, rule, code and why) and the warnings seen, then
 totals. A PATH is a file, a directory (read recursively: its .jsonl, .ndjson
 and .json files; .json files that hold no trace are skipped, and so, with a
 line on standard error, is anything that is not a regular file, such as a
-named pipe) or - for standard input. Each file is one run, in one of three
+named pipe) or - for standard input. Each file is one run, in one of four
 formats, detected per file unless --input names one:
 
 	steps       loopguard step lines, one JSON object per line
 	openai      OpenAI Chat Completions messages or chat completion objects
 	anthropic   Anthropic Messages messages or message objects
+	otlp        OpenTelemetry traces in OTLP/JSON (the Collector's file
+	            exporter) with the GenAI semantic conventions: model call
+	            spans are steps, execute_tool spans their calls
+
+An OTLP file holds a run per gen_ai.conversation.id (or per trace where there
+is none), reported as FILE#RUN, each replayed through a guard of its own. When
+its tool calls carry no arguments (the opt-in gen_ai.tool.call.arguments),
+they are told apart by tool name alone, which a line on standard error says.
 
 Step lines are read exactly as replay reads them, control lines (preflight,
 snapshot, reset) included: audit reports the stop replay prints first. An
@@ -107,7 +115,7 @@ func newAuditFlags() *auditFlags {
 		fs:      fs,
 		config:  fs.String("config", "", "read the guard's options from this JSON `FILE`"),
 		preset:  fs.String("preset", "", "options for a kind of agent: text-actions"),
-		input:   fs.String("input", "auto", "input `format`: auto, steps, openai or anthropic"),
+		input:   fs.String("input", "auto", "input `format`: auto, steps, openai, anthropic or otlp"),
 		format:  fs.String("format", "text", "output `format`: text or json"),
 		failOn:  fs.String("fail-on", "fault", "exit 1 on a `fault` stop, any stop (any), or never"),
 		strict:  fs.Bool("strict", false, "make every unknown key in step lines an error, as replay does"),
@@ -134,8 +142,9 @@ type runReport struct {
 	Empty bool        `json:"empty,omitempty"`
 	Error *inputError `json:"error,omitempty"`
 
-	skipped bool     // a .json file found in a directory that holds no trace
-	notes   []string // warnings about the input, for standard error
+	skipped bool      // a .json file found in a directory that holds no trace
+	notes   []string  // warnings about the input, for standard error
+	tl      *timeline // the run step by step, for --html; nil without it
 }
 
 // A stopReport is the first stop of a run.
@@ -313,7 +322,9 @@ type job struct {
 	path   string // "-" for standard input
 	walked bool   // found in a directory, not named
 	err    error  // the path cannot be read at all (missing, ...)
-	report *runReport
+	// reports are the runs of the input: one, or for a file that holds
+	// several (OTLP), one per run.
+	reports []*runReport
 }
 
 // auditor replays runs.
@@ -321,6 +332,8 @@ type auditor struct {
 	conf  *guardConfig
 	read  readOptions
 	stdin io.Reader
+	// timelines records every run step by step (--html).
+	timelines bool
 }
 
 // collect turns the paths into jobs, in order: a directory's files in
@@ -408,33 +421,42 @@ func (a *auditor) run(jobs []*job, emit func(*runReport)) {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				jobs[i].report = a.audit(jobs[i])
+				jobs[i].reports = a.audit(jobs[i])
 				close(done[i])
 			}
 		}()
 	}
 	for i, j := range jobs {
 		<-done[i]
-		emit(j.report)
-		j.report = nil
+		for _, r := range j.reports {
+			emit(r)
+		}
+		j.reports = nil
 		<-window
 	}
 	wg.Wait()
 }
 
-// audit replays one run, read as replay reads it: the first fault is the
-// stop replay ends at. A normal finish ("stop") is the run's stop only when
-// it is the run's last step; when more steps follow, the harness went on
-// (one that reads actions from the model's text asks again), and so does the
-// audit. The rest of the input is still read, so that every step is counted
-// and every line checked.
-func (a *auditor) audit(j *job) *runReport {
-	r := &runReport{Kind: "run", Run: j.name}
-	fail := func(err error) *runReport {
+// audit replays the runs of one input, each read as replay reads it: the
+// first fault is the stop replay ends at. A normal finish ("stop") is the
+// run's stop only when it is the run's last step; when more steps follow,
+// the harness went on (one that reads actions from the model's text asks
+// again), and so does the audit. The rest of the input is still read, so that
+// every step is counted and every line checked. An input that holds several
+// runs (an OTLP file) gives a report per run, named FILE#RUN, each run
+// replayed through a guard of its own.
+func (a *auditor) audit(j *job) []*runReport {
+	r := a.newReport(j.name)
+	var done []*runReport // the input's earlier runs
+	var runs []string     // the names of the runs, done and r
+	var notes []string
+	fail := func(err error) []*runReport {
 		re := readErrorOf(err, a.read.maxSize)
 		r.Error = &inputError{Line: re.line, Message: re.msg}
-		r.Format, r.Steps, r.Stop, r.Warnings = "", 0, nil, nil
-		return r
+		r.Format, r.Steps, r.Stop, r.Warnings, r.tl = "", 0, nil, nil, nil
+		reports := append(done, r)
+		reports[0].notes = append(notes, reports[0].notes...)
+		return reports
 	}
 	if j.err != nil {
 		return fail(j.err)
@@ -445,15 +467,30 @@ func (a *auditor) audit(j *job) *runReport {
 	}
 	defer in.Close()
 	rd := a.read.newReader(in, func(err error) {
-		r.notes = append(r.notes, readErrorOf(err, 0).in(j.name)+" (ignored; --strict makes it an error)")
+		note := readErrorOf(err, 0).in(j.name)
+		if !errors.Is(err, trace.ErrNoContent) {
+			note += " (ignored; --strict makes it an error)"
+		}
+		notes = append(notes, note)
 	})
 	s, err := newSession(a.conf)
 	if err != nil {
 		r.Error = &inputError{Message: "config: " + err.Error()}
-		return r
+		return []*runReport{r}
 	}
 	var finish *stopReport // the last normal finish
 	lastStep := 0          // the line of the last step
+	end := func() {
+		if r.Stop == nil && finish != nil {
+			if finish.Line == lastStep {
+				r.Stop = finish
+			} else {
+				r.Finishes++
+			}
+		}
+		r.Format = rd.Format().String()
+		r.Empty = r.Steps == 0
+	}
 	for {
 		e, err := rd.Next()
 		if err == io.EOF {
@@ -462,21 +499,37 @@ func (a *auditor) audit(j *job) *runReport {
 		if err != nil {
 			if j.walked && errors.Is(err, trace.ErrUnknownFormat) && strings.EqualFold(filepath.Ext(j.path), ".json") {
 				r.skipped = true // JSON that is no trace, such as a manifest
-				return r
+				return []*runReport{r}
 			}
 			return fail(err)
+		}
+		if len(runs) == 0 {
+			runs = append(runs, e.Run)
+		} else if e.Run != runs[len(runs)-1] {
+			// The next run of the input: a fresh guard.
+			end()
+			done = append(done, r)
+			runs = append(runs, e.Run)
+			r = a.newReport(j.name)
+			if s, err = newSession(a.conf); err != nil {
+				r.Error = &inputError{Message: "config: " + err.Error()}
+				return append(done, r)
+			}
+			finish, lastStep = nil, 0
 		}
 		if e.Kind == trace.StepEntry {
 			r.Steps++
 			lastStep = e.Line
 		}
 		if r.Stop != nil {
+			r.tl.add(e, nil, nil)
 			continue
 		}
 		rec, err := s.apply(e)
 		if err != nil {
 			return fail(err)
 		}
+		r.tl.add(e, &rec, s.g)
 		if v := rec.Verdict; v != nil {
 			for _, w := range v.Warnings {
 				r.warn(w, *rec.Step)
@@ -494,15 +547,23 @@ func (a *auditor) audit(j *job) *runReport {
 			}
 		}
 	}
-	if r.Stop == nil && finish != nil {
-		if finish.Line == lastStep {
-			r.Stop = finish
-		} else {
-			r.Finishes++
+	end()
+	reports := append(done, r)
+	reports[0].notes = append(notes, reports[0].notes...)
+	if len(reports) > 1 {
+		for i, rep := range reports {
+			rep.Run = j.name + "#" + runs[i]
 		}
 	}
-	r.Format = rd.Format().String()
-	r.Empty = r.Steps == 0
+	return reports
+}
+
+// newReport starts the report of a run of the input named name.
+func (a *auditor) newReport(name string) *runReport {
+	r := &runReport{Kind: "run", Run: name}
+	if a.timelines {
+		r.tl = &timeline{}
+	}
 	return r
 }
 

@@ -20,7 +20,9 @@ import (
 // A record is what the engine says about one entry. Its JSON form is replay's
 // output contract.
 type record struct {
-	Line     int             `json:"line"`
+	Line int `json:"line"`
+	// Run names the entry's run in an input that holds several (OTLP).
+	Run      string          `json:"run,omitempty"`
 	Kind     string          `json:"kind"`
 	Step     *int            `json:"step,omitempty"`
 	Verdict  *guard.Verdict  `json:"verdict,omitempty"`
@@ -58,7 +60,7 @@ func (f failure) Error() string { return f.err.Error() }
 
 // apply feeds one entry to the guard. Its errors are failures.
 func (s *session) apply(e trace.Entry) (record, error) {
-	rec := record{Line: e.Line}
+	rec := record{Line: e.Line, Run: e.Run}
 	switch e.Kind {
 	case trace.PreflightEntry:
 		d := s.g.Preflight(e.Calls...)
@@ -241,7 +243,7 @@ func formatSize(n int64) string {
 func parseInput(name string) (trace.Format, error) {
 	f, err := trace.ParseFormat(name)
 	if err != nil {
-		return 0, fmt.Errorf("--input must be auto, steps, openai or anthropic, not %q", name)
+		return 0, fmt.Errorf("--input must be auto, steps, openai, anthropic or otlp, not %q", name)
 	}
 	return f, nil
 }

@@ -166,14 +166,14 @@ func fixtures() []fixture {
 	var pingPong []step
 	for i := 0; i < 4; i++ {
 		pingPong = append(pingPong,
-			step{Calls: []toolCall{search(fmt.Sprintf("call_s%d", i), "loopguard releases")}, Finish: "tool_call", In: int64(100 + 40*i), Out: 14},
-			step{Calls: []toolCall{open(fmt.Sprintf("call_o%d", i))}, Finish: "tool_call", In: int64(120 + 40*i), Out: 16},
+			step{Text: fmt.Sprintf("Searching for the releases page (try %d).", i+1), Calls: []toolCall{search(fmt.Sprintf("call_s%d", i), "loopguard releases")}, Finish: "tool_call", In: int64(100 + 40*i), Out: 14},
+			step{Text: fmt.Sprintf("Opening the second page (try %d).", i+1), Calls: []toolCall{open(fmt.Sprintf("call_o%d", i))}, Finish: "tool_call", In: int64(120 + 40*i), Out: 16},
 		)
 	}
 	var edits []step
 	for i := 0; i < 6; i++ {
 		edits = append(edits, step{
-			Text: "I will fix the import.",
+			Text: fmt.Sprintf("Fixing the import, attempt %d.", i+1),
 			Calls: []toolCall{{
 				ID: fmt.Sprintf("call_e%d", i), Name: "edit_file",
 				Args: map[string]any{"path": "app.py", "old_str": fmt.Sprintf("import foo%d", i), "new_str": "import bar"},
@@ -182,13 +182,19 @@ func fixtures() []fixture {
 			Finish: "tool_call", In: int64(300 + 50*i), Out: 30,
 		})
 	}
-	canned := "I'm sorry, could you rephrase that?"
-	support := run{Conversation: "conv-support-7", Turns: []turn{
-		{User: "My order has not arrived.", Steps: []step{{Text: canned, Finish: "stop", In: 80, Out: 9}}},
-		{User: "It is order 1234, placed last week.", Steps: []step{{Text: canned, Finish: "stop", In: 100, Out: 9}}},
-		{User: "Order 1234. Where is it?", Steps: []step{{Text: canned, Finish: "stop", In: 120, Out: 9}}},
-		{User: "Please, where is my order?", Steps: []step{{Text: canned, Finish: "stop", In: 140, Out: 9}}},
-	}}
+	// A support agent that looks the same order up after every message of
+	// the user, and gives the same answer.
+	lookup := func(id string) toolCall {
+		return toolCall{ID: id, Name: "lookup_order", Args: map[string]any{"order": "1234"}, Result: `{"error": "not found"}`}
+	}
+	var supportTurns []turn
+	for i, msg := range []string{"My order 1234 has not arrived.", "It is order 1234, placed last week.", "Order 1234. Where is it?", "Please, where is my order?"} {
+		supportTurns = append(supportTurns, turn{User: msg, Steps: []step{
+			{Text: "Let me check.", Calls: []toolCall{lookup(fmt.Sprintf("call_k%d", i))}, Finish: "tool_call", In: int64(80 + 60*i), Out: 12},
+			{Text: "I could not find that order.", Finish: "stop", In: int64(110 + 60*i), Out: 9},
+		}})
+	}
+	support := run{Conversation: "conv-support-7", Turns: supportTurns}
 	order := run{Conversation: "conv-orders-3", Turns: []turn{
 		{User: "Where is order 9876?", Steps: []step{
 			{Text: "Let me look it up.", Calls: []toolCall{{ID: "call_l1", Name: "lookup_order", Args: map[string]any{"order": "9876"}, Result: `{"status": "shipped", "eta": "Friday"}`}}, Finish: "tool_call", In: 90, Out: 15},
