@@ -32,7 +32,7 @@ var auditCommand = &command{
 const auditUsage = `Usage: loopguard audit [--config FILE] [--preset text-actions] [--input FORMAT]
                        [--format text|json] [--fail-on fault|any|never]
                        [--strict] [--max-size SIZE] [--labels MANIFEST.json]
-                       PATH...
+                       [--html FILE] PATH...
 
 Audit replays each run in PATH through a fresh guard built from the options in
 FILE (the default set when there is none) and reports, per run, its steps,
@@ -81,6 +81,16 @@ and the totals last:
 	{"kind": "run", "run": PATH, "error": {"line": L, "message": "..."}}
 	{"kind": "summary", "runs": N, "clean": N, "finished": N, ...}
 
+--html FILE also writes the report as one self-contained HTML page (inline
+CSS and SVG; no script, no external asset, every text escaped): the table,
+then per run a timeline with the steps along a horizontal axis that scrolls,
+each tool call a mark coloured by tool (failed calls crossed out, refused
+ones hollow), the steps with text, user input or a finish reason, the
+warnings, the stop, and under them each rule's counter step by step against
+the value that stops the run. Hover a step for what it held; the stop's
+evidence is in a panel below. With --labels, the labelled start of each
+loop is drawn and the lead given.
+
 Exit status: 2 for bad arguments, bad options, or a PATH that cannot be
 audited: missing, unreadable, larger than --max-size, or empty (no steps: a
 broken logging pipeline must not pass a CI gate). Each is named on standard
@@ -104,7 +114,7 @@ var presets = map[string]struct{ key, value string }{
 type auditFlags struct {
 	fs                                    *flag.FlagSet
 	config, preset, input, format, failOn *string
-	labels                                *string
+	labels, html                          *string
 	strict                                *bool
 	maxSize                               sizeFlag
 }
@@ -120,6 +130,7 @@ func newAuditFlags() *auditFlags {
 		failOn:  fs.String("fail-on", "fault", "exit 1 on a `fault` stop, any stop (any), or never"),
 		strict:  fs.Bool("strict", false, "make every unknown key in step lines an error, as replay does"),
 		labels:  fs.String("labels", "", "score the runs against the labels in `MANIFEST.json` (see below)"),
+		html:    fs.String("html", "", "also write the report as an HTML page with a timeline per run to `FILE`"),
 		maxSize: sizeFlag{defaultMaxSize},
 	}
 	fs.Var(&f.maxSize, "max-size", "read at most `SIZE` bytes of a file (2G, 512K; 0: none)")
@@ -244,9 +255,18 @@ func runAudit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *flags.strict {
 		opts.keys = trace.RejectUnknownKeys
 	}
-	a := &auditor{conf: conf, read: opts, stdin: stdin}
+	a := &auditor{conf: conf, read: opts, stdin: stdin, timelines: *flags.html != ""}
+	var page *htmlOutput
+	if *flags.html != "" {
+		if page, err = newHTMLOutput(*flags.html, labels, paths); err != nil {
+			return usageErr("--html: %v", pathError(err))
+		}
+	}
 	jobs := a.collect(paths, stderr)
 	w := newAuditOutput(stdout, stderr, *flags.format, labels, jobs)
+	if page != nil {
+		w = teeOutput{w, page}
+	}
 	var sum summary
 	sum.Kind, sum.ByReason = "summary", map[string]int{}
 	status := exitOK
@@ -473,7 +493,7 @@ func (a *auditor) audit(j *job) []*runReport {
 		}
 		notes = append(notes, note)
 	})
-	s, err := newSession(a.conf)
+	s, err := a.newSession()
 	if err != nil {
 		r.Error = &inputError{Message: "config: " + err.Error()}
 		return []*runReport{r}
@@ -511,7 +531,7 @@ func (a *auditor) audit(j *job) []*runReport {
 			done = append(done, r)
 			runs = append(runs, e.Run)
 			r = a.newReport(j.name)
-			if s, err = newSession(a.conf); err != nil {
+			if s, err = a.newSession(); err != nil {
 				r.Error = &inputError{Message: "config: " + err.Error()}
 				return append(done, r)
 			}
@@ -529,7 +549,7 @@ func (a *auditor) audit(j *job) []*runReport {
 		if err != nil {
 			return fail(err)
 		}
-		r.tl.add(e, &rec, s.g)
+		r.tl.add(e, &rec, s)
 		if v := rec.Verdict; v != nil {
 			for _, w := range v.Warnings {
 				r.warn(w, *rec.Step)
@@ -556,6 +576,15 @@ func (a *auditor) audit(j *job) []*runReport {
 		}
 	}
 	return reports
+}
+
+// newSession returns the session of a run: with a probe when the runs are
+// drawn.
+func (a *auditor) newSession() (*session, error) {
+	if a.timelines {
+		return newProbedSession(a.conf)
+	}
+	return newSession(a.conf)
 }
 
 // newReport starts the report of a run of the input named name.

@@ -43,6 +43,10 @@ type session struct {
 	conf *guardConfig
 	g    *guard.Guard
 	step int // the index the next step will have
+	// probe, when not nil, is a detector after the others that records
+	// each step's facts as the rules see them (audit --html). It judges
+	// nothing.
+	probe *probe
 }
 
 func newSession(conf *guardConfig) (*session, error) {
@@ -51,6 +55,24 @@ func newSession(conf *guardConfig) (*session, error) {
 		return nil, err
 	}
 	return &session{conf: conf, g: g}, nil
+}
+
+// newProbedSession returns a session whose guard holds a probe.
+func newProbedSession(conf *guardConfig) (*session, error) {
+	p := &probe{}
+	g, err := conf.newGuard(p)
+	if err != nil {
+		return nil, err
+	}
+	return &session{conf: conf, g: g, probe: p}, nil
+}
+
+// extra returns the detectors the session adds to those of the options.
+func (s *session) extra() []guard.Detector {
+	if s.probe == nil {
+		return nil
+	}
+	return []guard.Detector{s.probe}
 }
 
 // A failure is an error of the guard itself, not of the input.
@@ -70,7 +92,7 @@ func (s *session) apply(e trace.Entry) (record, error) {
 		if err != nil {
 			return record{}, failure{fmt.Errorf("snapshot: %w", err)}
 		}
-		g, err := s.conf.restore(data)
+		g, err := s.conf.restore(data, s.extra()...)
 		if err != nil {
 			return record{}, failure{fmt.Errorf("restoring the snapshot: %w", err)}
 		}

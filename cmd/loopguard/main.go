@@ -4,7 +4,7 @@
 // Usage:
 //
 //	loopguard replay [--config FILE] [--all] [--format text|json] [--input FORMAT] [--lenient] [--max-size SIZE] TRACE
-//	loopguard audit [--config FILE] [--preset NAME] [--input FORMAT] [--format text|json] [--fail-on fault|any|never] [--strict] [--max-size SIZE] PATH...
+//	loopguard audit [--config FILE] [--preset NAME] [--input FORMAT] [--format text|json] [--fail-on fault|any|never] [--strict] [--max-size SIZE] [--labels MANIFEST.json] [--html FILE] PATH...
 //	loopguard version
 //	loopguard help [COMMAND]
 //
