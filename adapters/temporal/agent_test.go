@@ -44,6 +44,8 @@ type Input struct {
 	Continued     int      `json:"continued"`
 	WaitOnStop    bool     `json:"waitOnStop"`
 	Coroutines    bool     `json:"coroutines"`
+	// Think is how long the agent sleeps before each model call.
+	Think time.Duration `json:"think"`
 }
 
 // Result is what the agent workflow returns: the answer, the codes of the
@@ -86,6 +88,11 @@ func Agent(ctx workflow.Context, in Input) (Result, error) {
 		if in.ContinueEvery > 0 && i == in.ContinueEvery {
 			in.Continued++
 			return res, workflow.NewContinueAsNewError(ctx, Agent, in)
+		}
+		if in.Think > 0 {
+			if err := workflow.Sleep(ctx, in.Think); err != nil {
+				return res, err
+			}
 		}
 		var reply Reply
 		if err := workflow.ExecuteActivity(ctx, "Chat", in.History).Get(ctx, &reply); err != nil {

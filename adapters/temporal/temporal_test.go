@@ -416,6 +416,31 @@ func TestControlSignal(t *testing.T) {
 	}
 }
 
+// TestWorkflowClock: the duration budget reads the workflow's clock, which
+// the test environment moves on at each sleep while hardly any wall-clock
+// time passes. With an hour's budget and 20 minutes before each model call,
+// the budget is reached at the third model call (60 minutes: K stops); with
+// 19 minutes, at the fourth (57 minutes go on).
+func TestWorkflowClock(t *testing.T) {
+	for _, tt := range []struct {
+		think time.Duration
+		runs  int
+	}{{20 * time.Minute, 2}, {19 * time.Minute, 3}} {
+		acts := &Activities{Script: varied}
+		o := options()
+		o.Config = []byte(`{"budget": {"maxDurationMs": 3600000}}`)
+		e := env(t, o, acts)
+		e.ExecuteWorkflow(Agent, Input{Think: tt.think})
+		got := result(t, e)
+		if diff := cmp.Diff(Result{Stops: []string{"BUDGET_DURATION_MS"}, Runs: 1}, got); diff != "" {
+			t.Errorf("think %v: result (-want +got):\n%s", tt.think, diff)
+		}
+		if n := acts.ran()["Search"]; n != tt.runs {
+			t.Errorf("think %v: Search ran %d times, want %d", tt.think, n, tt.runs)
+		}
+	}
+}
+
 // TestObserver: the observer is told of each decision and verdict, with
 // the workflow's step indexes.
 func TestObserver(t *testing.T) {
