@@ -21,8 +21,9 @@ import (
 // workflow's coroutines and its query handler touch it, one at a time (see
 // the package documentation), so it has no lock.
 type run struct {
-	o    *Options
-	wctx workflow.Context // the root context: clock, log, replay state
+	o      *Options
+	wctx   workflow.Context // the root context: clock, log, replay state
+	config []byte           // the options document, as the run recorded it
 
 	g      *guard.Guard
 	limits map[string]json.RawMessage // limit changes made by signals
@@ -131,6 +132,19 @@ func (o *workflowOutbound) NewContinueAsNewErrorWithOptions(ctx workflow.Context
 // an earlier one, and registers the query and the control signal.
 func (r *run) start(ctx workflow.Context) error {
 	r.wctx = ctx
+	// The options document is recorded in the history (a side-effect
+	// marker), so that a replay builds the guard the run was built with,
+	// whatever the worker's options are by then: a new deployment changes
+	// the guard of new runs, never the decisions of a running one.
+	r.config = r.o.Config
+	var doc string
+	if err := workflow.SideEffect(ctx, func(workflow.Context) any { return string(r.o.Config) }).Get(&doc); err != nil {
+		r.warn("loopguard: the recorded options are unreadable; using the worker's", err)
+	} else if _, _, err := build(r.o.Registry, []byte(doc), nil); err != nil {
+		r.warn("loopguard: the recorded options do not build; using the worker's", err)
+	} else {
+		r.config = []byte(doc)
+	}
 	var c carried
 	if p := interceptor.WorkflowHeader(ctx)[HeaderSnapshot]; p != nil {
 		if err := converter.GetDefaultDataConverter().FromPayload(p, &c); err != nil {
@@ -185,10 +199,10 @@ func (r *run) newGuard(snapshot []byte) (*guard.Guard, error) {
 // document returns the options document with the run's limit changes.
 func (r *run) document() ([]byte, error) {
 	if len(r.limits) == 0 {
-		return r.o.Config, nil
+		return r.config, nil
 	}
 	var doc map[string]json.RawMessage
-	if err := json.Unmarshal(r.o.Config, &doc); err != nil {
+	if err := json.Unmarshal(r.config, &doc); err != nil {
 		return nil, err
 	}
 	if doc == nil {

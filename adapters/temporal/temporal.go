@@ -64,6 +64,17 @@
 // coroutine is blocked. TestParallelTools runs tool calls from several
 // coroutines under the race detector.
 //
+// The options document is recorded in the history when a run starts (a
+// side-effect marker), and a replay builds the guard from the recorded one:
+// a deployment that changes Config changes the guard of new runs (and of
+// runs that continue as new), never the decisions of a running one, which
+// would break its replay. Models, Tools and the Registry's detectors are
+// code: change them as you change workflow code (with workflow.GetVersion,
+// or for new workflows only). For the same reason, add the interceptor to a
+// worker for new workflows (Workflows, or a new workflow type): the history
+// of a running workflow holds no marker, and may hold calls the guard would
+// have refused.
+//
 // # Continue-as-new, query and signal
 //
 // Before the workflow continues as new, the guard's snapshot (redacted: no
