@@ -46,6 +46,8 @@ type Input struct {
 	Coroutines    bool     `json:"coroutines"`
 	// Think is how long the agent sleeps before each model call.
 	Think time.Duration `json:"think"`
+	// Local runs the tools as local activities.
+	Local bool `json:"local"`
 }
 
 // Result is what the agent workflow returns: the answer, the codes of the
@@ -123,7 +125,12 @@ func Agent(ctx workflow.Context, in Input) (Result, error) {
 		} else {
 			futures := make([]workflow.Future, len(reply.Calls))
 			for j, c := range reply.Calls {
-				futures[j] = workflow.ExecuteActivity(ctx, c.Tool, c.Query)
+				if in.Local {
+					lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: time.Minute})
+					futures[j] = workflow.ExecuteLocalActivity(lctx, c.Tool, c.Query)
+				} else {
+					futures[j] = workflow.ExecuteActivity(ctx, c.Tool, c.Query)
+				}
 			}
 			for j, f := range futures {
 				errs[j] = f.Get(ctx, &outs[j])

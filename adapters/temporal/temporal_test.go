@@ -226,6 +226,34 @@ func TestToolsList(t *testing.T) {
 	}
 }
 
+// TestLocalActivities: tools run as local activities are guarded too.
+func TestLocalActivities(t *testing.T) {
+	acts := &Activities{Script: stubborn}
+	e := env(t, options(), acts)
+	e.ExecuteWorkflow(Agent, Input{Local: true})
+	got := result(t, e)
+	if len(got.Stops) != 1 || len(got.Refusals) != 3 || acts.ran()["Search"] != 2 {
+		t.Errorf("result %+v with Search run %d times; want 3 refusals, a stop and 2 runs", got, acts.ran()["Search"])
+	}
+}
+
+// TestWorkflowsList: a workflow type that is not listed is not guarded.
+func TestWorkflowsList(t *testing.T) {
+	for _, tt := range []struct {
+		workflows []string
+		runs      int
+	}{{[]string{"Other"}, 5}, {[]string{"Other", "Agent"}, 2}} {
+		acts := &Activities{Script: stubborn}
+		o := options()
+		o.Workflows = tt.workflows
+		e := env(t, o, acts)
+		e.ExecuteWorkflow(Agent, Input{ContinueEvery: 5})
+		if n := acts.ran()["Search"]; n != tt.runs {
+			t.Errorf("workflows %q: Search ran %d times, want %d", tt.workflows, n, tt.runs)
+		}
+	}
+}
+
 // continued runs the agent until it continues as new, and returns the
 // continue-as-new error.
 func continued(t *testing.T, e *testsuite.TestWorkflowEnvironment, in Input) *workflow.ContinueAsNewError {
