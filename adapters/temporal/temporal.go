@@ -184,9 +184,10 @@ func Model[T any](step func(T) guard.Step) ModelFunc {
 	}
 }
 
-// Control is the payload of the signal SignalControl. A control that arrives
-// while a step is open (tool calls made since the last model call) is
-// applied when that step ends, after it is checked.
+// Control is the payload of the signal SignalControl. A step is open from a
+// model activity to the next one: a control that arrives meanwhile is
+// applied when the step ends (at the next model activity, after the step is
+// checked); one that arrives while the run is stopped, at once.
 type Control struct {
 	// Reset forgets the run ([guard.Guard.Reset]) and lifts a stop.
 	Reset bool `json:"reset,omitempty"`
@@ -199,18 +200,15 @@ type Control struct {
 	Limits json.RawMessage `json:"limits,omitempty"`
 }
 
-// An OptionError reports an invalid field of Options. errors.Is(err,
-// guard.ErrInvalidOption) holds.
-type OptionError = guard.OptionError
-
 // NewInterceptor returns the worker interceptor for these options, or an
-// error that names each invalid field: no Models, a nil ModelFunc, an
+// error that names each invalid field (a *guard.OptionError for each, so
+// errors.Is(err, guard.ErrInvalidOption) holds): no Models, a nil ModelFunc, an
 // activity type that is both a model and a tool, an options document that
 // does not build.
 func NewInterceptor(o Options) (interceptor.WorkerInterceptor, error) {
 	var errs []error
 	bad := func(field string, err error) {
-		errs = append(errs, &OptionError{Field: field, Err: err})
+		errs = append(errs, &guard.OptionError{Field: field, Err: err})
 	}
 	if len(o.Models) == 0 {
 		bad("Models", errors.New("no model activity type"))
