@@ -327,7 +327,11 @@ func (r *run) carry(ctx workflow.Context) error {
 	if err != nil {
 		return fmt.Errorf("loopguard: snapshot for continue-as-new: %w", err)
 	}
-	interceptor.WorkflowHeader(ctx)[HeaderSnapshot] = p
+	h := interceptor.WorkflowHeader(ctx)
+	if h == nil { // the SDK gives NewContinueAsNewError a header: never
+		return errors.New("loopguard: continue-as-new without a header: the guard cannot be carried")
+	}
+	h[HeaderSnapshot] = p
 	return nil
 }
 
