@@ -47,7 +47,7 @@ func BenchmarkCheck(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			g, err := cfg.Guard.New(cfg.Detectors...)
+			g, err := cfg.New()
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -99,13 +99,13 @@ func TestBuildBeyond(t *testing.T) {
 			if err != nil {
 				t.Fatalf("FromJSON: %v", err)
 			}
-			if diff := cmp.Diff(describe(tt.want), describe(cfg.Detectors)); diff != "" {
+			if diff := cmp.Diff(describe(tt.want), describe(built(t, cfg))); diff != "" {
 				t.Errorf("detectors (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tt.guard, cfg.Guard); diff != "" {
 				t.Errorf("Guard (-want +got):\n%s", diff)
 			}
-			if _, err := cfg.Guard.New(cfg.Detectors...); err != nil {
+			if _, err := cfg.New(); err != nil {
 				t.Errorf("the built set makes no guard: %v", err)
 			}
 		})
@@ -158,7 +158,7 @@ func TestBuildBeyondErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, err := detector.FromJSON([]byte(tt.doc))
 			if err == nil {
-				t.Fatalf("FromJSON(%s) = %d detectors, want an error", tt.doc, len(cfg.Detectors))
+				t.Fatalf("FromJSON(%s) = %d detectors, want an error", tt.doc, len(built(t, cfg)))
 			}
 			if !errors.Is(err, guard.ErrInvalidOption) {
 				t.Errorf("errors.Is(%v, guard.ErrInvalidOption) = false", err)
@@ -183,7 +183,7 @@ func TestDropArgsKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := cfg.Guard.New(cfg.Detectors...)
+	g, err := cfg.New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestDropArgsKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	plain, _ := detector.FromJSON([]byte(`{}`))
-	if _, err := plain.Guard.Restore(data, plain.Detectors...); !errors.Is(err, guard.ErrOptionsChanged) {
+	if _, err := plain.Restore(data); !errors.Is(err, guard.ErrOptionsChanged) {
 		t.Errorf("restored without the dropped fields: %v, want ErrOptionsChanged", err)
 	}
 }

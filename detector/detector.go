@@ -73,7 +73,9 @@ import (
 // token, cost or duration budgets and no tool caps. It equals what
 // [FromJSON] builds from {}.
 //
-// The detectors hold the state of one run: call Defaults again for each guard.
+// The detectors hold the state of one run: call Defaults again for each guard
+// (guard.New refuses detectors that another guard holds, with
+// guard.ErrDetectorInUse). A [Config] does that for a JSON options document.
 func Defaults() []guard.Detector {
 	fin, err1 := finish.New(finish.Options{})
 	bud, err2 := budget.New(budget.Options{MaxSteps: DefaultMaxSteps})

@@ -42,7 +42,11 @@ func ExampleFromJSON() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	for _, d := range cfg.Detectors {
+	dets, err := cfg.Detectors() // fresh ones at every call; cfg.New() builds a guard
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, d := range dets {
 		fmt.Println(d.Name())
 	}
 	fmt.Println("ignored:", cfg.Guard.Ignore)
@@ -115,7 +119,7 @@ func ExampleRegistry_Register() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	g, err := cfg.Guard.New(cfg.Detectors...)
+	g, err := cfg.New()
 	if err != nil {
 		log.Fatal(err)
 	}

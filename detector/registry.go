@@ -46,6 +46,26 @@ type Input struct {
 	Now func() time.Time
 }
 
+// Off reports whether the document switches the entry's detector off, by
+// the convention of the built-in detectors: it sets at least one of the
+// entry's keys, every one of them to false, and none of its tool fields. A
+// Build that follows the convention starts with
+//
+//	if in.Off() {
+//		return nil, nil
+//	}
+func (in Input) Off() bool {
+	if len(in.Values) == 0 || len(in.Tools) > 0 {
+		return false
+	}
+	for _, v := range in.Values {
+		if !isLiteral(v, "false") {
+			return false
+		}
+	}
+	return true
+}
+
 // An Entry tells a [Registry] how to build one detector from an options
 // document.
 type Entry struct {
@@ -61,10 +81,15 @@ type Entry struct {
 	// mentions one of them.
 	Default bool
 	// Build returns the detector for these options, or nil and a nil error
-	// when the options switch it off. The detector's Name must be the
-	// entry's name. Errors should be *guard.OptionError values whose Field
-	// is the path in the document (repeatedToolCall.threshold); other
-	// errors are wrapped in one.
+	// when the options switch it off. A key set to false is passed to it
+	// as false; to follow the built-ins' convention, where false switches
+	// a detector off, return nil, nil when [Input.Off] says so. The
+	// detector's Name must be the entry's name. Build is called again for
+	// every guard a [Config] makes, possibly from several goroutines at
+	// once: it must return a new detector each time, the same for the same
+	// input, and must not modify in. Errors should be *guard.OptionError
+	// values whose Field is the path in the document
+	// (repeatedToolCall.threshold); other errors are wrapped in one.
 	Build func(in Input) (guard.Detector, error)
 }
 
@@ -175,20 +200,90 @@ func (r *Registry) Register(name string, e Entry) error {
 // Names returns the names of the registered entries, in registration order.
 func (r *Registry) Names() []string { return slices.Clone(r.names) }
 
-// Config is what an options document builds: the detectors and the guard's
-// own options. Pass them to [guard.Options.New]:
+// Config is what an options document builds: a factory of guards. Each call
+// of [Config.New] (or [Config.Restore]) builds fresh detectors, so one Config
+// serves any number of runs, one after another or at the same time:
 //
-//	g, err := cfg.Guard.New(cfg.Detectors...)
+//	cfg, err := detector.FromJSON(doc) // once
+//	...
+//	g, err := cfg.New() // for each run
 //
-// The detectors are fresh instances with state: a Config serves one guard.
-// Build again for the next one (or for [guard.Options.Restore]).
+// A Config is a value that is safe for concurrent use once built; change
+// its Guard options before sharing it, not while it builds.
 type Config struct {
-	// Detectors are the detectors the document switches on.
-	Detectors []guard.Detector
 	// Guard holds the guard's options: Ignore lists the tools whose
 	// policy says "ignore": true, sorted; DropArgs the top-level
-	// "dropArgs", and Tools each tool's "dropArgs".
+	// "dropArgs", and Tools each tool's "dropArgs". New and Restore use
+	// them; set more (an Observer, History) before calling them.
 	Guard guard.Options
+
+	parts []part // the detectors the document switches on, in order
+}
+
+// part is how a Config builds one detector.
+type part struct {
+	name  string
+	build func(Input) (guard.Detector, error)
+	in    Input
+}
+
+// New returns a new guard with fresh detectors and the options in c.Guard:
+// it is c.Guard.New(detectors...). Every call builds detectors of its own.
+func (c Config) New() (*guard.Guard, error) {
+	dets, err := c.Detectors()
+	if err != nil {
+		return nil, err
+	}
+	return c.Guard.New(dets...)
+}
+
+// Restore returns a guard restored from a snapshot, with fresh detectors and
+// the options in c.Guard: it is c.Guard.Restore(data, detectors...).
+func (c Config) Restore(data []byte) (*guard.Guard, error) {
+	dets, err := c.Detectors()
+	if err != nil {
+		return nil, err
+	}
+	return c.Guard.Restore(data, dets...)
+}
+
+// Detectors returns fresh detectors, new at every call, that the document
+// switches on, in registration order: for a guard of your own composition,
+// such as c.Guard.New(append(dets, mine)...). Their state is one run's: give
+// each guard its own. The error is only ever that of an entry whose Build
+// fails on options it once accepted.
+func (c Config) Detectors() ([]guard.Detector, error) {
+	dets := make([]guard.Detector, 0, len(c.parts))
+	var errs []error
+	for _, p := range c.parts {
+		d, err := buildPart(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if d != nil {
+			dets = append(dets, d)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return dets, nil
+}
+
+// buildPart builds one detector; nil, nil when its options switch it off.
+func buildPart(p part) (guard.Detector, error) {
+	d, err := p.build(p.in)
+	if err != nil {
+		return nil, asOptionError(p.name, p.in, err)
+	}
+	if d == nil {
+		return nil, nil
+	}
+	if got := d.Name(); got != p.name {
+		return nil, fmt.Errorf("detector: entry %q built a detector named %q", p.name, got)
+	}
+	return d, nil
 }
 
 // BuildOptions tune [Registry.Build].
@@ -199,7 +294,8 @@ type BuildOptions struct {
 	Now func() time.Time
 }
 
-// Build reads an options document and builds the detectors it asks for.
+// Build reads an options document and returns the Config that builds the
+// detectors it asks for (building them once, to check every option).
 //
 // The document is a JSON object. Every top-level key must be read by a
 // registered entry, or be "tools" or "dropArgs"; every field of tools.<name>
@@ -246,31 +342,28 @@ func (r *Registry) Build(doc []byte, o BuildOptions) (Config, error) {
 		values[name][m.key] = m.val
 	}
 	errs := top.errs
-	var dets []guard.Detector
+	var parts []part
 	for _, name := range r.names {
 		e := r.entries[name]
 		in := Input{Values: values[name], Tools: tools[name], Now: o.Now}
 		if !e.Default && len(in.Values) == 0 && len(in.Tools) == 0 {
 			continue
 		}
-		d, err := e.Build(in)
+		p := part{name: name, build: e.Build, in: in}
+		// Built once here, so that every problem shows now.
+		d, err := buildPart(p)
 		if err != nil {
-			errs = append(errs, asOptionError(name, in, err))
+			errs = append(errs, err)
 			continue
 		}
-		if d == nil {
-			continue
+		if d != nil {
+			parts = append(parts, p)
 		}
-		if got := d.Name(); got != name {
-			errs = append(errs, fmt.Errorf("detector: entry %q built a detector named %q", name, got))
-			continue
-		}
-		dets = append(dets, d)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, err
 	}
-	return Config{Detectors: dets, Guard: gopts}, nil
+	return Config{Guard: gopts, parts: parts}, nil
 }
 
 // readDropArgs reads a list of argument fields to drop: an array of

@@ -41,6 +41,16 @@ func describe(ds []guard.Detector) []described {
 	return out
 }
 
+// built returns the detectors a config builds.
+func built(t *testing.T, cfg detector.Config) []guard.Detector {
+	t.Helper()
+	dets, err := cfg.Detectors()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dets
+}
+
 // must builds a detector with a subpackage's constructor, for the want side
 // of a table.
 func must[T guard.Detector](t *testing.T) func(T, error) guard.Detector {
@@ -59,7 +69,7 @@ func TestEmptyDocumentIsDefaults(t *testing.T) {
 		if err != nil {
 			t.Fatalf("FromJSON(%q): %v", doc, err)
 		}
-		if diff := cmp.Diff(describe(detector.Defaults()), describe(cfg.Detectors)); diff != "" {
+		if diff := cmp.Diff(describe(detector.Defaults()), describe(built(t, cfg))); diff != "" {
 			t.Errorf("FromJSON(%q) differs from Defaults() (-want +got):\n%s", doc, diff)
 		}
 		if diff := cmp.Diff(guard.Options{}, cfg.Guard); diff != "" {
@@ -233,13 +243,13 @@ func TestBuild(t *testing.T) {
 			if err != nil {
 				t.Fatalf("FromJSON: %v", err)
 			}
-			if diff := cmp.Diff(describe(tt.want), describe(cfg.Detectors)); diff != "" {
+			if diff := cmp.Diff(describe(tt.want), describe(built(t, cfg))); diff != "" {
 				t.Errorf("detectors (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tt.ignore, cfg.Guard.Ignore); diff != "" {
 				t.Errorf("Guard.Ignore (-want +got):\n%s", diff)
 			}
-			if _, err := cfg.Guard.New(cfg.Detectors...); err != nil {
+			if _, err := cfg.New(); err != nil {
 				t.Errorf("the built set makes no guard: %v", err)
 			}
 		})
@@ -389,7 +399,7 @@ func TestBuildErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, err := detector.FromJSON([]byte(tt.doc))
 			if err == nil {
-				t.Fatalf("FromJSON(%s) = %d detectors, want an error", tt.doc, len(cfg.Detectors))
+				t.Fatalf("FromJSON(%s) = %d detectors, want an error", tt.doc, len(built(t, cfg)))
 			}
 			if !errors.Is(err, guard.ErrInvalidOption) {
 				t.Errorf("errors.Is(%v, guard.ErrInvalidOption) = false", err)
@@ -457,9 +467,10 @@ func TestStandardRegistries(t *testing.T) {
 	// Every build makes new detectors.
 	c1, _ := detector.FromJSON([]byte(`{}`))
 	c2, _ := detector.FromJSON([]byte(`{}`))
-	for i := range c1.Detectors {
-		if c1.Detectors[i] == c2.Detectors[i] {
-			t.Errorf("two builds share the %s detector", c1.Detectors[i].Name())
+	d1, d2, d3 := built(t, c1), built(t, c2), built(t, c1)
+	for i := range d1 {
+		if d1[i] == d2[i] || d1[i] == d3[i] {
+			t.Errorf("two builds share the %s detector", d1[i].Name())
 		}
 	}
 }
@@ -472,8 +483,8 @@ func TestEmptyRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.Detectors) != 0 || !slices.Equal(cfg.Guard.Ignore, []string{"think"}) {
-		t.Errorf("Build = %d detectors, Ignore %v; want none and [think]", len(cfg.Detectors), cfg.Guard.Ignore)
+	if len(built(t, cfg)) != 0 || !slices.Equal(cfg.Guard.Ignore, []string{"think"}) {
+		t.Errorf("Build = %d detectors, Ignore %v; want none and [think]", len(built(t, cfg)), cfg.Guard.Ignore)
 	}
 	_, err = r.Build([]byte(`{"maxSteps": 3, "tools": {"s": {"maxCalls": 1}}}`), detector.BuildOptions{})
 	want := []problem{{"", "maxSteps", "unknown option"}, {"", "tools.s.maxCalls", "unknown option"}}
@@ -591,6 +602,65 @@ var weigherEntry = detector.Entry{
 	},
 }
 
+// quiet is a detector that never says anything.
+type quiet string
+
+func (q quiet) Name() string                                 { return string(q) }
+func (quiet) Priority() int                                  { return guard.PriorityCustom }
+func (quiet) Options() any                                   { return nil }
+func (quiet) Observe(*guard.Facts)                           {}
+func (quiet) Verdict() guard.Verdict                         { return guard.Verdict{} }
+func (quiet) Preflight(*guard.Facts) guard.Verdict           { return guard.Verdict{} }
+func (quiet) Snapshot(guard.SnapshotOptions) ([]byte, error) { return []byte("null"), nil }
+func (quiet) Restore([]byte) error                           { return nil }
+func (quiet) Reset()                                         {}
+
+func TestInputOff(t *testing.T) {
+	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
+	tests := []struct {
+		name string
+		in   detector.Input
+		want bool
+	}{
+		{"no key", detector.Input{}, false},
+		{"false", detector.Input{Values: map[string]json.RawMessage{"a": raw("false")}}, true},
+		{"false with spaces", detector.Input{Values: map[string]json.RawMessage{"a": raw(" false ")}}, true},
+		{"every key false", detector.Input{Values: map[string]json.RawMessage{"a": raw("false"), "b": raw("false")}}, true},
+		{"one key false, one not", detector.Input{Values: map[string]json.RawMessage{"a": raw("false"), "b": raw("3")}}, false},
+		{"true", detector.Input{Values: map[string]json.RawMessage{"a": raw("true")}}, false},
+		{"an object", detector.Input{Values: map[string]json.RawMessage{"a": raw(`{"on": false}`)}}, false},
+		{"false with a tool field", detector.Input{Values: map[string]json.RawMessage{"a": raw("false")},
+			Tools: map[string]map[string]json.RawMessage{"search": {"w": raw("1")}}}, false},
+	}
+	for _, tt := range tests {
+		if got := tt.in.Off(); got != tt.want {
+			t.Errorf("%s: Off() = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+
+	// An entry that follows the convention is off with false, on without.
+	r := detector.Standard()
+	err := r.Register("textlimit", detector.Entry{Keys: []string{"maxTextChars"}, Build: func(in detector.Input) (guard.Detector, error) {
+		if in.Off() {
+			return nil, nil
+		}
+		return quiet("textlimit"), nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for doc, want := range map[string]int{`{"maxTextChars": false}`: len(detector.Defaults()), `{"maxTextChars": 10}`: len(detector.Defaults()) + 1} {
+		cfg, err := r.Build([]byte(doc), detector.BuildOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", doc, err)
+		}
+		dets, err := cfg.Detectors()
+		if err != nil || len(dets) != want {
+			t.Errorf("%s: %d detectors, %v; want %d", doc, len(dets), err, want)
+		}
+	}
+}
+
 func TestCustomEntry(t *testing.T) {
 	r := detector.Standard()
 	if err := r.Register("weigher", weigherEntry); err != nil {
@@ -603,7 +673,7 @@ func TestCustomEntry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(describe(detector.Defaults()), describe(cfg.Detectors)); diff != "" {
+	if diff := cmp.Diff(describe(detector.Defaults()), describe(built(t, cfg))); diff != "" {
 		t.Errorf("{} with a custom entry (-want +got):\n%s", diff)
 	}
 
@@ -616,7 +686,7 @@ func TestCustomEntry(t *testing.T) {
 	}
 	var w *weigher
 	names := []string{}
-	for _, d := range cfg.Detectors {
+	for _, d := range built(t, cfg) {
 		names = append(names, d.Name())
 		if d, ok := d.(*weigher); ok {
 			w = d
@@ -640,7 +710,7 @@ func TestCustomEntry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := cfg.Guard.New(cfg.Detectors...)
+	g, err := cfg.New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -656,8 +726,8 @@ func TestCustomEntry(t *testing.T) {
 
 	// Switched off by its own key.
 	cfg, err = r.Build([]byte(`{"weights": false}`), detector.BuildOptions{})
-	if err != nil || len(cfg.Detectors) != len(detector.Defaults()) {
-		t.Errorf("weights:false built %d detectors (err %v), want the defaults only", len(cfg.Detectors), err)
+	if err != nil || len(built(t, cfg)) != len(detector.Defaults()) {
+		t.Errorf("weights:false built %d detectors (err %v), want the defaults only", len(built(t, cfg)), err)
 	}
 
 	// Unknown keys are still rejected, at every level, and the entry's own
@@ -706,7 +776,7 @@ func TestFrozenClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := cfg.Guard.New(cfg.Detectors...)
+	g, err := cfg.New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -718,7 +788,7 @@ func TestFrozenClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err = cfg.Guard.New(cfg.Detectors...)
+	g, err = cfg.New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -748,7 +818,7 @@ func FuzzFromJSON(f *testing.F) {
 			}
 			return
 		}
-		if _, err := cfg.Guard.New(cfg.Detectors...); err != nil {
+		if _, err := cfg.New(); err != nil {
 			t.Errorf("FromJSON(%q) built a set that makes no guard: %v", doc, err)
 		}
 	})

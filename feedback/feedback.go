@@ -20,7 +20,7 @@ import (
 )
 
 // MaxToolNameLen is the longest tool name the feedback repeats.
-const MaxToolNameLen = 64
+const MaxToolNameLen = guard.MaxPlainNameLen
 
 // ThatTool is what the feedback says in place of a tool name it will not
 // repeat.
@@ -37,20 +37,10 @@ func ToolName(name string) string {
 	return "`" + name + "`"
 }
 
-// SafeName reports whether name may appear in feedback.
-func SafeName(name string) bool {
-	if len(name) == 0 || len(name) > MaxToolNameLen {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-			c == '_' || c == '.' || c == ':' || c == '/' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+// SafeName reports whether name may appear in feedback: whether it is a
+// [guard.PlainName]. Snapshots taken without previews keep such names too,
+// and hash the others.
+func SafeName(name string) bool { return guard.PlainName(name) }
 
 // fields are the evidence fields the texts use. Evidence of any type is read
 // through its JSON form, so a custom detector's evidence with the same field

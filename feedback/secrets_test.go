@@ -30,7 +30,7 @@ func TestNoSecretReachesFeedback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := cfg.Guard.New(cfg.Detectors...)
+	g, err := cfg.New()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -194,7 +194,7 @@ func TestNoSecretReachesWarnings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, err := cfg.Guard.New(cfg.Detectors...)
+		g, err := cfg.New()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -31,7 +31,7 @@ func defaultGuard(tb testing.TB) *guard.Guard {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	g, err := cfg.Guard.New(cfg.Detectors...)
+	g, err := cfg.New()
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -13,7 +13,9 @@ import (
 // The built-in detectors (package detector and its subpackages) implement
 // exactly this interface; a detector of your own sits beside them on equal
 // footing. A Guard calls its detectors with its lock held, one at a time, so
-// a detector needs no locking of its own as long as only one Guard uses it.
+// a detector needs no locking of its own as long as only one Guard uses it:
+// a detector is the state of one run, and one that embeds [Owned] is refused
+// by a second guard.
 // A detector must not keep the *Facts it is given, nor anything reachable from
 // it, past the call: the guard reuses them.
 //
@@ -53,14 +55,17 @@ type Detector interface {
 
 	// Snapshot returns the detector's state as JSON. Equal states give
 	// equal bytes, and the bytes must not share memory with the state.
-	// With o.Redact, previews of arguments and text are replaced by
-	// "[redacted]"; stop decisions must not depend on them.
+	// Unless o.Previews is set, the state holds no character of any
+	// argument, result or text (previews read [Redacted]) and writes
+	// tool names with o.Name; stop decisions must not depend on either.
 	Snapshot(o SnapshotOptions) ([]byte, error)
 
 	// Restore replaces the detector's state by one that Snapshot returned
 	// (JSON null for a fresh state). It must validate the data, never
 	// panic, and return an error for a state that is malformed or that
-	// its options do not allow.
+	// its options do not allow: it accepts only what Snapshot can write.
+	// [UnmarshalState] reads JSON that strictly; a detector that also
+	// implements [Bounded] is then checked against the run's counters.
 	Restore(state []byte) error
 
 	// Reset forgets the run and keeps the options: afterwards the detector
@@ -94,15 +99,6 @@ type Summarizer interface {
 type Limiter interface {
 	OnlyLimits() bool
 }
-
-// SnapshotOptions tune [Guard.Snapshot] and [Detector.Snapshot].
-type SnapshotOptions struct {
-	// Redact replaces previews of arguments and text by "[redacted]".
-	Redact bool
-}
-
-// Redacted is what a redacted preview reads.
-const Redacted = "[redacted]"
 
 // Errors that the guard's constructors return, wrapped in a *DetectorError
 // or an *OptionError that says which detector or option.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -30,9 +31,17 @@ func (d *textCounter) Name() string  { return "textcounter" }
 func (d *textCounter) Priority() int { return guard.PriorityCustom }
 func (d *textCounter) Options() any  { return map[string]int{"every": d.every} }
 func (d *textCounter) Observe(f *guard.Facts) {
-	if f.HasText {
+	if f.HasText && d.n < math.MaxInt {
 		d.n++
 	}
+}
+
+// CheckBounds: the steps with text are among the steps recorded.
+func (d *textCounter) CheckBounds(c guard.Counters) error {
+	if d.n > c.Steps {
+		return errors.New("more steps with text than steps")
+	}
+	return nil
 }
 func (d *textCounter) Verdict() guard.Verdict {
 	if d.n > 0 && d.n%d.every == 0 {
@@ -142,7 +151,7 @@ func TestSnapshotRestoreDifferential(t *testing.T) {
 		}
 		for i, o := range ops {
 			if i == cut {
-				data, err := g.Snapshot(guard.SnapshotOptions{Redact: redact})
+				data, err := g.Snapshot(guard.SnapshotOptions{Previews: !redact})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -23,7 +23,10 @@
 // priorities, fingerprinted and saved in snapshots on equal footing.
 //
 // A Guard is safe for concurrent use. Detectors are called with the guard's
-// lock held and need no locking of their own. A Guard's memory is bounded by
+// lock held and need no locking of their own; a detector is the state of one
+// run, and [New] refuses one that another guard holds (see [Owned]). A step
+// is hashed before the lock is taken, and once Check returns the guard keeps
+// no reference to it. A Guard's memory is bounded by
 // its options, not by the length of the run: raw steps are kept only when
 // [Options.History] asks for it, and then only that many.
 package guard

@@ -142,26 +142,30 @@ func (f *Facts) Text() string { return string(f.text) }
 // TextPreview returns at most PreviewLen characters of the normalised text.
 func (f *Facts) TextPreview() string { return previewOf(f.text) }
 
-// previewOf cuts b to PreviewLen characters, ending in "..." when cut, and
-// makes invalid UTF-8 valid.
+// previewOf cuts b to PreviewLen characters, ending in "..." when cut, makes
+// invalid UTF-8 valid and writes characters that a terminal could act on
+// (control and format characters) as Go escapes, each escape counting for
+// its characters.
 func previewOf(b []byte) string {
-	n, i := 0, 0
-	for i < len(b) && n < PreviewLen {
-		_, size := utf8.DecodeRune(b[i:])
+	out := make([]byte, 0, min(len(b), 4*PreviewLen))
+	var cut []byte // out when it last held at most PreviewLen-3 characters
+	var buf [utf8.UTFMax + 10]byte
+	n := 0
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
 		i += size
-		n++
+		piece := escapeRune(buf[:0], r, false, 0, false)
+		k := utf8.RuneCount(piece)
+		if n+k > PreviewLen {
+			return string(append(cut, "..."...))
+		}
+		out = append(out, piece...)
+		n += k
+		if n <= PreviewLen-3 {
+			cut = out
+		}
 	}
-	if i == len(b) {
-		return string([]rune(string(b)))
-	}
-	// Cut to PreviewLen-3 characters and mark the cut.
-	i, n = 0, 0
-	for n < PreviewLen-3 {
-		_, size := utf8.DecodeRune(b[i:])
-		i += size
-		n++
-	}
-	return string([]rune(string(b[:i]))) + "..."
+	return string(out)
 }
 
 // normaliseText appends the normalised form of s to dst: lower-cased, runs of
@@ -274,6 +278,10 @@ func NormalizeFinishReason(s string) string {
 		}
 	}
 	if clean {
+		switch s {
+		case FinishToolCalls, FinishStop, FinishLength, FinishContentFilter, FinishError, FinishOther, "":
+			return s // the common names, without a map lookup
+		}
 		if alias, ok := finishAliases[s]; ok {
 			return alias
 		}
@@ -366,27 +374,29 @@ func combine(scratch []byte, kind byte, name string, sums ...canonical.Sum) ([]b
 	return scratch, canonical.HashBytes(scratch)
 }
 
-// callFacts computes the facts of one call. With withOutcome false (in
-// preflight) the result and error are not read.
-func (g *Guard) callFacts(tc *ToolCall, withOutcome bool) Call {
+// callFacts computes the facts of one call, using scratch. With withOutcome
+// false (in preflight) the result and error are not read. It reads only what
+// never changes after New (the ignored tools, the key options), so it needs
+// no lock.
+func (g *Guard) callFacts(scratch []byte, tc *ToolCall, withOutcome bool) ([]byte, Call) {
 	c := Call{Tool: tc.Name, raw: tc, Ignored: g.ignore[tc.Name]}
 	c.Args = g.hashArgs(tc.Name, tc.Args)
-	g.scratch, c.Key = combine(g.scratch, kindKey, tc.Name, c.Args)
+	scratch, c.Key = combine(scratch, kindKey, tc.Name, c.Args)
 	c.Outcome = c.Key
 	if !withOutcome {
-		return c
+		return scratch, c
 	}
 	switch {
 	case tc.Err != nil:
 		c.Failed, c.HasResult = true, true
-		g.scratch, c.Outcome = combine(g.scratch, kindError, tc.Name, c.Args, canonical.HashString(errorText(tc.Err)))
+		scratch, c.Outcome = combine(scratch, kindError, tc.Name, c.Args, canonical.HashString(errorText(tc.Err)))
 	case tc.Result != nil:
 		c.HasResult = true
-		g.scratch, c.Outcome = combine(g.scratch, kindResult, tc.Name, c.Args, canonical.Hash(tc.Result))
+		scratch, c.Outcome = combine(scratch, kindResult, tc.Name, c.Args, canonical.Hash(tc.Result))
 		c.Failed = g.fails != nil && g.fails.fails(tc.Name, tc.Result)
 	}
 	if c.Failed {
-		c.Failure = g.failureSum(tc)
+		scratch, c.Failure = failureSum(scratch, tc)
 	}
-	return c
+	return scratch, c
 }

@@ -90,9 +90,9 @@ const (
 // failureSum returns the signature of a failed call: a hash of its tool's
 // name and the normalised text of its error and result (see
 // [Call.Failure]).
-func (g *Guard) failureSum(tc *ToolCall) canonical.Sum {
+func failureSum(scratch []byte, tc *ToolCall) ([]byte, canonical.Sum) {
 	echoes := argStrings(tc.Args)
-	b := g.scratch[:0]
+	b := scratch[:0]
 	b = append(b, kindFailure)
 	b = appendUvarintString(b, tc.Name)
 	if tc.Err != nil {
@@ -102,8 +102,7 @@ func (g *Guard) failureSum(tc *ToolCall) canonical.Sum {
 	if tc.Result != nil {
 		b = appendFailureText(b, resultText(tc.Result), echoes)
 	}
-	g.scratch = b
-	return canonical.HashBytes(b)
+	return b, canonical.HashBytes(b)
 }
 
 func appendUvarintString(b []byte, s string) []byte {

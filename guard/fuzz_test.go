@@ -1,7 +1,10 @@
 package guard_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -19,7 +22,7 @@ func FuzzRestore(f *testing.F) {
 		f.Fatal(err)
 	}
 	for i := range 12 {
-		seed, err := g.Snapshot(guard.SnapshotOptions{Redact: i%5 == 4})
+		seed, err := g.Snapshot(guard.SnapshotOptions{Previews: i%5 != 4})
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -31,19 +34,51 @@ func FuzzRestore(f *testing.F) {
 	def.Check(bigStep(1))
 	seed, _ := def.Snapshot(guard.SnapshotOptions{})
 	f.Add(seed)
+	// Hostile seeds of issue 12: counts at their largest, keys in
+	// another case, states that contradict the counters.
+	max := fmt.Sprint(math.MaxInt)
+	for _, edit := range [][2]string{
+		{`"steps":1,`, `"steps":` + max + `,`},
+		{`"toolCalls":1,`, `"toolCalls":` + max + `,`},
+		{`"steps":1,`, `"steps":1,"STEPS":2,`},
+		{`"steps":1,`, `"steps":1,"steps":2,`},
+		{`"steps":1,`, `"steps":0,`},
+		{`"name":"finish",`, `"name":"finish","Name":"budget",`},
+	} {
+		f.Add(bytes.Replace(seed, []byte(edit[0]), []byte(edit[1]), 1))
+	}
 	f.Add([]byte(`{"version":1}`))
 	f.Add([]byte(`null`))
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		clock := &testutil.Clock{T: time.Unix(1_700_000_000, 0)}
-		r, err := guard.Options{Ignore: []string{"think"}}.Restore(data, allDetectors(t, clock)...)
+		opts := guard.Options{Ignore: []string{"think"}}
+		r, err := opts.Restore(data, allDetectors(t, clock)...)
 		if err != nil {
 			return
 		}
-		// A restored guard must work: check, preflight, save again.
+		// What Restore accepts is what Snapshot writes: the counters agree,
+		// and saving at once gives a snapshot that restores to the same.
+		s := r.Summary()
+		if s.Steps < 0 || s.ToolCalls < 0 || s.FailedToolCalls < 0 || s.FailedToolCalls > s.ToolCalls {
+			t.Fatalf("restored impossible counters %+v", s)
+		}
+		first, err := r.Snapshot(guard.SnapshotOptions{})
+		if err != nil {
+			t.Fatalf("snapshot of a restored guard: %v", err)
+		}
+		r2, err := opts.Restore(first, allDetectors(t, clock)...)
+		if err != nil {
+			t.Fatalf("Restore accepted\n%s\nbut not the restored guard's own snapshot: %v\n%s", data, err, first)
+		}
+		if second, _ := r2.Snapshot(guard.SnapshotOptions{}); !bytes.Equal(first, second) {
+			t.Fatalf("a snapshot does not restore to itself:\n%s\n%s", first, second)
+		}
+		// A restored guard must work: check, preflight, save again, restore.
 		for i := range 4 {
 			r.Preflight(testutil.Q("x"), testutil.Call("read", `{"q":1}`))
-			r.Check(guard.Step{Text: "same", ToolCalls: []guard.ToolCall{testutil.Q("x")}, Usage: guard.Usage{TotalTokens: int64(i)}})
+			r.Check(guard.Step{Text: "same", ToolCalls: []guard.ToolCall{testutil.Q("x"), testutil.Call("write", `{}`)},
+				Usage: guard.Usage{TotalTokens: int64(i)}})
 		}
 		again, err := r.Snapshot(guard.SnapshotOptions{})
 		if err != nil {
@@ -51,6 +86,9 @@ func FuzzRestore(f *testing.F) {
 		}
 		if !json.Valid(again) {
 			t.Fatalf("invalid snapshot: %s", again)
+		}
+		if _, err := opts.Restore(again, allDetectors(t, clock)...); err != nil {
+			t.Fatalf("Restore accepted\n%s\nbut not the snapshot of the guard 4 steps later: %v\n%s", data, err, again)
 		}
 	})
 }

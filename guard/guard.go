@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sync"
 
@@ -39,8 +40,10 @@ type Options struct {
 
 	// Key, when set, replaces a call's arguments by what it returns before
 	// they are hashed (after DropArgs), for every tool without a
-	// ToolOptions.Key of its own. It must be deterministic. Functions are
-	// not part of the fingerprint: restore a snapshot with the same ones.
+	// ToolOptions.Key of its own. It must be deterministic, and safe to
+	// call from several goroutines at once: calls are hashed before the
+	// guard's lock is taken. Functions are not part of the fingerprint:
+	// restore a snapshot with the same ones.
 	Key func(tool string, args any) any
 
 	// Tools holds options per tool name: argument fields to drop, key
@@ -95,11 +98,8 @@ type Guard struct {
 	runMu   sync.Mutex
 	running []*Running
 
-	// Scratch, reused from step to step.
-	facts   Facts
-	cur     Step
-	pre     []ToolCall
-	scratch []byte
+	// Buffers of Check and Preflight (*factsBuf), reused.
+	bufs sync.Pool
 }
 
 // New returns a Guard that runs the given detectors with default options.
@@ -110,8 +110,13 @@ func New(detectors ...Detector) (*Guard, error) {
 
 // New returns a Guard that runs the given detectors with these options. The
 // detectors are ordered by priority, then by name, whatever their order here.
-// Every problem (a nil detector, an invalid or duplicate name, a bad option)
-// is reported, joined in one error.
+// Every problem (a nil detector, an invalid or duplicate name, a bad option,
+// a detector that another guard holds) is reported, joined in one error.
+//
+// The detectors become the guard's state: give each guard detectors of its
+// own (call detector.Defaults, or a detector.Config's New, for each one). A
+// detector that embeds [Owned], as the built-in ones do, is refused with
+// [ErrDetectorInUse] while another guard holds it.
 func (o Options) New(detectors ...Detector) (*Guard, error) {
 	var errs []error
 	if o.History < 0 {
@@ -152,7 +157,11 @@ func (o Options) New(detectors ...Detector) (*Guard, error) {
 	o.DropArgs = slices.Clone(o.DropArgs)
 	o.FailWhen = slices.Clone(o.FailWhen)
 	o.Tools = maps.Clone(o.Tools)
-	return &Guard{opts: o, ignore: ignore, keys: newKeyer(&o), fails: fails, dets: dets}, nil
+	g := &Guard{opts: o, ignore: ignore, keys: newKeyer(&o), fails: fails, dets: dets}
+	if err := g.claimAll(dets, func(name string) int { return seen[name] }); err != nil {
+		return nil, err
+	}
+	return g, nil
 }
 
 // Detectors returns the guard's detectors in the order they are asked.
@@ -170,24 +179,31 @@ func (g *Guard) Check(s Step) Verdict {
 }
 
 // check is Check without the observer; it also returns the step's index.
+//
+// The facts of the step (the hashes of its arguments, outcomes and text) are
+// computed before the guard's lock is taken: they depend on the step alone,
+// so a large step holds up no other caller. Only what depends on the order
+// of steps (the index, the counts, the totals) and the detectors run under
+// the lock.
 func (g *Guard) check(s Step) (Verdict, int) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.cur = s
-	defer func() { g.cur = Step{} }() // keep no reference to the caller's data
-
-	f := g.resetFacts(PhaseCheck)
-	f.step = &g.cur
-	for i := range g.cur.ToolCalls {
-		c := g.callFacts(&g.cur.ToolCalls[i], true)
+	b := g.getFacts()
+	defer g.putFacts(b) // keep no reference to the caller's data
+	b.cur = s
+	f := &b.f
+	*f = Facts{Phase: PhaseCheck, Calls: f.Calls[:0], Refused: f.Refused[:0], text: f.text[:0], step: &b.cur}
+	failed := 0
+	for i := range b.cur.ToolCalls {
+		var c Call
+		b.scratch, c = g.callFacts(b.scratch, &b.cur.ToolCalls[i], true)
 		f.Calls = append(f.Calls, c)
 		if c.Failed {
-			g.failedCalls++
+			failed++
 		}
 	}
-	g.toolCalls += len(f.Calls)
-	for i := range g.cur.Refused {
-		f.Refused = append(f.Refused, g.callFacts(&g.cur.Refused[i], false))
+	for i := range b.cur.Refused {
+		var c Call
+		b.scratch, c = g.callFacts(b.scratch, &b.cur.Refused[i], false)
+		f.Refused = append(f.Refused, c)
 	}
 	f.text = normaliseText(f.text[:0], s.Text)
 	f.HasText = len(f.text) > 0
@@ -199,8 +215,14 @@ func (g *Guard) check(s Step) (Verdict, int) {
 		f.InputHash = canonical.HashString(s.Input)
 	}
 	f.Usage = s.Usage.sanitize()
+
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	f.Index = stepIndex(g.steps)
+	g.failedCalls = satAddInt(g.failedCalls, failed)
+	g.toolCalls = satAddInt(g.toolCalls, len(f.Calls))
 	g.totals.add(f.Usage)
-	g.steps++
+	g.steps = satAddInt(g.steps, 1)
 	f.Steps = g.steps
 	f.Totals = g.totals
 
@@ -236,19 +258,25 @@ func (g *Guard) Preflight(calls ...ToolCall) Decision {
 }
 
 // preflight is Preflight without the observer; it also returns the index of
-// the step the calls would belong to. With locate, a refusal says which call
+// the step the calls would belong to. As in check, the calls' facts are
+// computed before the lock is taken. With locate, a refusal says which call
 // was refused (Decision.CallIndex); without, the caller says it.
 func (g *Guard) preflight(calls []ToolCall, locate bool) (Decision, int) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.pre = append(g.pre[:0], calls...)
-	defer func() { clear(g.pre) }()
-
-	f := g.resetFacts(PhasePreflight)
-	for i := range g.pre {
-		f.Calls = append(f.Calls, g.callFacts(&g.pre[i], false))
+	b := g.getFacts()
+	defer g.putFacts(b)
+	b.pre = append(b.pre[:0], calls...)
+	f := &b.f
+	*f = Facts{Phase: PhasePreflight, Calls: f.Calls[:0], Refused: f.Refused[:0], text: f.text[:0]}
+	for i := range b.pre {
+		var c Call
+		b.scratch, c = g.callFacts(b.scratch, &b.pre[i], false)
+		f.Calls = append(f.Calls, c)
 	}
 	f.TextHash = canonical.HashBytes(nil)
+
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	f.Index = stepIndex(g.steps)
 	f.Steps = g.steps
 	f.Totals = g.totals
 
@@ -267,20 +295,60 @@ func (g *Guard) preflight(calls []ToolCall, locate bool) (Decision, int) {
 	}
 	if refuser != nil && locate {
 		d.CallIndex = refusedAt(refuser, f)
-		if d.CallIndex < len(g.pre) {
-			d.CallID = g.pre[d.CallIndex].ID
+		if d.CallIndex < len(b.pre) {
+			d.CallID = b.pre[d.CallIndex].ID
 		}
 	}
 	d.Warnings = warnings
 	return d, f.Index
 }
 
-// resetFacts clears the reusable facts for a new step.
-func (g *Guard) resetFacts(p Phase) *Facts {
-	f := &g.facts
-	clear(f.Calls) // drop references to the previous step's calls
-	*f = Facts{Phase: p, Index: g.steps, Calls: f.Calls[:0], text: f.text[:0]}
-	return f
+// factsBuf is what one Check or Preflight works in: the facts, a copy of the
+// step or of the calls (which the facts point into) and scratch space. It is
+// reused, through the guard's pool, by calls that do not overlap.
+type factsBuf struct {
+	f       Facts
+	cur     Step
+	pre     []ToolCall
+	scratch []byte
+}
+
+func (g *Guard) getFacts() *factsBuf {
+	if b, ok := g.bufs.Get().(*factsBuf); ok {
+		return b
+	}
+	return new(factsBuf)
+}
+
+// putFacts drops every reference to the caller's step and calls, and puts
+// the buffer back for reuse.
+func (g *Guard) putFacts(b *factsBuf) {
+	clear(b.f.Calls)
+	clear(b.f.Refused)
+	b.f = Facts{Calls: b.f.Calls[:0], Refused: b.f.Refused[:0], text: b.f.text[:0]}
+	b.cur = Step{}
+	clear(b.pre)
+	b.pre = b.pre[:0]
+	if cap(b.f.text) > maxKeptText {
+		b.f.text = nil // a huge text is not kept for the next step
+	}
+	g.bufs.Put(b)
+}
+
+// maxKeptText is the most bytes of normalised text a buffer keeps for reuse.
+const maxKeptText = 64 << 10
+
+// stepIndex is the index of the step after steps recorded ones. The counts
+// saturate at math.MaxInt, so that they never wrap: from there on, every step
+// is the last, and its index stays below the count.
+func stepIndex(steps int) int { return min(steps, math.MaxInt-1) }
+
+// satAddInt adds two counts of 0 or more, saturating at math.MaxInt.
+func satAddInt(a, b int) int {
+	if a > math.MaxInt-b {
+		return math.MaxInt
+	}
+	return a + b
 }
 
 // finish completes a stop verdict: the detector's name, the default reason

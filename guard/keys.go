@@ -19,7 +19,8 @@ type ToolOptions struct {
 
 	// Key, when set, replaces the tool's arguments by what it returns
 	// before they are hashed (after DropArgs). It overrides Options.Key.
-	// It must be deterministic; it is not part of the fingerprint.
+	// It must be deterministic and safe for concurrent use (see
+	// Options.Key); it is not part of the fingerprint.
 	Key func(args any) any
 
 	// FailWhen lists regular expressions (RE2 syntax) that mark a result

@@ -56,18 +56,20 @@ func (g *Guard) PreflightContext(ctx context.Context, calls ...ToolCall) Decisio
 }
 
 // LogValue makes a Verdict print well with log/slog: stop, and for a stop
-// the reason, code, detector and detail; the number of warnings.
+// the reason, code, detector and detail; the codes of the warnings.
 // Evidence and feedback are left out (log them yourself if you want them).
+// As in [Explain], characters that a terminal could act on are escaped, and
+// reasons and codes cut to MaxNameLen bytes, details to 4 KiB.
 func (v Verdict) LogValue() slog.Value {
 	attrs := []slog.Attr{slog.Bool("stop", v.Stop)}
 	if v.Stop {
-		attrs = append(attrs, slog.String("reason", string(v.Reason)), slog.String("code", v.Code),
-			slog.String("detector", v.Detector), slog.String("detail", v.Detail))
+		attrs = append(attrs, slog.String("reason", Clean(string(v.Reason))), slog.String("code", Clean(v.Code)),
+			slog.String("detector", Clean(v.Detector)), slog.String("detail", cleanDetail(v.Detail)))
 	}
 	if len(v.Warnings) > 0 {
 		codes := make([]string, len(v.Warnings))
 		for i, w := range v.Warnings {
-			codes[i] = w.Code
+			codes[i] = Clean(w.Code)
 		}
 		attrs = append(attrs, slog.Any("warnings", codes))
 	}
@@ -78,13 +80,13 @@ func (v Verdict) LogValue() slog.Value {
 func (d Decision) LogValue() slog.Value {
 	attrs := []slog.Attr{slog.Bool("allow", d.Allow)}
 	if !d.Allow {
-		attrs = append(attrs, slog.String("reason", string(d.Reason)), slog.String("code", d.Code),
-			slog.String("detector", d.Detector), slog.String("detail", d.Detail))
+		attrs = append(attrs, slog.String("reason", Clean(string(d.Reason))), slog.String("code", Clean(d.Code)),
+			slog.String("detector", Clean(d.Detector)), slog.String("detail", cleanDetail(d.Detail)))
 	}
 	if len(d.Warnings) > 0 {
 		codes := make([]string, len(d.Warnings))
 		for i, w := range d.Warnings {
-			codes[i] = w.Code
+			codes[i] = Clean(w.Code)
 		}
 		attrs = append(attrs, slog.Any("warnings", codes))
 	}

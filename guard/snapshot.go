@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -81,7 +82,8 @@ func (g *Guard) Snapshot(o SnapshotOptions) ([]byte, error) {
 }
 
 // MarshalJSON returns g.Snapshot(SnapshotOptions{}), so that json.Marshal(g)
-// saves the run.
+// saves the run: without previews, and with tool names that do not look like
+// identifiers hashed.
 func (g *Guard) MarshalJSON() ([]byte, error) { return g.Snapshot(SnapshotOptions{}) }
 
 // Restore rebuilds a guard from a snapshot with default options. It is
@@ -129,45 +131,65 @@ func (e *FingerprintError) Is(target error) bool { return target == ErrOptionsCh
 //
 // Restore validates everything and never panics: a malformed, truncated,
 // hostile, too large or too deeply nested snapshot, an unknown version, an
-// impossible number or a detector state its options do not allow is an error
-// (errors.Is(err, ErrInvalidState)), never a later failure of Check. Unknown
-// keys are ignored. The restored guard keeps counting steps where the saved
-// one stopped; its history is empty and it has no last verdict.
+// impossible number, counters that contradict one another, a key written
+// twice or in another case (anywhere in the document), or a detector state
+// its options or the run's counters do not allow is an error (errors.Is(err,
+// ErrInvalidState)), never a later failure of Check: a restored guard runs on,
+// and its own snapshot restores again. Unknown keys of the envelope are
+// ignored. The restored guard keeps counting steps where the saved one
+// stopped; its history is empty and it has no last verdict. On an error, the
+// detectors are free for another guard.
 func (o Options) Restore(data []byte, detectors ...Detector) (*Guard, error) {
 	g, err := o.New(detectors...)
 	if err != nil {
 		return nil, err
 	}
+	if err := g.restore(data); err != nil {
+		g.releaseAll() // the detectors may be given to another guard
+		return nil, err
+	}
+	return g, nil
+}
+
+// restore reads a snapshot into a new guard.
+func (g *Guard) restore(data []byte) error {
+	o := g.opts
 	if len(data) > MaxSnapshotBytes {
-		return nil, stateErr("snapshot is larger than %d bytes", MaxSnapshotBytes)
+		return stateErr("snapshot is larger than %d bytes", MaxSnapshotBytes)
 	}
 	if depth := jsonDepth(data); depth > MaxSnapshotDepth {
-		return nil, stateErr("snapshot is nested deeper than %d levels", MaxSnapshotDepth)
+		return stateErr("snapshot is nested deeper than %d levels", MaxSnapshotDepth)
 	}
 	var s snapshotJSON
 	if err := strictObject(data); err != nil {
-		return nil, err
+		return err
 	}
 	var version struct {
 		Version json.RawMessage `json:"version"`
 	}
 	if err := json.Unmarshal(data, &version); err != nil {
-		return nil, stateErr("%v", err)
+		return stateErr("%v", err)
 	}
 	if string(version.Version) != "1" {
-		return nil, stateErr("unknown version %s (this build reads version %d)", orMissing(version.Version), SnapshotVersion)
+		return stateErr("unknown version %s (this build reads version %d)", orMissing(version.Version), SnapshotVersion)
+	}
+	// Keys in another case, or twice, anywhere in the document: encoding/json
+	// would read the last of them, in any case.
+	if err := checkKeys(data, reflect.TypeFor[snapshotJSON](), true); err != nil {
+		return stateErr("%v", strings.TrimPrefix(err.Error(), "guard: state: "))
 	}
 	if err := requireKeys(data, "steps", "toolCalls", "failedToolCalls", "totals", "guard", "detectors"); err != nil {
-		return nil, err
+		return err
 	}
 	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, stateErr("%v", err)
+		return stateErr("%v", err)
 	}
-	if s.Steps < 0 || s.ToolCalls < 0 || s.FailedToolCalls < 0 || s.FailedToolCalls > s.ToolCalls {
-		return nil, stateErr("impossible counters (steps %d, toolCalls %d, failedToolCalls %d)", s.Steps, s.ToolCalls, s.FailedToolCalls)
+	counters := Counters{Steps: s.Steps, ToolCalls: s.ToolCalls, FailedToolCalls: s.FailedToolCalls, Totals: s.Totals}
+	if err := counters.check(); err != nil {
+		return err
 	}
 	if s.Detectors == nil {
-		return nil, stateErr("no detectors list")
+		return stateErr("no detectors list")
 	}
 
 	fe := &FingerprintError{}
@@ -178,20 +200,20 @@ func (o Options) Restore(data []byte, detectors ...Detector) (*Guard, error) {
 		Detectors []json.RawMessage `json:"detectors"`
 	}
 	if err := json.Unmarshal(data, &raws); err != nil {
-		return nil, stateErr("%v", err)
+		return stateErr("%v", err)
 	}
 	for i, r := range raws.Detectors {
 		if err := requireKeys(r, "name", "fingerprint"); err != nil {
-			return nil, fmt.Errorf("detector #%d: %w", i, err)
+			return fmt.Errorf("detector #%d: %w", i, err)
 		}
 		if err := requirePresent(r, "state"); err != nil {
-			return nil, fmt.Errorf("detector #%d: %w", i, err)
+			return fmt.Errorf("detector #%d: %w", i, err)
 		}
 	}
 	records := make(map[string]detectorRecord, len(s.Detectors))
 	for _, r := range s.Detectors {
 		if _, dup := records[r.Name]; dup {
-			return nil, stateErr("detector %q appears twice", r.Name)
+			return stateErr("detector %q appears twice", r.Name)
 		}
 		records[r.Name] = r
 	}
@@ -213,25 +235,66 @@ func (o Options) Restore(data []byte, detectors ...Detector) (*Guard, error) {
 	}
 	slices.Sort(fe.Missing)
 	if len(fe.Changed)+len(fe.Missing)+len(fe.Extra) > 0 {
-		return nil, fe
+		return fe
 	}
 	for _, d := range g.dets {
-		if err := restoreDetector(d, recordState(s.Detectors, d.Name())); err != nil {
-			return nil, &DetectorError{Name: d.Name(), Err: errors.Join(ErrInvalidState, err)}
+		if err := restoreDetector(d, recordState(s.Detectors, d.Name()), counters); err != nil {
+			return &DetectorError{Name: d.Name(), Err: errors.Join(ErrInvalidState, err)}
 		}
 	}
 	g.steps, g.toolCalls, g.failedCalls, g.totals = s.Steps, s.ToolCalls, s.FailedToolCalls, s.Totals
-	return g, nil
+	return nil
 }
 
-// restoreDetector calls d.Restore, turning a panic into an error.
-func restoreDetector(d Detector, state []byte) (err error) {
+// restoreDetector calls d.Restore and, for a [Bounded] detector,
+// CheckBounds, turning a panic into an error.
+func restoreDetector(d Detector, state []byte, c Counters) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("Restore panicked: %v", r)
 		}
 	}()
-	return d.Restore(state)
+	if err := d.Restore(state); err != nil {
+		return err
+	}
+	if b, ok := d.(Bounded); ok {
+		return b.CheckBounds(c)
+	}
+	return nil
+}
+
+// Counters are the counts of a run, as a snapshot holds them. Each count
+// saturates at math.MaxInt rather than wrapping.
+type Counters struct {
+	// Steps is the number of steps recorded: every step index is below it.
+	Steps int
+	// ToolCalls is the number of tool calls recorded, ignored ones
+	// included, and FailedToolCalls the number of those that failed.
+	ToolCalls, FailedToolCalls int
+	// Totals are the usage totals.
+	Totals Totals
+}
+
+// check reports counters that no run can reach.
+func (c Counters) check() error {
+	switch {
+	case c.Steps < 0 || c.ToolCalls < 0 || c.FailedToolCalls < 0 || c.FailedToolCalls > c.ToolCalls:
+		return stateErr("impossible counters (steps %d, toolCalls %d, failedToolCalls %d)", c.Steps, c.ToolCalls, c.FailedToolCalls)
+	case c.Steps == 0 && (c.ToolCalls > 0 || c.Totals != Totals{}):
+		return stateErr("tool calls or usage without a step")
+	}
+	return nil
+}
+
+// A Bounded detector checks, when a guard is restored, that the state it was
+// given fits the run's counters: that no step index it holds reaches the
+// number of steps, that it counts no more calls than were recorded, and so
+// on. Restore calls CheckBounds after the detector's Restore, with the
+// counters of the snapshot; an error fails the restore. The built-in
+// detectors implement it. A detector without it is trusted to have checked
+// its state alone.
+type Bounded interface {
+	CheckBounds(c Counters) error
 }
 
 func recordState(rs []detectorRecord, name string) []byte {

@@ -1,12 +1,16 @@
 package guard_test
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -92,7 +96,7 @@ func TestGoldenSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(g, 0, 3)
-	got, err := g.Snapshot(guard.SnapshotOptions{})
+	got, err := g.Snapshot(guard.SnapshotOptions{Previews: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,5 +173,100 @@ func BenchmarkRestore(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// maxDefaultSnapshot is the largest snapshot of a guard with default options
+// (detector.Defaults(), guard.Options{}) taken without previews: every count
+// at its largest (math.MaxInt, and 2^62 where a detector caps it first),
+// costUsd and durationMs in their longest forms, 64 step indexes of 19
+// digits in the repeat rule, three calls of 64-character tool names (the
+// longest kept without previews) with previews in the oscillation rule, and
+// a full no-progress window of 1024 outcomes.
+// repeatN returns s n times, separated by commas.
+func repeatN(s string, n int) string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = s
+	}
+	return strings.Join(out, ",")
+}
+
+func maxDefaultSnapshot(t testing.TB) []byte {
+	g, err := guard.New(detector.Defaults()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := g.Snapshot(guard.SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env map[string]json.RawMessage
+	if err := json.Unmarshal(base, &env); err != nil {
+		t.Fatal(err)
+	}
+	var records []map[string]json.RawMessage
+	if err := json.Unmarshal(env["detectors"], &records); err != nil {
+		t.Fatal(err)
+	}
+	maxInt, maxCount := strconv.Itoa(math.MaxInt), strconv.Itoa(1<<62)
+	env["steps"], env["toolCalls"], env["failedToolCalls"] = json.RawMessage(maxInt), json.RawMessage(maxInt), json.RawMessage(maxInt)
+	env["totals"] = json.RawMessage(`{"inputTokens":` + maxInt + `,"outputTokens":` + maxInt + `,"totalTokens":` + maxInt +
+		`,"costUsd":0.0000012345678901234567,"durationMs":2100991375754.3628}`)
+	hash := func(i int) string { return fmt.Sprintf("%032x", i+1) }
+	var steps []string
+	for i := range 64 {
+		steps = append(steps, strconv.Itoa(math.MaxInt-64+i))
+	}
+	name := strings.Repeat("t", 64)
+	var keys, counts []string
+	for i := range 64 {
+		keys, counts = append(keys, `"`+hash(100+i)+`"`), append(counts, strconv.Itoa(1<<30))
+	}
+	refusalState := `{"keys":[` + strings.Join(keys, ",") + `],"counts":[` + strings.Join(counts, ",") + `]}`
+	var outcomes []byte
+	for i := range 1024 {
+		var sum [16]byte
+		binary.BigEndian.PutUint64(sum[8:], uint64(i+1))
+		outcomes = append(outcomes, sum[:]...)
+	}
+	states := map[string]string{
+		"repeat": `{"sig":"` + hash(0) + `","count":` + maxCount + `,"steps":[` + strings.Join(steps, ",") + `]}`,
+		"oscillation": `{"calls":[{"key":"` + hash(1) + `","tool":"` + name + `","preview":"[redacted]"},{"key":"` + hash(2) + `","tool":"` + name +
+			`","preview":"[redacted]"},{"key":"` + hash(1) + `","tool":"` + name + `","preview":"[redacted]"}],"runs":[` + maxCount + `,` + maxCount + `]}`,
+		"noprogress": `{"stalled":` + maxCount + `,"text":"` + hash(3) + `","outcomes":"` + base64.RawStdEncoding.EncodeToString(outcomes) + `"}`,
+		"refusal":    refusalState,
+		"failure": `{"tools":[` + repeatN(`"`+hash(4)+`"`, 10) + `],"ops":[` + repeatN(`"`+hash(5)+`"`, 10) +
+			`],"failures":[` + repeatN(`"`+hash(6)+`"`, 10) + `],"steps":[` + strings.Join(steps[54:], ",") + `]}`,
+		"text": `{"texts":[` + repeatN(`"`+hash(7)+`"`, 10) + `],"steps":[` + strings.Join(steps[54:], ",") + `],"lastInput":"` + hash(8) + `"}`,
+	}
+	for _, r := range records {
+		var n string
+		json.Unmarshal(r["name"], &n)
+		if s, ok := states[n]; ok {
+			r["state"] = json.RawMessage(s)
+		}
+	}
+	env["detectors"], _ = json.Marshal(records)
+	doc, _ := json.Marshal(env)
+	// Restore accepts exactly what Snapshot can write: this is a snapshot
+	// a guard with default options can write.
+	r, err := guard.Restore(doc, detector.Defaults()...)
+	if err != nil {
+		t.Fatalf("the largest snapshot does not restore: %v\n%s", err, doc)
+	}
+	data, err := r.Snapshot(guard.SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestSnapshotSizeBound pins the bound the README states.
+func TestSnapshotSizeBound(t *testing.T) {
+	data := maxDefaultSnapshot(t)
+	t.Logf("largest snapshot with default options: %d bytes", len(data))
+	if len(data) != 29_622 {
+		t.Errorf("the largest snapshot with default options is %d bytes; the README says 29,622", len(data))
 	}
 }

@@ -2,9 +2,11 @@ package guard
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"math"
+	"reflect"
 	"time"
 )
 
@@ -13,7 +15,9 @@ import (
 // reported and the usage numbers of the turn.
 //
 // Every field may be zero. A Guard never modifies a Step, and keeps it only
-// when [Options.History] asks it to.
+// when [Options.History] asks it to: otherwise, once Check returns, the
+// guard holds no reference to the step nor to anything reachable from it
+// (its arguments and results can be collected).
 type Step struct {
 	// Text is what the model wrote in this turn.
 	Text string
@@ -53,6 +57,11 @@ type ToolCall struct {
 	// Args are the call's arguments. A json.RawMessage is taken as JSON
 	// text (as LLM APIs deliver arguments); any other value is compared by
 	// its JSON encoding (see package canonical). Nil means null.
+	//
+	// Arguments that arrive as JSON text in a Go string (openai-go's
+	// Function.Arguments, a log line) must be converted to be read as
+	// JSON: Args: json.RawMessage(s). A plain string is one JSON string,
+	// so `{"q": 1}` and `{"q":1}` would then be different arguments.
 	Args any
 	// Result is what the tool returned; nil means no result.
 	Result any
@@ -149,11 +158,12 @@ func (t Totals) MarshalJSON() ([]byte, error) {
 	return json.Marshal(totalsJSON{t.InputTokens, t.OutputTokens, t.TotalTokens, t.CostUSD, t.DurationMs()})
 }
 
-// UnmarshalJSON reads what MarshalJSON writes. It rejects negative counts
-// and numbers that are not finite.
+// UnmarshalJSON reads what MarshalJSON writes. It rejects negative counts,
+// numbers that are not finite, and keys that MarshalJSON does not write (in
+// another case, twice, or unknown).
 func (t *Totals) UnmarshalJSON(data []byte) error {
 	var j totalsJSON
-	if err := json.Unmarshal(data, &j); err != nil {
+	if err := UnmarshalState(data, &j); err != nil {
 		return err
 	}
 	if j.InputTokens < 0 || j.OutputTokens < 0 || j.TotalTokens < 0 || !finiteNonNeg(j.CostUSD) || !finiteNonNeg(j.DurationMs) || j.DurationMs > maxDurationMs {
@@ -293,9 +303,10 @@ func readCalls(data json.RawMessage, outcome bool) []ToolCall {
 }
 
 // MarshalJSON writes the step in the shape UnmarshalJSON reads. Arguments and
-// results that encoding/json cannot write are left out. Empty IDs, and an
-// empty Refused, are left out; refused calls are written without a result or
-// an error.
+// results that encoding/json cannot write, or that nest arrays and objects
+// deeper than MaxStepDepth levels, are left out (arguments are written as
+// null); it never fails on them. Empty IDs, and an empty Refused, are left
+// out; refused calls are written without a result or an error.
 func (s Step) MarshalJSON() ([]byte, error) {
 	type call struct {
 		Name   string `json:"name"`
@@ -344,7 +355,14 @@ func (s Step) MarshalJSON() ([]byte, error) {
 	return json.Marshal(out)
 }
 
-// encodable returns v if encoding/json can write it, and nil otherwise.
+// MaxStepDepth is how deeply the arguments or the result of a call may nest
+// arrays and objects for [Step.MarshalJSON] to write them.
+const MaxStepDepth = 1000
+
+// encodable returns v's JSON text if encoding/json can write it and it nests
+// no deeper than MaxStepDepth, and nil otherwise. The depth of a Go value is
+// measured before it is encoded, without recursion deeper than the limit, so
+// that a value nested a million levels deep costs no stack.
 func encodable(v any) (out any) {
 	defer func() {
 		if recover() != nil {
@@ -354,10 +372,84 @@ func encodable(v any) (out any) {
 	if v == nil {
 		return nil
 	}
-	if _, err := json.Marshal(v); err != nil {
+	if !shallow(reflect.ValueOf(v), MaxStepDepth) {
 		return nil
 	}
-	return v
+	b, err := json.Marshal(v)
+	if err != nil || jsonDepth(b) > MaxStepDepth {
+		return nil
+	}
+	return json.RawMessage(b)
+}
+
+var (
+	marshalerType     = reflect.TypeFor[json.Marshaler]()
+	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+)
+
+// encodesItself reports whether json.Marshal writes values of t by a method
+// of their own.
+func encodesItself(t reflect.Type) bool {
+	return t.Implements(marshalerType) || t.Implements(textMarshalerType)
+}
+
+// shallow reports whether the Go value v encodes as JSON nested at most
+// depth levels deep. It counts every pointer and interface it follows too,
+// so that it ends on cycles; values that encode themselves (json.Marshaler,
+// json.RawMessage) are checked on their output by the caller.
+func shallow(v reflect.Value, depth int) bool {
+	hops := 4 * depth // pointers and interfaces followed, at most
+	var walk func(v reflect.Value, depth int) bool
+	walk = func(v reflect.Value, depth int) bool {
+		for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+			if v.IsNil() {
+				return true
+			}
+			if hops--; hops < 0 {
+				return false
+			}
+			if encodesItself(v.Type()) {
+				return true
+			}
+			v = v.Elem()
+		}
+		if encodesItself(v.Type()) || encodesItself(reflect.PointerTo(v.Type())) {
+			return true
+		}
+		switch v.Kind() {
+		case reflect.Map, reflect.Slice, reflect.Array, reflect.Struct:
+		default:
+			return true
+		}
+		if depth == 0 {
+			return false
+		}
+		switch v.Kind() {
+		case reflect.Map:
+			for it := v.MapRange(); it.Next(); {
+				if !walk(it.Value(), depth-1) {
+					return false
+				}
+			}
+		case reflect.Slice, reflect.Array:
+			if v.Type().Elem().Kind() == reflect.Uint8 {
+				return true // base64 text
+			}
+			for i := range v.Len() {
+				if !walk(v.Index(i), depth-1) {
+					return false
+				}
+			}
+		case reflect.Struct:
+			for i := range v.NumField() {
+				if v.Type().Field(i).IsExported() && !walk(v.Field(i), depth-1) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	return walk(v, depth)
 }
 
 func isNull(raw json.RawMessage) bool {

@@ -278,10 +278,6 @@ type slowKey struct{}
 // on or for a normal finish.
 func TestTurnEndStopError(t *testing.T) {
 	ctx := context.Background()
-	f, err := finish.New(finish.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	tests := []struct {
 		finish   string
 		stop     bool
@@ -293,8 +289,11 @@ func TestTurnEndStopError(t *testing.T) {
 		{"length", true, true, "FINISH_TERMINAL"},
 	}
 	for _, tt := range tests {
+		f, err := finish.New(finish.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
 		g := mustNew(t, guard.Options{}, f)
-		g.Reset()
 		v, err := g.Begin().End(ctx, guard.Step{Text: "done", FinishReason: tt.finish})
 		var stop *guard.StopError
 		if v.Stop != tt.stop || errors.As(err, &stop) != tt.stopErr || (err != nil) != tt.stopErr || v.Code != tt.wantCode {
@@ -345,28 +344,30 @@ func TestRefusedErrorIsSafe(t *testing.T) {
 // In a refused batch, the decision names the first call at which the
 // refusing rule refuses.
 func TestDecisionSaysWhichCall(t *testing.T) {
-	r, _ := repeat.New(repeat.Options{Threshold: 3})
-	tl, _ := toollimit.New(toollimit.Options{MaxCalls: map[string]int{"read": 1}})
-	b, _ := budget.New(budget.Options{MaxSteps: 1})
+	r := func() guard.Detector { d, _ := repeat.New(repeat.Options{Threshold: 3}); return d }
+	tl := func() guard.Detector {
+		d, _ := toollimit.New(toollimit.Options{MaxCalls: map[string]int{"read": 1}})
+		return d
+	}
+	b := func() guard.Detector { d, _ := budget.New(budget.Options{MaxSteps: 1}); return d }
 	x := testutil.Q("x")
 	tests := []struct {
 		name    string
-		ds      []guard.Detector
+		ds      func() guard.Detector
 		calls   []guard.ToolCall
 		index   int
 		id      string
 		code    string
 		history int // steps of x checked first
 	}{
-		{"repeat part-way", []guard.Detector{r}, []guard.ToolCall{testutil.Q("a"), withID("1", x), withID("2", x), withID("3", x), withID("4", x)}, 3, "3", repeat.Code, 0},
-		{"repeat after history", []guard.Detector{r}, []guard.ToolCall{withID("1", x), testutil.Q("a")}, 0, "1", repeat.Code, 2},
-		{"cap", []guard.Detector{tl}, []guard.ToolCall{withID("s", x), withID("r1", testutil.Call("read", `{}`)), withID("r2", testutil.Call("read", `{"p":1}`))}, 2, "r2", "TOOL_CALL_CAP", 0},
-		{"step limit, no calls", []guard.Detector{b}, nil, 0, "", "MAX_STEPS", 1},
+		{"repeat part-way", r, []guard.ToolCall{testutil.Q("a"), withID("1", x), withID("2", x), withID("3", x), withID("4", x)}, 3, "3", repeat.Code, 0},
+		{"repeat after history", r, []guard.ToolCall{withID("1", x), testutil.Q("a")}, 0, "1", repeat.Code, 2},
+		{"cap", tl, []guard.ToolCall{withID("s", x), withID("r1", testutil.Call("read", `{}`)), withID("r2", testutil.Call("read", `{"p":1}`))}, 2, "r2", "TOOL_CALL_CAP", 0},
+		{"step limit, no calls", b, nil, 0, "", "MAX_STEPS", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := mustNew(t, guard.Options{}, tt.ds...)
-			defer g.Reset()
+			g := mustNew(t, guard.Options{}, tt.ds())
 			for range tt.history {
 				g.Check(guard.Step{ToolCalls: []guard.ToolCall{x}})
 			}

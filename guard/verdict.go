@@ -176,20 +176,23 @@ var hints = map[Reason]string{
 }
 
 // Explain returns a readable account of v for logs: the rule, the detail, a
-// short hint and any warnings. It is for developers; it may quote argument
-// previews. Use v.Feedback for the model.
+// short hint and any warnings, one per line. It is for developers; it may
+// quote argument previews. Use v.Feedback for the model. Whatever detector
+// gave it, the text holds no character that a terminal could act on: they
+// are written as Go escapes (see [Clean]), reasons and codes are cut to
+// MaxNameLen bytes and details to 4 KiB.
 func Explain(v Verdict) string {
 	var b strings.Builder
 	if !v.Stop {
 		b.WriteString("go on")
 	} else {
-		fmt.Fprintf(&b, "stop: %s", v.Reason)
+		fmt.Fprintf(&b, "stop: %s", Clean(string(v.Reason)))
 		if v.Code != "" {
-			fmt.Fprintf(&b, " (%s)", v.Code)
+			fmt.Fprintf(&b, " (%s)", Clean(v.Code))
 		}
 		if v.Detail != "" {
 			b.WriteString(": ")
-			b.WriteString(v.Detail)
+			b.WriteString(cleanDetail(v.Detail))
 		}
 		if h := hints[v.Reason]; h != "" && IsFault(v) {
 			b.WriteString("; hint: ")
@@ -198,10 +201,10 @@ func Explain(v Verdict) string {
 	}
 	for _, w := range v.Warnings {
 		b.WriteString("\nwarning: ")
-		b.WriteString(w.Code)
+		b.WriteString(Clean(w.Code))
 		if w.Detail != "" {
 			b.WriteString(": ")
-			b.WriteString(w.Detail)
+			b.WriteString(cleanDetail(w.Detail))
 		}
 	}
 	return b.String()

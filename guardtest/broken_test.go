@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/loopguard/loopguard/detector/finish"
 	"github.com/loopguard/loopguard/detector/repeat"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/guardtest"
@@ -26,6 +27,10 @@ func newRepeat(threshold int) *repeat.Detector {
 	}
 	return d
 }
+
+// unowned hides the repeat detector's guard.Owned marker behind the
+// interface: guard.New cannot tell that it is shared.
+type unowned struct{ guard.Detector }
 
 // wrapped forwards everything to the repeat detector.
 type wrapped struct{ *repeat.Detector }
@@ -151,7 +156,7 @@ func (d *snapshotAliases) Restore(state []byte) error {
 }
 
 func (d *snapshotAliases) Snapshot(o guard.SnapshotOptions) ([]byte, error) {
-	if o.Redact {
+	if !o.Previews {
 		return d.Detector.Snapshot(o)
 	}
 	if d.state == nil {
@@ -332,6 +337,17 @@ func TestBrokenDetectors(t *testing.T) {
 			"Fingerprint", "the fingerprint changed after 1 step", false},
 		{"bad name", func() guard.Detector { return badName{newRepeat(3)} }, nil,
 			"Name", `Name() = "my rule" is not a valid detector name`, false},
+		{"shared silently", func() guard.Detector { return unowned{newRepeat(3)} }, nil,
+			"NotShared", "the detector is shared silently", true},
+		// The finish rule keeps only the verdict of the step it observed
+		// last: only a step that comes between two calls shows it.
+		{"shared between observe and verdict", func() guard.Detector {
+			d, err := finish.New(finish.Options{OtherPolicy: finish.Stop})
+			if err != nil {
+				panic(err)
+			}
+			return unowned{d}
+		}, nil, "NotShared", "the detector is shared silently", true},
 		{"a name per instance", func() guard.Detector {
 			return countedName{newRepeat(3), fmt.Sprintf("rule%d", instances.Add(1))}
 		}, nil, "Name", "two fresh detectors are named", false},

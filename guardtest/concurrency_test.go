@@ -79,7 +79,10 @@ func (s *orderSpy) Reset()                                         {}
 func TestConcurrentGuard(t *testing.T) {
 	const goroutines = 8
 	perGoroutine := 400
-	if race {
+	switch {
+	case race && testing.Short():
+		perGoroutine = 50
+	case race:
 		perGoroutine = 150
 	}
 	opts := guard.Options{Ignore: []string{"think"}, History: 4}

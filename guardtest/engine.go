@@ -87,7 +87,11 @@ func (p *property) check(e *env, r *reporter) {
 			continue
 		}
 		// Shrink to a smaller run that fails the same way.
-		small := shrink(run, max(shrinkBudget/max(p.div, 1), 20), func(run []guard.Step) bool {
+		budget := max(shrinkBudget/max(p.div, 1), 20)
+		if short() {
+			budget /= 4
+		}
+		small := shrink(run, budget, func(run []guard.Step) bool {
 			w := try(func() { p.fn(e, run) })
 			return w != nil && w.kind == v.kind
 		})
@@ -113,7 +117,7 @@ func (e *env) genRun(i int) []guard.Step {
 }
 
 // shrinkBudget is the most candidate runs shrink tries, for a property
-// checked on every run.
+// checked on every run; a quarter of it under go test -short.
 const shrinkBudget = 200
 
 // shrink returns a smaller run that still fails: it drops steps, chunks
@@ -183,6 +187,11 @@ func (e *env) newGuard(dets ...guard.Detector) *guard.Guard {
 	return g
 }
 
+// relay hands a detector to a second guard once the first that holds it is
+// no longer used. It forwards the methods of the Detector interface only, so
+// the new guard does not see the detector's guard.Owned marker.
+type relay struct{ guard.Detector }
+
 // restore returns a guard restored from a snapshot into a fresh detector.
 func (e *env) restore(snap []byte, what string) (*guard.Guard, guard.Detector) {
 	d := e.fresh()
@@ -205,9 +214,11 @@ func preflight(g *guard.Guard, calls []guard.ToolCall, i int) (d guard.Decision)
 	return d
 }
 
+// The snapshot options the properties use: full keeps previews and tool
+// names as given, redact is the default, which keeps neither.
 var (
-	plain  = guard.SnapshotOptions{}
-	redact = guard.SnapshotOptions{Redact: true}
+	full   = guard.SnapshotOptions{Previews: true}
+	redact = guard.SnapshotOptions{}
 )
 
 // snap returns the detector's own snapshot.

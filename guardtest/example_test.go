@@ -14,8 +14,9 @@ import (
 // failStreak is a detector of our own: it stops the run when that many calls
 // in a row have failed.
 type failStreak struct {
-	limit  int
-	streak int
+	guard.Owned // the state of one guard: guard.New refuses to share it
+	limit       int
+	streak      int
 }
 
 func newFailStreak(limit int) *failStreak { return &failStreak{limit: limit} }

@@ -37,10 +37,11 @@
 //   - ObserveKeepsStep: Observe and Verdict modify neither the step the
 //     caller passed to Check (down to the maps of the arguments) nor the
 //     step and facts that later detectors read.
-//   - SnapshotRestore: after a snapshot at any point of a run, restoring it
-//     into a fresh detector gives back the same state and the same verdicts
-//     and preflight answers on the rest of the run; a redacted snapshot gives
-//     the same stop decisions.
+//   - SnapshotRestore: after a snapshot with previews at any point of a
+//     run, restoring it into a fresh detector gives back the same state and
+//     the same verdicts and preflight answers on the rest of the run; a
+//     snapshot without previews (the default) restores to the same state
+//     without previews, and gives the same stop decisions.
 //   - SnapshotBytes: snapshots are valid JSON, deterministic (taken twice, or
 //     by two detectors given the same steps, they are equal), and share no
 //     memory with the detector's state.
@@ -59,6 +60,11 @@
 //     WithOtherOptions it is skipped.
 //   - Name: the name is valid ([guard.ValidName]) and, like the priority, the
 //     same at every call and for every instance.
+//   - NotShared: a detector cannot be shared silently: while a guard holds
+//     it, a second guard.New refuses it with an error that wraps
+//     [guard.ErrDetectorInUse] and names it (embed [guard.Owned]), or
+//     sharing it is harmless: two guards that share it give the verdicts
+//     that detectors of their own give (a detector without state).
 //
 // The properties run over random runs of steps (see [RandomStep], or give
 // your own generator with [WithSteps]). The seed is logged; a failure names
@@ -139,9 +145,13 @@ func WithMaxSteps(n int) Option {
 	return func(c *config) { c.maxLen = n }
 }
 
+// short reports whether the kit runs under go test -short: it then checks
+// 20 runs instead of 100 and shrinks a failing run less.
+func short() bool { return testing.Testing() && flag.Parsed() && testing.Short() }
+
 func newConfig(opts []Option) *config {
 	c := &config{steps: RandomStep, checks: 100, maxLen: 40}
-	if testing.Testing() && flag.Parsed() && testing.Short() {
+	if short() {
 		c.checks = 20
 	}
 	for _, o := range opts {

@@ -68,12 +68,22 @@ func builtins(t *testing.T) []struct {
 	}
 }
 
-// checks returns n, or fewer with the race detector or -short.
+// checks returns n, or fewer with the race detector or -short, and fewer
+// still with both (the fast path of CI).
 func checks(n int) guardtest.Option {
-	if race || testing.Short() {
-		n = max(n/10, 3)
+	return guardtest.WithChecks(scaled(n, 3))
+}
+
+// scaled returns n, a tenth of it with the race detector or -short, and a
+// fiftieth with both; at least least.
+func scaled(n, least int) int {
+	switch {
+	case race && testing.Short():
+		n /= 50
+	case race || testing.Short():
+		n /= 10
 	}
-	return guardtest.WithChecks(n)
+	return max(n, least)
 }
 
 // TestBuiltins runs the kit on every built-in detector, as a user would.

@@ -3,9 +3,12 @@ package guardtest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/loopguard/loopguard/canonical"
@@ -23,6 +26,7 @@ var properties = []*property{
 	{name: "Fingerprint", div: 10, fn: fingerprint},
 	{name: "FingerprintDiffers", div: 100, skip: noOther, fn: fingerprintDiffers},
 	{name: "Name", div: 10, fn: nameStable},
+	{name: "NotShared", div: 5, fn: notShared},
 }
 
 // questions returns the calls Preflight is asked before step i: none, the
@@ -59,7 +63,7 @@ func preflightKeepsState(e *env, run []guard.Step) {
 		for _, calls := range questions(run, i) {
 			when := "before step " + strconv.Itoa(i)
 			saved := cloneCalls(calls)
-			before := bytes.Clone(e.snap(det, plain, when)) // a copy: SnapshotBytes checks sharing
+			before := bytes.Clone(e.snap(det, full, when)) // a copy: SnapshotBytes checks sharing
 			d1 := preflight(g, calls, i)
 			if path, ok := equalValues(saved, calls); !ok {
 				e.fail("Preflight modified the calls it was given, %s, at %s:\nbefore: %s\nafter:  %s",
@@ -67,7 +71,7 @@ func preflightKeepsState(e *env, run []guard.Step) {
 			}
 			// A snapshot that is not deterministic differs in its bytes
 			// only; SnapshotBytes reports that.
-			after := e.snap(det, plain, when)
+			after := e.snap(det, full, when)
 			if !sameJSON(before, after) {
 				e.fail("Preflight changed the snapshot %s (calls %s):\nbefore: %s\nafter:  %s",
 					when, showCalls(calls), showBytes(before), showBytes(after))
@@ -221,14 +225,15 @@ func snapshotRestore(e *env, run []guard.Step) {
 	det := e.fresh()
 	g := e.newGuard(det)
 	n := len(run)
-	snaps, redacted, states := make([][]byte, n+1), make([][]byte, n+1), make([][]byte, n+1)
+	snaps, redacted, states, bare := make([][]byte, n+1), make([][]byte, n+1), make([][]byte, n+1), make([][]byte, n+1)
 	decisions := make([][]guard.Decision, n+1)
 	verdicts := make([]guard.Verdict, n)
 	for k := 0; k <= n; k++ {
 		when := after(k)
-		snaps[k] = e.guardSnap(g, plain, when)
+		snaps[k] = e.guardSnap(g, full, when)
 		redacted[k] = e.guardSnap(g, redact, when)
-		states[k] = bytes.Clone(e.snap(det, plain, when))
+		states[k] = bytes.Clone(e.snap(det, full, when))
+		bare[k] = bytes.Clone(e.snap(det, redact, when))
 		for _, q := range questions(run, k) {
 			decisions[k] = append(decisions[k], preflight(g, q, k))
 		}
@@ -238,7 +243,7 @@ func snapshotRestore(e *env, run []guard.Step) {
 	}
 	for _, k := range splitPoints(n) {
 		g2, d2 := e.restore(snaps[k], "the detector's own snapshot, taken "+after(k))
-		if st := e.snap(d2, plain, "after Restore"); !sameJSON(st, states[k]) {
+		if st := e.snap(d2, full, "after Restore"); !sameJSON(st, states[k]) {
 			e.fail("Snapshot %s, then Restore into a fresh detector, then Snapshot gives another state:\nsaved:    %s\nrestored: %s",
 				after(k), showBytes(states[k]), showBytes(st))
 		}
@@ -254,10 +259,14 @@ func snapshotRestore(e *env, run []guard.Step) {
 					after(k), i, showVerdict(verdicts[i]), showVerdict(v), showBytes(states[k]))
 			}
 		}
-		g3, _ := e.restore(redacted[k], "the detector's own redacted snapshot, taken "+after(k))
+		g3, d3 := e.restore(redacted[k], "the detector's own snapshot without previews, taken "+after(k))
+		if st := e.snap(d3, redact, "after Restore"); !sameJSON(st, bare[k]) {
+			e.fail("Snapshot without previews %s, then Restore into a fresh detector, then Snapshot without previews gives another state:\nsaved:    %s\nrestored: %s",
+				after(k), showBytes(bare[k]), showBytes(st))
+		}
 		for i := k; i < n; i++ {
 			if v := check(g3, run[i], i); !sameStop(v, verdicts[i]) {
-				e.fail("restored from a redacted snapshot taken %s, the detector decides otherwise at step %d (stop decisions must not depend on previews):\noriginal: %s\nrestored: %s\nsnapshot: %s",
+				e.fail("restored from a snapshot without previews taken %s, the detector decides otherwise at step %d (stop decisions must not depend on previews or tool names):\noriginal: %s\nrestored: %s\nsnapshot: %s",
 					after(k), i, showVerdict(verdicts[i]), showVerdict(v), showBytes(redacted[k]))
 			}
 		}
@@ -273,10 +282,10 @@ func snapshotBytes(e *env, run []guard.Step) {
 	heldAt := 0
 	for i := 0; i <= len(run); i++ {
 		when := after(i)
-		for _, o := range []guard.SnapshotOptions{plain, redact} {
+		for _, o := range []guard.SnapshotOptions{full, redact} {
 			kind := "Snapshot"
-			if o.Redact {
-				kind = "Snapshot (redacted)"
+			if !o.Previews {
+				kind = "Snapshot (without previews)"
 			}
 			s1 := e.snap(a, o, when)
 			c1 := bytes.Clone(s1)
@@ -306,7 +315,7 @@ func snapshotBytes(e *env, run []guard.Step) {
 					kind, when, showBytes(c1), showBytes(s3))
 			}
 		}
-		held = e.snap(a, plain, when)
+		held = e.snap(a, full, when)
 		heldCopy, heldAt = bytes.Clone(held), i
 		if i < len(run) {
 			va, vb := check(ga, run[i], i), check(gb, run[i], i)
@@ -343,14 +352,16 @@ func resetIsFresh(e *env, run []guard.Step) {
 				}
 			}
 			f := e.fresh()
-			for _, o := range []guard.SnapshotOptions{plain, redact} {
+			for _, o := range []guard.SnapshotOptions{full, redact} {
 				got, want := e.snap(d, o, "after "+how), e.snap(f, o, "of a fresh detector")
 				if !bytes.Equal(got, want) {
 					e.fail("%s %s gives another snapshot than a fresh detector's:\nafter %s: %s\nfresh:       %s",
 						how, after(k), how, showBytes(got), showBytes(want))
 				}
 			}
-			g, gf := e.newGuard(d), e.newGuard(f)
+			// g is no longer used: its detector goes on in a new guard,
+			// whose counts start again like the fresh one's.
+			g, gf := e.newGuard(relay{d}), e.newGuard(f)
 			for i, s := range run {
 				qs := questions(run, i)
 				if how != "Reset" {
@@ -384,7 +395,7 @@ func oddStepsProp(e *env, run []guard.Step) {
 		}
 		protect("Check of "+odd.what, func() { g.Check(odd.step) })
 		protect("Preflight of the calls of "+odd.what, func() { g.Preflight(odd.step.ToolCalls...) })
-		snap := e.guardSnap(g, plain, "after "+odd.what)
+		snap := e.guardSnap(g, full, "after "+odd.what)
 		e.guardSnap(g, redact, "after "+odd.what)
 		g2, _ := e.restore(snap, "the detector's own snapshot, taken after "+odd.what)
 		for i, s := range run[half:] {
@@ -529,3 +540,84 @@ func nameStable(e *env, run []guard.Step) {
 		e.fail("Name() changed after Reset, from %q to %q", n, m)
 	}
 }
+
+// notShared: a detector that a guard holds is refused by a second guard
+// (guard.ErrDetectorInUse, naming it), or, when the second guard accepts it,
+// sharing it is harmless: two guards that share it give the verdicts that
+// detectors of their own give, whether their steps alternate or one guard's
+// step comes between the Observe and the Verdict of the other's (as when
+// they run at the same time).
+func notShared(e *env, run []guard.Step) {
+	// Alternate steps: any state one run leaves shows in the other's.
+	d := e.fresh()
+	g1 := e.newGuard(d)
+	g2, refused := e.secondGuard(d, g1)
+	if refused {
+		return
+	}
+	ref1, ref2 := e.newGuard(e.fresh()), e.newGuard(e.fresh())
+	for i := range run {
+		v1, w1 := check(g1, run[i], i), check(ref1, run[i], i)
+		v2, w2 := check(g2, run[i], i), check(ref2, run[i], i)
+		e.sameWhenShared(i, v1, v2, w1, w2)
+	}
+
+	// Interleave within a step: the second guard checks a step of another
+	// run between the Observe and the Verdict of the first guard's step.
+	d = e.fresh()
+	var inner func()
+	in := &interloper{name: spyName(d), hook: func() { inner() }}
+	g1 = e.newGuard(d, in)
+	g2, _ = e.secondGuard(d, g1)
+	ref1, ref2 = e.newGuard(e.fresh()), e.newGuard(e.fresh())
+	n := len(run)
+	for i := range run {
+		var v2 guard.Verdict
+		inner = func() { v2 = check(g2, run[n-1-i], i) }
+		v1 := check(g1, run[i], i)
+		w1, w2 := check(ref1, run[i], i), check(ref2, run[n-1-i], i)
+		e.sameWhenShared(i, v1, v2, w1, w2)
+	}
+}
+
+// secondGuard asks for a second guard of d while g1 holds it: refused
+// reports that guard.New refused it, as it should, with the right error.
+func (e *env) secondGuard(d guard.Detector, g1 *guard.Guard) (g2 *guard.Guard, refused bool) {
+	var err error
+	protect("guard.New", func() { g2, err = e.guardOpts.New(d) })
+	runtime.KeepAlive(g1)
+	if err == nil {
+		return g2, false
+	}
+	if !errors.Is(err, guard.ErrDetectorInUse) {
+		e.fail("guard.New of a detector that another guard holds failed with %v; want an error that wraps guard.ErrDetectorInUse", err)
+	}
+	if !strings.Contains(err.Error(), strconv.Quote(name(d))) {
+		e.fail("the error of guard.New for a detector that another guard holds does not name it (%q): %v", name(d), err)
+	}
+	return nil, true
+}
+
+func (e *env) sameWhenShared(i int, v1, v2, w1, w2 guard.Verdict) {
+	if !sameVerdict(v1, w1) || !sameVerdict(v2, w2) {
+		e.fail("the detector is shared silently: guard.New gave it to a second guard while another held it, and at step %d the two guards see each other's steps:\nshared:   %s\n          %s\nits own:  %s\n          %s\n(embed guard.Owned in the detector, so that guard.New refuses it)",
+			i, showVerdict(v1), showVerdict(v2), showVerdict(w1), showVerdict(w2))
+	}
+}
+
+// interloper is a detector that runs after every other and calls hook when
+// it observes a step: between the Observe and the Verdict of the others.
+type interloper struct {
+	name string
+	hook func()
+}
+
+func (s *interloper) Name() string                                   { return s.name }
+func (s *interloper) Priority() int                                  { return math.MaxInt }
+func (s *interloper) Options() any                                   { return nil }
+func (s *interloper) Observe(*guard.Facts)                           { s.hook() }
+func (s *interloper) Verdict() guard.Verdict                         { return guard.Verdict{} }
+func (s *interloper) Preflight(*guard.Facts) guard.Verdict           { return guard.Verdict{} }
+func (s *interloper) Snapshot(guard.SnapshotOptions) ([]byte, error) { return []byte("null"), nil }
+func (s *interloper) Restore([]byte) error                           { return nil }
+func (s *interloper) Reset()                                         {}

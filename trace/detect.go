@@ -3,6 +3,7 @@ package trace
 import (
 	"encoding/json"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -18,10 +19,12 @@ const detectLimit = 1000
 // only OpenAI has (tool_calls, tool_call_id, image_url, ...), Anthropic's
 // when it has blocks only Anthropic has (tool_use, tool_result, thinking,
 // ...). A chat completion object ("choices") is OpenAI's, a message object
-// ("type": "message") Anthropic's. An object with loopguard's step fields
-// (text, toolCalls, finishReason, usage, input, userReply) and no role is a
-// step. Items are looked at in order until one decides; a transcript of
-// plain user and assistant text, which both providers read alike, is OpenAI's.
+// ("type": "message") Anthropic's. An object with no role is a step when it
+// has one of a step's keys (text, toolCalls, finishReason, usage, input,
+// userReply, refused, meta), a control line's (preflight, snapshot, reset),
+// or one resembling them (tool_calls, finish_reason), or none at all ({}).
+// Items are looked at in order until one decides; a transcript of plain user
+// and assistant text, which both providers read alike, is OpenAI's.
 func Detect(data []byte) Format {
 	it := newItems(trimBOM(data))
 	messages := false
@@ -57,13 +60,28 @@ type probe struct {
 	Choices      *json.RawMessage `json:"choices"`
 	Object       *json.RawMessage `json:"object"`
 	StopReason   *json.RawMessage `json:"stop_reason"`
+}
 
-	StepText         *json.RawMessage `json:"text"`
-	StepToolCalls    *json.RawMessage `json:"toolCalls"`
-	StepFinishReason *json.RawMessage `json:"finishReason"`
-	StepUsage        *json.RawMessage `json:"usage"`
-	StepInput        *json.RawMessage `json:"input"`
-	StepUserReply    *json.RawMessage `json:"userReply"`
+// stepKeys reports whether an object without a role is meant as a step line:
+// it is empty, or has a key of a step or a control line, or one that
+// resembles a step's key (such as "tool_calls", which is then reported).
+func stepKeys(raw json.RawMessage) bool {
+	ms, err := members(raw)
+	if err != nil {
+		return false
+	}
+	if len(ms) == 0 {
+		return true
+	}
+	for _, m := range ms {
+		if isKnown(placeStep, m.key) || slices.Contains(controlKeys, m.key) {
+			return true
+		}
+		if s, _ := resemble(placeStep, m.key); s != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // detectItem returns the format an item decides, and whether it is a
@@ -82,8 +100,7 @@ func detectItem(raw json.RawMessage) (Format, bool) {
 	case p.Type != nil && str(*p.Type) == "message" || p.StopReason != nil:
 		return Anthropic, true
 	case p.Role == nil:
-		if p.StepText != nil || p.StepToolCalls != nil || p.StepFinishReason != nil || p.StepUsage != nil ||
-			p.StepInput != nil || p.StepUserReply != nil {
+		if stepKeys(raw) {
 			return Steps, false
 		}
 		return Unknown, false

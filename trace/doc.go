@@ -10,9 +10,36 @@
 //   - [OpenAI]: OpenAI Chat Completions messages.
 //   - [Anthropic]: Anthropic Messages API messages.
 //
-// [Detect] tells the formats apart; [Parse] reads any of them and keeps, for
-// each step, the line it starts on. [ReadSteps], [ReadOpenAI] and
-// [ReadAnthropic] read one format from an io.Reader.
+// A [Reader] reads any of them entry by entry, with a size limit; it is what
+// the loopguard command reads logs with. [Detect] tells the formats apart;
+// [Parse] reads any of them and keeps, for each step, the line it starts on.
+// [ReadSteps], [ReadOpenAI] and [ReadAnthropic] read one format from an
+// io.Reader.
+//
+// # Step lines
+//
+// A step line is an object with the keys text, toolCalls, finishReason,
+// usage, input, userReply (another name for input), refused and meta; a call
+// (in toolCalls or refused) has name, args, result, error, id and meta; usage
+// has inputTokens, outputTokens, totalTokens, costUsd and durationMs. "meta"
+// holds free-form annotations and is never looked into. Values are read as
+// [guard.Step.UnmarshalJSON] reads them: odd ones are ignored.
+//
+// Keys are strict. A key that resembles a known one (in another case, with
+// underscores or hyphens, misspelt, or a provider's spelling such as
+// "tool_calls", "finish_reason", "arguments", "role" or "content") is an
+// *[UnknownKeyError] saying what was probably meant:
+//
+//	trace: line 3: unknown key "tool_calls" (did you mean "toolCalls"?)
+//
+// Any other unknown key is an error too, unless [Options.UnknownKeys] lets it
+// through, with a warning or silently: logs that carry annotations beside
+// the steps' keys can still be read.
+//
+// A log of step lines may also hold the control lines of loopguard replay:
+// {"preflight": CALL} (or an array of calls), {"snapshot": true} and
+// {"reset": true}, each alone on its line (with "meta" at most). A Reader
+// returns them as entries of their own kinds.
 //
 // # Layout of a transcript
 //
@@ -54,15 +81,16 @@
 // string; any other content (images, documents, a server tool's search
 // results) is kept as a json.RawMessage.
 //
-// Finish reasons are mapped onto the names the guard's finish-reason rule
-// uses: see [OpenAIFinishReason] and [AnthropicFinishReason]. Usage is mapped
+// Finish reasons are normalised as the guard normalises them ("end_turn" is
+// "stop", "tool_calls" is "tool-calls"; see [guard.NormalizeFinishReason]).
+// Usage is mapped
 // onto [guard.Usage]: see [ReadOpenAI] and [ReadAnthropic]. Missing usage is
 // zero usage.
 //
 // # Errors
 //
 // Every error that is about the data is an *[Error] naming the 1-based line
-// where the offending value starts. Odd values that do not stop a step from
-// being read (an unknown field, a content part of a kind not listed here) are
-// ignored.
+// where the offending value starts. In a transcript, odd values that do not
+// stop a step from being read (an unknown field, a content part of a kind not
+// listed here) are ignored.
 package trace

@@ -2,6 +2,7 @@ package trace_test
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/loopguard/loopguard/detector"
@@ -107,4 +108,33 @@ func ExampleError() {
 	_, err := trace.Parse([]byte("{\"text\": \"a\"}\n[1, 2]\n"), trace.Steps)
 	fmt.Println(err)
 	// Output: trace: line 2: a step must be a JSON object, not an array
+}
+
+// A log of step lines with a control line and an annotation, read entry by
+// entry. Under WarnUnknownKeys an unknown key is told once and ignored; a
+// key that resembles a known one stays an error.
+func ExampleReader() {
+	log := `{"text": "looking", "toolCalls": [{"name": "search", "args": {"q": "go"}}], "step": 1}
+{"preflight": {"name": "search", "args": {"q": "go"}}}
+{"text": "again", "tool_calls": [{"name": "search"}], "step": 2}`
+	r := trace.NewReader(strings.NewReader(log), &trace.Options{
+		UnknownKeys: trace.WarnUnknownKeys,
+		Warn:        func(err error) { fmt.Println("warning:", err) },
+	})
+	for {
+		e, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			fmt.Println("error:", err)
+			break
+		}
+		fmt.Println(e.Line, e.Kind)
+	}
+	// Output:
+	// warning: trace: line 1: unknown key "step"
+	// 1 step
+	// 2 preflight
+	// error: trace: line 3: unknown key "tool_calls" (did you mean "toolCalls"?)
 }

@@ -346,23 +346,40 @@ func field(key []byte, names []string) (i int, ok bool) {
 }
 
 var (
-	stepFields  = []string{"text", "toolCalls", "finishReason", "usage", "input", "userReply", "refused"}
-	callFields  = []string{"name", "args", "result", "error", "id"}
-	usageFields = []string{"inputTokens", "outputTokens", "totalTokens", "costUsd", "durationMs"}
+	stepFields  = knownKeys[placeStep]
+	callFields  = knownKeys[placeCall]
+	usageFields = knownKeys[placeUsage]
 )
 
+// The indexes of the fields in stepFields and callFields.
+const (
+	fText, fToolCalls, fFinishReason, fUsage, fInput, fUserReply, fRefused, fStepMeta = 0, 1, 2, 3, 4, 5, 6, 7
+	fName, fArgs, fResult, fError, fID                                                = 0, 1, 2, 3, 4
+)
+
+// A keyRef is a key that is not a field of its place.
+type keyRef struct {
+	prefix string // the path of the object the key is in: "", "usage", "toolCalls[2]"
+	place  place
+	key    string
+}
+
 // fastStep reads one step line as guard.Step.UnmarshalJSON would, or reports
-// that it cannot.
-func fastStep(line []byte) (guard.Step, bool) {
+// that it cannot. It appends the keys that no field has to unknown, when
+// unknown is not nil.
+func fastStep(line []byte, unknown *[]keyRef) (guard.Step, bool) {
 	s := &scanner{b: line}
-	var raws [7][]byte // the value of each step field
-	var seen [7]bool
+	var raws [8][]byte // the last value of each step field
+	var seen [8]bool
 	ok := s.object(0, func(key []byte) bool {
 		f, ok := field(key, stepFields)
 		if !ok {
 			return false
 		}
 		v, ok := s.value(1)
+		if ok && f < 0 && unknown != nil {
+			*unknown = append(*unknown, keyRef{place: placeStep, key: string(key)})
+		}
 		if !ok || f < 0 {
 			return ok
 		}
@@ -379,29 +396,32 @@ func fastStep(line []byte) (guard.Step, bool) {
 		return guard.Step{}, false
 	}
 	step := guard.Step{
-		Text:         stringValue(raws[0]),
-		FinishReason: stringValue(raws[2]),
-		Input:        stringValue(raws[4]),
+		Text:         stringValue(raws[fText]),
+		FinishReason: stringValue(raws[fFinishReason]),
+		Input:        stringValue(raws[fInput]),
 	}
 	if step.Input == "" {
-		step.Input = stringValue(raws[5])
+		step.Input = stringValue(raws[fUserReply])
 	}
-	if v := raws[1]; len(v) > 0 && v[0] == '[' {
-		calls, ok := fastCalls(v, true)
+	if v := raws[fToolCalls]; len(v) > 0 && v[0] == '[' {
+		calls, ok := fastCalls(v, "toolCalls", unknown)
 		if !ok {
 			return guard.Step{}, false
 		}
 		step.ToolCalls = calls
 	}
-	if v := raws[6]; len(v) > 0 && v[0] == '[' {
-		calls, ok := fastCalls(v, false)
+	if v := raws[fRefused]; len(v) > 0 && v[0] == '[' {
+		calls, ok := fastCalls(v, "refused", unknown)
 		if !ok {
 			return guard.Step{}, false
 		}
+		for i := range calls {
+			calls[i].Result, calls[i].Err = nil, nil // refused calls did not run
+		}
 		step.Refused = calls
 	}
-	if v := raws[3]; len(v) > 0 && v[0] == '{' {
-		u, ok := fastUsage(v)
+	if v := raws[fUsage]; len(v) > 0 && v[0] == '{' {
+		u, ok := fastUsage(v, unknown)
 		if !ok {
 			return guard.Step{}, false
 		}
@@ -419,28 +439,31 @@ func stringValue(v []byte) string {
 	return text(raw, false)
 }
 
-// fastCalls reads an array of calls; their outcomes only with outcome set
-// (refused calls have none).
-func fastCalls(v []byte, outcome bool) ([]guard.ToolCall, bool) {
+// fastCalls reads the calls of the array v, which is the value of the step
+// field array.
+func fastCalls(v []byte, array string, unknown *[]keyRef) ([]guard.ToolCall, bool) {
 	s := &scanner{b: v, i: 1}
 	var calls []guard.ToolCall
 	if s.peek() == ']' {
 		return nil, true
 	}
-	for {
+	for index := 0; ; index++ {
 		if s.peek() != '{' {
 			if _, ok := s.value(2); !ok {
 				return nil, false
 			}
 		} else {
-			var raws [5][]byte
-			var seen [5]bool
+			var raws [6][]byte
+			var seen [6]bool
 			ok := s.object(2, func(key []byte) bool {
 				f, ok := field(key, callFields)
 				if !ok {
 					return false
 				}
 				v, ok := s.value(3)
+				if ok && f < 0 && unknown != nil {
+					*unknown = append(*unknown, keyRef{prefix: array + "[" + strconv.Itoa(index) + "]", place: placeCall, key: string(key)})
+				}
 				if !ok || f < 0 {
 					return ok
 				}
@@ -453,12 +476,9 @@ func fastCalls(v []byte, outcome bool) ([]guard.ToolCall, bool) {
 			if !ok {
 				return nil, false
 			}
-			if name := raws[0]; len(name) > 0 && name[0] == '"' {
-				c := guard.ToolCall{ID: stringValue(raws[4]), Name: stringValue(name), Args: rawValue(raws[1])}
-				if outcome {
-					c.Result = rawValue(raws[2])
-				}
-				if e := raws[3]; outcome && len(e) > 0 && string(e) != "null" {
+			if name := raws[fName]; len(name) > 0 && name[0] == '"' {
+				c := guard.ToolCall{ID: stringValue(raws[fID]), Name: stringValue(name), Args: rawValue(raws[fArgs]), Result: rawValue(raws[fResult])}
+				if e := raws[fError]; len(e) > 0 && string(e) != "null" {
 					msg := string(e)
 					if e[0] == '"' {
 						msg = stringValue(e)
@@ -487,7 +507,7 @@ func rawValue(v []byte) any {
 	return json.RawMessage(v)
 }
 
-func fastUsage(v []byte) (guard.Usage, bool) {
+func fastUsage(v []byte, unknown *[]keyRef) (guard.Usage, bool) {
 	s := &scanner{b: v}
 	var nums [5]float64
 	var seen [5]bool
@@ -497,6 +517,9 @@ func fastUsage(v []byte) (guard.Usage, bool) {
 			return false
 		}
 		v, ok := s.value(2)
+		if ok && f < 0 && unknown != nil {
+			*unknown = append(*unknown, keyRef{prefix: "usage", place: placeUsage, key: string(key)})
+		}
 		if !ok || f < 0 {
 			return ok
 		}

@@ -23,7 +23,7 @@ var errText = cmp.Comparer(func(a, b error) bool {
 // guard.Step.UnmarshalJSON does.
 func sameAsGuard(t *testing.T, line []byte) (fast bool) {
 	t.Helper()
-	got, ok := fastStep(bytes.Clone(line))
+	got, ok := fastStep(bytes.Clone(line), nil)
 	var want guard.Step
 	err := json.Unmarshal(line, &want)
 	if !ok {

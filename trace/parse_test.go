@@ -26,7 +26,11 @@ func TestDetect(t *testing.T) {
 		{"a step line", `{"text": "hi", "toolCalls": []}` + "\n" + `{"text": "x"}`, trace.Steps},
 		{"a step with only usage", `{"usage": {"inputTokens": 1}}`, trace.Steps},
 		{"an array of steps", `[{"toolCalls": [{"name": "a"}]}]`, trace.Steps},
-		{"empty objects decide nothing", "{}\n{}\n" + `{"text": "x"}`, trace.Steps},
+		{"an empty object is a step", "{}\n" + `{"role": "user", "content": "x"}`, trace.Steps},
+		{"objects of no kind decide nothing", `{"file": 1}` + "\n" + `{"text": "x"}`, trace.Steps},
+		{"a control line", `{"preflight": {"name": "a"}}`, trace.Steps},
+		{"a provider's spelling of a step key", `{"tool_calls": [], "finish_reason": "stop"}`, trace.Steps},
+		{"annotations only", `{"meta": {"source": "x"}}`, trace.Steps},
 		{"an object of another kind", `{"file": "a.jsonl", "label": "loops"}`, trace.Unknown},
 		{"a manifest", `[{"file": "a.jsonl", "steps": 3}]`, trace.Unknown},
 		{"OpenAI system message", `[{"role": "system", "content": "x"}]`, trace.OpenAI},
@@ -41,7 +45,7 @@ func TestDetect(t *testing.T) {
 		{"Anthropic request body", `{"model": "m", "system": "s", "messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "image", "source": {}}]}]}`, trace.Anthropic},
 		{"a byte order mark", "\uFEFF" + `{"text": "x"}`, trace.Steps},
 		{"broken JSON after a decision", `{"text": "x"}` + "\n{", trace.Steps},
-		{"broken JSON before a decision", "{}\n{", trace.Unknown},
+		{"broken JSON before a decision", `{"file": 1}` + "\n{", trace.Unknown},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -206,7 +210,7 @@ func TestAnthropicShapes(t *testing.T) {
 				{ToolCalls: []guard.ToolCall{failed("deploy", nil, "tool error")}, FinishReason: "length", Input: "why?\n[image]"},
 				{Text: "a\nb", FinishReason: "content-filter"},
 				{Text: "c", FinishReason: "stop"},
-				{Text: "d", FinishReason: "something_new"},
+				{Text: "d", FinishReason: "something-new"},
 			},
 		},
 	}
@@ -237,6 +241,8 @@ func TestErrors(t *testing.T) {
 		{"steps: an array with a string", trace.Steps, "[\n{},\n\"x\"\n]", 3, "a step must be a JSON object, not a string"},
 		{"unknown format", trace.Unknown, "\n\n" + `{"file": "x"}`, 3, "not loopguard steps, OpenAI chat messages or Anthropic messages"},
 		{"unknown format: bad JSON", trace.Unknown, "{}\n{]", 2, "invalid JSON: invalid character ']' looking for beginning of object key string"},
+		{"unknown format: a string", trace.Unknown, "\n\"hello\"\n", 2, "not loopguard steps, OpenAI chat messages or Anthropic messages: a string, not an object"},
+		{"unknown format: numbers in an array", trace.Unknown, "[1, 2]", 1, "not loopguard steps, OpenAI chat messages or Anthropic messages: a number, not an object"},
 		{"openai: broken JSON on a later line", trace.OpenAI, `{"role": "user", "content": "a"}` + "\n" + `{"role": "assistant", "content": "b"` + "\n", 2, "invalid JSON: unexpected end of input"},
 		{"openai: a result for an unknown call", trace.OpenAI, `[{"role": "assistant", "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},` + "\n" + `{"role": "tool", "tool_call_id": "b", "content": "x"}]`, 2, `a result for tool_call_id "b", which no earlier call has`},
 		{"openai: a second result", trace.OpenAI, `{"role": "assistant", "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}` + "\n" + `{"role": "tool", "tool_call_id": "a", "content": "x"}` + "\n" + `{"role": "tool", "tool_call_id": "a", "content": "y"}`, 3, `a second result for tool_call_id "a" (the first is on line 2)`},
@@ -269,8 +275,8 @@ func TestErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := trace.Parse([]byte("{}\n{}"), trace.Unknown); !errors.Is(err, trace.ErrUnknownFormat) {
-		t.Errorf("Parse of empty objects = %v, want ErrUnknownFormat", err)
+	if _, err := trace.Parse([]byte(`{"file": 1}`+"\n"+`{"label": 2}`), trace.Unknown); !errors.Is(err, trace.ErrUnknownFormat) {
+		t.Errorf("Parse of objects of no kind = %v, want ErrUnknownFormat", err)
 	}
 }
 

@@ -85,34 +85,27 @@ type Trace struct {
 
 // Parse reads a log in format f, or, when f is Unknown, in the format that
 // [Detect] finds. Blank input is a run with no steps. A leading UTF-8 byte
-// order mark is skipped.
+// order mark is skipped. Step lines are read strictly: an unknown key is an
+// *[UnknownKeyError], and a control line (preflight, snapshot, reset) is an
+// error too, since a Trace holds steps only; read such logs with a [Reader].
 func Parse(data []byte, f Format) (*Trace, error) {
-	data = trimBOM(data)
-	if len(bytes.TrimSpace(data)) == 0 {
-		if f == Unknown {
-			f = Steps
+	r := NewReader(bytes.NewReader(data), &Options{Format: f, MaxBytes: -1})
+	t := &Trace{}
+	for {
+		e, err := r.Next()
+		if err == io.EOF {
+			break
 		}
-		return &Trace{Format: f}, nil
+		if err != nil {
+			return nil, err
+		}
+		if e.Kind != StepEntry {
+			return nil, &Error{Line: e.Line, Err: fmt.Errorf("a %s line, which a Trace cannot hold: read the log with a Reader", e.Kind)}
+		}
+		t.Steps = append(t.Steps, e.Step)
+		t.Lines = append(t.Lines, e.Line)
 	}
-	if f == Unknown {
-		f = Detect(data)
-	}
-	var t *Trace
-	var err error
-	switch f {
-	case Steps:
-		t, err = parseSteps(data)
-	case OpenAI:
-		t, err = parseOpenAI(data)
-	case Anthropic:
-		t, err = parseAnthropic(data)
-	default:
-		return nil, unknownFormat(data)
-	}
-	if err != nil {
-		return nil, err
-	}
-	t.Format = f
+	t.Format = r.Format()
 	return t, nil
 }
 
@@ -125,13 +118,17 @@ func trimBOM(data []byte) []byte {
 // shape that no format has.
 func unknownFormat(data []byte) error {
 	it := newItems(data)
-	for {
-		_, _, err := it.next()
+	for n := 0; ; n++ {
+		raw, line, err := it.next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			return err
+		}
+		if n == 0 && kind(raw) != "an object" {
+			// Every format is made of objects.
+			return &Error{Line: line, Err: fmt.Errorf("%w: %s, not an object", ErrUnknownFormat, kind(raw))}
 		}
 	}
 	return &Error{Line: lineOf(data, firstNonSpace(data)), Err: ErrUnknownFormat}
@@ -160,7 +157,8 @@ func read(r io.Reader, f Format) ([]guard.Step, error) {
 
 // ReadSteps reads loopguard step lines: one JSON object per line in the shape
 // [guard.Step.UnmarshalJSON] reads (blank lines are skipped), or a JSON array
-// of such objects. A line that is not a JSON object is an *Error.
+// of such objects. A line that is not a JSON object, or has a key that no
+// step has, is an *Error.
 func ReadSteps(r io.Reader) ([]guard.Step, error) { return read(r, Steps) }
 
 // ReadOpenAI reads an OpenAI Chat Completions transcript (see the package
@@ -187,8 +185,8 @@ func ReadOpenAI(r io.Reader) ([]guard.Step, error) { return read(r, OpenAI) }
 // (and the server tools' result blocks) that answer them by "tool_use_id". A
 // result with "is_error": true makes the call fail. Text and other non-result
 // blocks of a user message that follows a step are that step's input. A
-// message object from the API gives "stop_reason" (see
-// [AnthropicFinishReason]) and "usage": input_tokens plus
+// message object from the API gives "stop_reason" (normalised, see
+// [guard.NormalizeFinishReason]) and "usage": input_tokens plus
 // cache_creation_input_tokens plus cache_read_input_tokens (which Anthropic
 // counts apart) become InputTokens, and output_tokens OutputTokens.
 func ReadAnthropic(r io.Reader) ([]guard.Step, error) { return read(r, Anthropic) }

@@ -36,8 +36,13 @@ type sessionGuard struct {
 // for example:
 //
 //	lgmcp.PerSession(func(*mcp.ServerSession) (*guard.Guard, error) {
-//		return guard.New(detector.Defaults()...)
+//		return cfg.New() // cfg, err := detector.FromJSON(doc), read once
 //	})
+//
+// newGuard must return a new guard, with detectors of its own, at every
+// call: a detector.Config's New does, and so does
+// guard.New(detector.Defaults()...). A built-in detector that another
+// session's guard holds is refused (guard.ErrDetectorInUse).
 //
 // newGuard is called at most once per session, outside any lock. An error
 // fails that session's tools/call requests with the error (the tool does

@@ -38,8 +38,13 @@ type sessionGuard struct {
 // for example:
 //
 //	sessions := mcpgo.PerSession(func(server.ClientSession) (*guard.Guard, error) {
-//		return guard.New(detector.Defaults()...)
+//		return cfg.New() // cfg, err := detector.FromJSON(doc), read once
 //	})
+//
+// newGuard must return a new guard, with detectors of its own, at every
+// call: a detector.Config's New does, and so does
+// guard.New(detector.Defaults()...). A built-in detector that another
+// session's guard holds is refused (guard.ErrDetectorInUse).
 //
 // newGuard is called at most once per session ID, outside any lock. An error
 // fails that session's tool calls with the error (the tool does not run),

@@ -89,9 +89,8 @@ func TestAgentRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := cfg.Guard
-	opts.Observer = r.obs.Observe
-	g, err := opts.New(cfg.Detectors...)
+	cfg.Guard.Observer = r.obs.Observe
+	g, err := cfg.New()
 	if err != nil {
 		t.Fatal(err)
 	}

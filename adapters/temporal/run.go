@@ -319,7 +319,7 @@ func (r *run) carry(ctx workflow.Context) error {
 	if r.stop != nil {
 		return stopError(r.stop)
 	}
-	snap, err := r.g.Snapshot(guard.SnapshotOptions{Redact: true})
+	snap, err := r.g.Snapshot(guard.SnapshotOptions{}) // no previews
 	if err != nil {
 		return fmt.Errorf("loopguard: snapshot for continue-as-new: %w", err)
 	}
@@ -377,7 +377,7 @@ func (r *run) changeLimits(raw json.RawMessage) {
 		r.limits = make(map[string]json.RawMessage)
 	}
 	maps.Copy(r.limits, m)
-	snap, err := r.g.Snapshot(guard.SnapshotOptions{})
+	snap, err := r.g.Snapshot(guard.SnapshotOptions{Previews: true}) // in memory only
 	var g *guard.Guard
 	if err == nil {
 		g, err = r.newGuard(snap)

@@ -247,7 +247,8 @@ func build(r *detector.Registry, doc []byte, now func() time.Time) (guard.Option
 	if err != nil {
 		return guard.Options{}, nil, err
 	}
-	return cfg.Guard, cfg.Detectors, nil
+	dets, err := cfg.Detectors()
+	return cfg.Guard, dets, err
 }
 
 // workerInterceptor guards the workflows of a worker.

@@ -15,9 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"github.com/loopguard/loopguard/detector/finish"
 	"github.com/loopguard/loopguard/guard"
@@ -27,48 +25,64 @@ import (
 var auditCommand = &command{
 	name:    "audit",
 	summary: "replay many agent logs (steps, OpenAI, Anthropic) and report where each stops",
-	help:    func(w io.Writer) { newAuditFlags(w).fs.Usage() },
+	help:    auditHelp,
 	run:     runAudit,
 }
 
 const auditUsage = `Usage: loopguard audit [--config FILE] [--preset text-actions] [--input FORMAT]
                        [--format text|json] [--fail-on fault|any|never]
-                       [--labels MANIFEST.json] PATH...
+                       [--strict] [--max-size SIZE] [--labels MANIFEST.json]
+                       PATH...
 
 Audit replays each run in PATH through a fresh guard built from the options in
 FILE (the default set when there is none) and reports, per run, its steps,
 the first stop (step, line, rule, code and why) and the warnings seen, then
 totals. A PATH is a file, a directory (read recursively: its .jsonl, .ndjson
-and .json files; .json files that hold no trace are skipped) or - for
-standard input. Each file is one run, in one of three formats, detected per
-file unless --input names one:
+and .json files; .json files that hold no trace are skipped, and so, with a
+line on standard error, is anything that is not a regular file, such as a
+named pipe) or - for standard input. Each file is one run, in one of three
+formats, detected per file unless --input names one:
 
 	steps       loopguard step lines, one JSON object per line
 	openai      OpenAI Chat Completions messages or chat completion objects
 	anthropic   Anthropic Messages messages or message objects
 
-The guard's clock is frozen: only the durations the steps report count.
+Step lines are read exactly as replay reads them, control lines (preflight,
+snapshot, reset) included: audit reports the stop replay prints first. An
+unknown key that resembles a known one (tool_calls, finish_reason, Text, ...)
+is an error; any other unknown key, such as an annotation, is named once per
+file on standard error and ignored (--strict makes it an error). The guard's
+clock is frozen: only the durations the steps report count.
 
 --preset text-actions is for agents whose harness reads the action out of the
 model's text (ReAct, mini-swe-agent): their provider reports the finish reason
 "stop" on every step, which the default finish-reason rule takes as the end of
 the run. The preset sets
-	"finishReason": {"terminal": ["length", "content-filter", "error"], "otherPolicy": "continue"}
+	"finishReason": {"terminal": ["length", "content-filter", "error"],
+	                 "otherPolicy": "continue"}
 so that "stop" ends nothing and the loop rules can judge the run; the harness
 decides when the run is over. FILE must then not set finishReason itself.
 
-With --format json, each run is one object and the totals a last one:
+The text output is a table that fits 80 columns (a rule's detail on a line
+of its own, cut to fit); --format json has every detail, one object per run
+and the totals last:
 
-	{"kind": "run", "run": PATH, "format": F, "steps": N, "stop": {...}, "warnings": [...]}
+	{"kind": "run", "run": PATH, "format": F, "steps": N, "stop": {...},
+	 "warnings": [...]}
+	{"kind": "run", "run": PATH, "format": F, "steps": 0, "empty": true}
 	{"kind": "run", "run": PATH, "error": {"line": L, "message": "..."}}
-	{"kind": "summary", "runs": N, "clean": N, "finished": N, "faults": N, ...}
+	{"kind": "summary", "runs": N, "clean": N, "finished": N, ...}
 
-Exit status: 2 for bad arguments, bad options or an unreadable input (each
-named on standard error as "FILE:LINE: why"; the other runs are still
-reported); otherwise 1 when a run stops on a fault (--fail-on fault, the
-default), on any stop (--fail-on any), never (--fail-on never); else 0.
+Exit status: 2 for bad arguments, bad options, or a PATH that cannot be
+audited: missing, unreadable, larger than --max-size, or empty (no steps: a
+broken logging pipeline must not pass a CI gate). Each is named on standard
+error ("FILE:LINE: why" or "FILE: why") and counted in the totals, and the
+other runs are still reported. Otherwise 1 when a run stops on a fault
+(--fail-on fault, the default), on any stop (--fail-on any), never (--fail-on
+never); else 0.
 
 Flags:
+
 `
 
 // textActionsFinish is the finish-reason option of --preset text-actions.
@@ -80,27 +94,27 @@ var presets = map[string]struct{ key, value string }{
 }
 
 type auditFlags struct {
-	fs                                            *flag.FlagSet
-	config, preset, input, format, failOn, labels *string
+	fs                                    *flag.FlagSet
+	config, preset, input, format, failOn *string
+	labels                                *string
+	strict                                *bool
+	maxSize                               sizeFlag
 }
 
-func newAuditFlags(out io.Writer) *auditFlags {
-	fs := flag.NewFlagSet("loopguard audit", flag.ContinueOnError)
-	fs.SetOutput(out)
+func newAuditFlags() *auditFlags {
+	fs := newFlagSet("audit")
 	f := &auditFlags{
-		fs:     fs,
-		config: fs.String("config", "", "read the guard's options from this JSON `FILE`"),
-		preset: fs.String("preset", "", "options for a kind of agent: text-actions"),
-		input:  fs.String("input", "auto", "input `format`: auto, steps, openai or anthropic"),
-		format: fs.String("format", "text", "output `format`: text or json"),
-		failOn: fs.String("fail-on", "fault", "exit 1 when a run stops on a `fault`, on any stop (any), or never"),
-		labels: fs.String("labels", "", "score the runs against the labels in `MANIFEST.json` (see below)"),
+		fs:      fs,
+		config:  fs.String("config", "", "read the guard's options from this JSON `FILE`"),
+		preset:  fs.String("preset", "", "options for a kind of agent: text-actions"),
+		input:   fs.String("input", "auto", "input `format`: auto, steps, openai or anthropic"),
+		format:  fs.String("format", "text", "output `format`: text or json"),
+		failOn:  fs.String("fail-on", "fault", "exit 1 on a `fault` stop, any stop (any), or never"),
+		strict:  fs.Bool("strict", false, "make every unknown key in step lines an error, as replay does"),
+		labels:  fs.String("labels", "", "score the runs against the labels in `MANIFEST.json` (see below)"),
+		maxSize: sizeFlag{defaultMaxSize},
 	}
-	fs.Usage = func() {
-		io.WriteString(fs.Output(), auditUsage)
-		fs.PrintDefaults()
-		io.WriteString(fs.Output(), labelsUsage)
-	}
+	fs.Var(&f.maxSize, "max-size", "read at most `SIZE` bytes of a file (2G, 512K; 0: none)")
 	return f
 }
 
@@ -113,9 +127,15 @@ type runReport struct {
 	Steps    int           `json:"steps"`
 	Stop     *stopReport   `json:"stop,omitempty"`
 	Warnings []warningSeen `json:"warnings,omitempty"`
-	Error    *inputError   `json:"error,omitempty"`
+	// Finishes counts the normal finishes (finish reason "stop") after
+	// which the run went on: the harness did not take them as the end.
+	Finishes int `json:"finishesBeforeEnd,omitempty"`
+	// Empty is set for a run with no steps.
+	Empty bool        `json:"empty,omitempty"`
+	Error *inputError `json:"error,omitempty"`
 
-	skipped bool // a .json file found in a directory that holds no trace
+	skipped bool     // a .json file found in a directory that holds no trace
+	notes   []string // warnings about the input, for standard error
 }
 
 // A stopReport is the first stop of a run.
@@ -156,6 +176,7 @@ type summary struct {
 	Faults     int            `json:"faults"`
 	ByReason   map[string]int `json:"byReason"`
 	Unreadable int            `json:"unreadable"`
+	Empty      int            `json:"empty"`
 	Skipped    int            `json:"skipped"`
 	// TextActions counts the runs that ended on a normal "stop" finish of
 	// a step that calls tools.
@@ -163,19 +184,12 @@ type summary struct {
 }
 
 func runAudit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	flags := newAuditFlags(stderr)
-	usageErr := func(format string, args ...any) int {
-		fmt.Fprintf(stderr, "loopguard audit: "+format+"\n", args...)
-		fmt.Fprintln(stderr, `usage: loopguard audit [--config FILE] [--preset text-actions] [--input FORMAT] [--format text|json] [--fail-on fault|any|never] [--labels MANIFEST.json] PATH...`)
-		return exitUsage
+	flags := newAuditFlags()
+	paths, code, ok := parseArgs("audit", flags.fs, auditHelp, args, stdout, stderr)
+	if !ok {
+		return code
 	}
-	paths, err := parseFlags(flags.fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	if err != nil {
-		return exitUsage
-	}
+	usageErr := func(format string, args ...any) int { return usageError(stderr, "audit", format, args...) }
 	if *flags.format != "text" && *flags.format != "json" {
 		return usageErr("--format must be text or json, not %q", *flags.format)
 	}
@@ -184,9 +198,9 @@ func runAudit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	default:
 		return usageErr("--fail-on must be fault, any or never, not %q", *flags.failOn)
 	}
-	input, err := trace.ParseFormat(*flags.input)
+	input, err := parseInput(*flags.input)
 	if err != nil {
-		return usageErr("--input must be auto, steps, openai or anthropic, not %q", *flags.input)
+		return usageErr("%v", err)
 	}
 	if len(paths) == 0 {
 		return usageErr("no PATH to audit")
@@ -205,6 +219,7 @@ func runAudit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return usageErr("--preset %s: %v", *flags.preset, err)
 		}
 	}
+
 	labels, err := loadLabels(*flags.labels)
 	if err != nil {
 		return usageErr("--labels: %v", err)
@@ -216,11 +231,16 @@ func runAudit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		// for a few tens of megabytes.
 		defer debug.SetGCPercent(debug.SetGCPercent(400))
 	}
-	a := &auditor{conf: conf, input: input, stdin: stdin}
-	jobs, status := a.collect(paths, stderr)
-	w := newAuditOutput(stdout, stderr, *flags.format, labels)
+	opts := readOptions{format: input, keys: trace.WarnUnknownKeys, maxSize: flags.maxSize.n}
+	if *flags.strict {
+		opts.keys = trace.RejectUnknownKeys
+	}
+	a := &auditor{conf: conf, read: opts, stdin: stdin}
+	jobs := a.collect(paths, stderr)
+	w := newAuditOutput(stdout, stderr, *flags.format, labels, jobs)
 	var sum summary
 	sum.Kind, sum.ByReason = "summary", map[string]int{}
+	status := exitOK
 	prog := newProgress(stderr, len(jobs))
 	a.run(jobs, func(r *runReport) {
 		prog.tick()
@@ -229,13 +249,18 @@ func runAudit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return
 		}
 		sum.add(r)
-		if r.Error != nil {
+		if len(r.notes) > 0 || r.Error != nil || r.Empty {
 			prog.clear()
-			if r.Error.Line > 0 {
-				fmt.Fprintf(stderr, "%s:%d: %s\n", r.Run, r.Error.Line, r.Error.Message)
-			} else {
-				fmt.Fprintf(stderr, "%s: %s\n", r.Run, r.Error.Message)
-			}
+		}
+		for _, n := range r.notes {
+			fmt.Fprintln(stderr, n)
+		}
+		switch {
+		case r.Error != nil:
+			fmt.Fprintln(stderr, readError{r.Error.Line, r.Error.Message}.in(r.Run))
+			status = exitUsage
+		case r.Empty:
+			fmt.Fprintf(stderr, "%s: empty: no steps\n", escape(r.Run))
 			status = exitUsage
 		}
 		w.run(r)
@@ -285,23 +310,24 @@ func (c *guardConfig) withPreset(key, value string) error {
 // A job is one run to audit: a file, or standard input.
 type job struct {
 	name   string // as reported
-	path   string // "" for standard input
+	path   string // "-" for standard input
 	walked bool   // found in a directory, not named
+	err    error  // the path cannot be read at all (missing, ...)
 	report *runReport
 }
 
 // auditor replays runs.
 type auditor struct {
 	conf  *guardConfig
-	input trace.Format
+	read  readOptions
 	stdin io.Reader
 }
 
 // collect turns the paths into jobs, in order: a directory's files in
-// lexical order. Paths that cannot be read are reported on stderr and make
-// the exit status 2.
-func (a *auditor) collect(paths []string, stderr io.Writer) ([]*job, int) {
-	status := exitOK
+// lexical order. A path that cannot be read is a job with an error, so that
+// it is reported as a run. What a directory holds that is not a regular file
+// (a named pipe, a socket, a device) is skipped, with a line on stderr.
+func (a *auditor) collect(paths []string, stderr io.Writer) []*job {
 	var jobs []*job
 	stdinSeen := false
 	for _, p := range paths {
@@ -310,13 +336,12 @@ func (a *auditor) collect(paths []string, stderr io.Writer) ([]*job, int) {
 				continue
 			}
 			stdinSeen = true
-			jobs = append(jobs, &job{name: "<stdin>"})
+			jobs = append(jobs, &job{name: "<stdin>", path: "-"})
 			continue
 		}
 		info, err := os.Stat(p)
 		if err != nil {
-			fmt.Fprintf(stderr, "loopguard audit: %v\n", err)
-			status = exitUsage
+			jobs = append(jobs, &job{name: p, path: p, err: pathError(err)})
 			continue
 		}
 		if !info.IsDir() {
@@ -325,8 +350,7 @@ func (a *auditor) collect(paths []string, stderr io.Writer) ([]*job, int) {
 		}
 		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
-				fmt.Fprintf(stderr, "loopguard audit: %v\n", err)
-				status = exitUsage
+				jobs = append(jobs, &job{name: path, path: path, err: pathError(err)})
 				return nil
 			}
 			if d.IsDir() {
@@ -337,29 +361,31 @@ func (a *auditor) collect(paths []string, stderr io.Writer) ([]*job, int) {
 			}
 			switch strings.ToLower(filepath.Ext(path)) {
 			case ".jsonl", ".ndjson", ".json":
-				jobs = append(jobs, &job{name: path, path: path, walked: true})
+			default:
+				return nil
 			}
+			if !d.Type().IsRegular() {
+				// A symbolic link is followed; anything else that is
+				// not a regular file is never opened.
+				info, err := os.Stat(path)
+				if err != nil || !info.Mode().IsRegular() {
+					fmt.Fprintf(stderr, "%s: skipped: not a regular file\n", escape(path))
+					return nil
+				}
+			}
+			jobs = append(jobs, &job{name: path, path: path, walked: true})
 			return nil
 		})
 		if err != nil {
-			fmt.Fprintf(stderr, "loopguard audit: %v\n", err)
-			status = exitUsage
+			jobs = append(jobs, &job{name: p, path: p, err: pathError(err)})
 		}
 	}
-	return jobs, status
+	return jobs
 }
 
 // run audits the jobs on a bounded pool of workers and hands the reports to
 // emit in the order of the jobs.
 func (a *auditor) run(jobs []*job, emit func(*runReport)) {
-	for _, j := range jobs {
-		if j.path == "" {
-			// Standard input is read here, so that the workers only
-			// ever read files.
-			data, err := io.ReadAll(a.stdin)
-			j.report = a.audit(j, data, err)
-		}
-	}
 	workers := min(runtime.GOMAXPROCS(0), max(len(jobs), 1))
 	// window bounds how many runs are audited ahead of the one being
 	// emitted, so that memory does not grow with the corpus.
@@ -382,10 +408,7 @@ func (a *auditor) run(jobs []*job, emit func(*runReport)) {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				if j := jobs[i]; j.report == nil {
-					data, err := os.ReadFile(j.path)
-					j.report = a.audit(j, data, err)
-				}
+				jobs[i].report = a.audit(jobs[i])
 				close(done[i])
 			}
 		}()
@@ -399,48 +422,87 @@ func (a *auditor) run(jobs []*job, emit func(*runReport)) {
 	wg.Wait()
 }
 
-// audit replays one run.
-func (a *auditor) audit(j *job, data []byte, readErr error) *runReport {
+// audit replays one run, read as replay reads it: the first fault is the
+// stop replay ends at. A normal finish ("stop") is the run's stop only when
+// it is the run's last step; when more steps follow, the harness went on
+// (one that reads actions from the model's text asks again), and so does the
+// audit. The rest of the input is still read, so that every step is counted
+// and every line checked.
+func (a *auditor) audit(j *job) *runReport {
 	r := &runReport{Kind: "run", Run: j.name}
-	if readErr != nil {
-		r.Error = &inputError{Message: readErr.Error()}
+	fail := func(err error) *runReport {
+		re := readErrorOf(err, a.read.maxSize)
+		r.Error = &inputError{Line: re.line, Message: re.msg}
+		r.Format, r.Steps, r.Stop, r.Warnings = "", 0, nil, nil
 		return r
 	}
-	format := a.input
-	if format == trace.Unknown {
-		format = trace.Detect(data)
-		if format == trace.Unknown && j.walked && strings.EqualFold(filepath.Ext(j.path), ".json") && json.Valid(data) {
-			r.skipped = true // JSON that is no trace, such as a manifest
-			return r
-		}
+	if j.err != nil {
+		return fail(j.err)
 	}
-	t, err := trace.Parse(data, format)
+	in, err := a.read.open(j.path, a.stdin, j.walked)
 	if err != nil {
-		var te *trace.Error
-		if errors.As(err, &te) {
-			r.Error = &inputError{Line: te.Line, Message: te.Err.Error()}
-		} else {
-			r.Error = &inputError{Message: err.Error()}
-		}
-		return r
+		return fail(err)
 	}
-	r.Format = t.Format.String()
-	r.Steps = len(t.Steps)
-	g, err := a.conf.newGuard()
+	defer in.Close()
+	rd := a.read.newReader(in, func(err error) {
+		r.notes = append(r.notes, readErrorOf(err, 0).in(j.name)+" (ignored; --strict makes it an error)")
+	})
+	s, err := newSession(a.conf)
 	if err != nil {
 		r.Error = &inputError{Message: "config: " + err.Error()}
 		return r
 	}
-	for i, s := range t.Steps {
-		v := g.Check(s)
-		for _, w := range v.Warnings {
-			r.warn(w, i)
-		}
-		if v.Stop {
-			r.Stop = newStopReport(v, i, t.Lines[i])
+	var finish *stopReport // the last normal finish
+	lastStep := 0          // the line of the last step
+	for {
+		e, err := rd.Next()
+		if err == io.EOF {
 			break
 		}
+		if err != nil {
+			if j.walked && errors.Is(err, trace.ErrUnknownFormat) && strings.EqualFold(filepath.Ext(j.path), ".json") {
+				r.skipped = true // JSON that is no trace, such as a manifest
+				return r
+			}
+			return fail(err)
+		}
+		if e.Kind == trace.StepEntry {
+			r.Steps++
+			lastStep = e.Line
+		}
+		if r.Stop != nil {
+			continue
+		}
+		rec, err := s.apply(e)
+		if err != nil {
+			return fail(err)
+		}
+		if v := rec.Verdict; v != nil {
+			for _, w := range v.Warnings {
+				r.warn(w, *rec.Step)
+			}
+			switch {
+			case v.Stop && guard.IsFault(*v):
+				r.Stop = newStopReport(*v, *rec.Step, rec.Line)
+			case v.Stop:
+				// The model finished; whether the run ends here is the
+				// harness's call, and the log says what it did.
+				if finish != nil {
+					r.Finishes++
+				}
+				finish = newStopReport(*v, *rec.Step, rec.Line)
+			}
+		}
 	}
+	if r.Stop == nil && finish != nil {
+		if finish.Line == lastStep {
+			r.Stop = finish
+		} else {
+			r.Finishes++
+		}
+	}
+	r.Format = rd.Format().String()
+	r.Empty = r.Steps == 0
 	return r
 }
 
@@ -472,6 +534,8 @@ func (s *summary) add(r *runReport) {
 	switch {
 	case r.Error != nil:
 		s.Unreadable++
+	case r.Empty:
+		s.Empty++
 	case r.Stop == nil:
 		s.Clean++
 	case r.Stop.Fault:
@@ -486,28 +550,97 @@ func (s *summary) add(r *runReport) {
 }
 
 // reportWriter writes the reports as a table or as JSON.
+//
+// The table fits 80 columns: a row holds the run, its steps, the line of its
+// stop and the code; what the rule says (and the warnings, or why the input
+// cannot be read) goes on up to two lines of its own below, cut to fit. The
+// directory every run is in is named once, in the heading. Every text is
+// escaped: neither a file name nor a rule's detail can write a fake row or
+// talk to the terminal.
 type reportWriter struct {
-	out  io.Writer
-	tab  *tabwriter.Writer
-	enc  *json.Encoder
-	buf  *bytes.Buffer
-	rows int
+	out    io.Writer
+	enc    *json.Encoder
+	buf    *bytes.Buffer
+	prefix string // left out of every run's name in the table
+	width  int    // of the RUN column
+	rows   int
 }
 
-func newReportWriter(out io.Writer, format string) *reportWriter {
+// The table's layout.
+const (
+	tableWidth  = 80
+	maxRunWidth = 40 // room for STEPS, LINE and a code such as FINISH_TERMINAL (normal)
+	detailLines = 2
+	indent      = "    "
+)
+
+func newReportWriter(out io.Writer, format string, jobs []*job) *reportWriter {
 	w := &reportWriter{out: out, buf: new(bytes.Buffer)}
 	if format == "json" {
 		w.enc = json.NewEncoder(w.buf)
 		w.enc.SetEscapeHTML(false)
 		return w
 	}
-	w.tab = tabwriter.NewWriter(w.buf, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w.tab, "RUN\tSTEPS\tSTOP\tLINE\tRULE\tCODE\tWHY")
+	names := make([]string, len(jobs))
+	for i, j := range jobs {
+		names[i] = j.name
+	}
+	w.prefix = commonDir(names)
+	head := "RUN"
+	if w.prefix != "" {
+		head = "RUN (in " + cutLeft(escape(w.prefix), maxRunWidth-len("RUN (in )")) + ")"
+	}
+	w.width = width(head)
+	for _, n := range names {
+		w.width = max(w.width, width(escape(strings.TrimPrefix(n, w.prefix))))
+	}
+	w.width = min(w.width, maxRunWidth)
+	w.row(head, "STEPS", "LINE", "RESULT")
 	return w
 }
 
-// maxWhy is the most characters of explanation a table row shows.
-const maxWhy = 120
+// commonDir returns the directory, ending in a separator, that every name
+// is in, or "".
+func commonDir(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	dir := func(n string) string {
+		if i := strings.LastIndexAny(n, `/`+string(filepath.Separator)); i >= 0 {
+			return n[:i+1]
+		}
+		return ""
+	}
+	common := dir(names[0])
+	for _, n := range names[1:] {
+		for common != "" && !strings.HasPrefix(n, common) {
+			common = dir(common[:len(common)-1])
+		}
+	}
+	return common
+}
+
+// name is a run's name in the table: escaped, without the common directory,
+// and cut to the column from the left (the end names the file).
+func (w *reportWriter) name(run string) string {
+	return cutLeft(escape(strings.TrimPrefix(run, w.prefix)), w.width)
+}
+
+func (w *reportWriter) row(run, steps, line, result string) {
+	pad := strings.Repeat(" ", max(w.width-width(run), 0))
+	fmt.Fprintf(w.buf, "%s%s  %-5s  %-5s  %s\n", run, pad, steps, line, result)
+}
+
+// detail writes a text on lines of its own, indented, wrapped and cut to
+// the table's width.
+func (w *reportWriter) detail(text string) {
+	if text == "" {
+		return
+	}
+	for _, l := range wrap(escape(text), tableWidth-len(indent), detailLines) {
+		w.buf.WriteString(indent + l + "\n")
+	}
+}
 
 func (w *reportWriter) run(r *runReport) {
 	if w.enc != nil {
@@ -516,26 +649,37 @@ func (w *reportWriter) run(r *runReport) {
 		return
 	}
 	w.rows++
+	name := w.name(r.Run)
 	switch {
 	case r.Error != nil:
 		line := "-"
 		if r.Error.Line > 0 {
 			line = fmt.Sprint(r.Error.Line)
 		}
-		fmt.Fprintf(w.tab, "%s\t-\t-\t%s\tunreadable\t-\t%s\n", r.Run, line, cut(r.Error.Message, maxWhy))
+		w.row(name, "-", line, "unreadable")
+		w.detail(r.Error.Message)
+	case r.Empty:
+		w.row(name, "0", "-", "empty: no steps")
 	case r.Stop == nil:
-		fmt.Fprintf(w.tab, "%s\t%d\t-\t-\t-\t-\tno stop%s\n", r.Run, r.Steps, warningsText(r.Warnings))
+		w.row(name, fmt.Sprint(r.Steps), "-", "no stop")
+		w.detail(warningsText(r.Warnings))
 	default:
 		s := r.Stop
-		rule := string(s.Reason)
+		result := s.Code
 		if !s.Fault {
-			rule += " (normal)"
+			result += " (normal)"
 		}
-		fmt.Fprintf(w.tab, "%s\t%d\t%d\t%d\t%s\t%s\t%s%s\n", r.Run, r.Steps, s.Step, s.Line, rule, s.Code, cut(s.Why, maxWhy), warningsText(r.Warnings))
+		w.row(name, fmt.Sprint(r.Steps), fmt.Sprint(s.Line), escape(result))
+		why := s.Why
+		if ws := warningsText(r.Warnings); ws != "" {
+			why += "; " + ws
+		}
+		w.detail(why)
 	}
+	w.spill()
 }
 
-// spill writes out what the JSON encoder has buffered, once there is enough.
+// spill writes out what is buffered, once there is enough.
 func (w *reportWriter) spill() {
 	if w.buf.Len() >= 64<<10 {
 		w.out.Write(w.buf.Bytes())
@@ -555,7 +699,7 @@ func warningsText(ws []warningSeen) string {
 		}
 		parts = append(parts, fmt.Sprintf("%s from step %d", name, w.FirstStep))
 	}
-	return " (warnings: " + strings.Join(parts, ", ") + ")"
+	return "warnings: " + strings.Join(parts, ", ")
 }
 
 func (w *reportWriter) summary(s *summary) {
@@ -563,9 +707,11 @@ func (w *reportWriter) summary(s *summary) {
 		w.enc.Encode(s)
 		return
 	}
-	w.tab.Flush()
 	b := w.buf
 	fmt.Fprintf(b, "\n%s: %d stopped on a fault, %d finished normally, %d clean", plural(s.Runs, "run", "runs"), s.Faults, s.Finished, s.Clean)
+	if s.Empty > 0 {
+		fmt.Fprintf(b, ", %d empty", s.Empty)
+	}
 	if s.Unreadable > 0 {
 		fmt.Fprintf(b, ", %d unreadable", s.Unreadable)
 	}
@@ -576,25 +722,66 @@ func (w *reportWriter) summary(s *summary) {
 	}
 	slices.Sort(reasons)
 	for _, r := range reasons {
-		fmt.Fprintf(b, "  %-20s %d\n", r, s.ByReason[r])
+		fmt.Fprintf(b, "  %-20s %d\n", escape(r), s.ByReason[r])
 	}
 	if s.Skipped > 0 {
 		fmt.Fprintf(b, "%s with no trace skipped\n", plural(s.Skipped, ".json file", ".json files"))
 	}
 	if s.TextActions > 0 {
 		runs := plural(s.TextActions, "run", "runs")
-		fmt.Fprintf(b, "%s ended on finish reason \"stop\" at a step that calls tools: when a harness reads actions\n"+
-			"from the model's text, \"stop\" ends every step. Audit such runs with --preset text-actions.\n", runs)
+		text := fmt.Sprintf("%s ended on finish reason \"stop\" at a step that calls tools: when a harness "+
+			"reads actions from the model's text, \"stop\" ends every step. Audit such runs with --preset text-actions.", runs)
+		for _, l := range wrap(text, tableWidth-1, 0) {
+			b.WriteString(l + "\n")
+		}
 	}
 }
 
 func (w *reportWriter) flush() error {
-	if w.tab != nil && w.rows == 0 {
-		w.tab.Flush()
-	}
 	_, err := w.out.Write(w.buf.Bytes())
 	w.buf.Reset()
 	return err
+}
+
+// wrap breaks text into lines of at most n runes, at spaces where it can;
+// with most > 0, it keeps that many lines and cuts the last with "...".
+func wrap(text string, n, most int) []string {
+	var lines []string
+	words := strings.Split(text, " ")
+	line := ""
+	for _, word := range words {
+		switch {
+		case line == "":
+			line = word
+		case width(line)+1+width(word) <= n:
+			line += " " + word
+		default:
+			lines = append(lines, line)
+			line = word
+		}
+		for width(line) > n {
+			r := []rune(line)
+			lines = append(lines, string(r[:n]))
+			line = string(r[n:])
+		}
+	}
+	if line != "" || len(lines) == 0 {
+		lines = append(lines, line)
+	}
+	if most > 0 && len(lines) > most {
+		lines = lines[:most]
+		if last := []rune(lines[most-1]); len(last) <= n-4 {
+			lines[most-1] = string(last) + " ..."
+		} else {
+			lines[most-1] = string(last[:n-3]) + "..."
+		}
+	}
+	return lines
+}
+
+// oneLine joins the lines of an explanation with "; ".
+func oneLine(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\r", ""), "\n", "; ")
 }
 
 // plural writes n and the noun, in the singular for 1.
@@ -603,15 +790,6 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
-}
-
-// cut shortens s to n characters, ending in "..." when cut.
-func cut(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-3]) + "..."
 }
 
 // progress writes a progress line to a terminal: nothing unless w is one,
@@ -653,4 +831,11 @@ func (p *progress) clear() {
 		fmt.Fprint(p.w, "\r\033[K")
 		p.shown = false
 	}
+}
+
+// auditHelp writes the help of the audit command.
+func auditHelp(w io.Writer) {
+	f := newAuditFlags()
+	writeHelp(w, auditUsage, f.fs)
+	io.WriteString(w, labelsUsage)
 }

@@ -62,7 +62,7 @@ func (c *guardConfig) newGuard() (*guard.Guard, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cfg.Guard.New(cfg.Detectors...)
+	return cfg.New()
 }
 
 // restore returns a guard restored from a snapshot, with fresh detectors
@@ -72,13 +72,13 @@ func (c *guardConfig) restore(snapshot []byte) (*guard.Guard, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cfg.Guard.Restore(snapshot, cfg.Detectors...)
+	return cfg.Restore(snapshot)
 }
 
 // reportConfigError writes err, one "config: " line per problem.
 func reportConfigError(w io.Writer, err error) {
 	for _, line := range strings.Split(err.Error(), "\n") {
-		fmt.Fprintf(w, "config: %s\n", line)
+		fmt.Fprintf(w, "config: %s\n", escape(line))
 	}
 }
 

@@ -28,28 +28,31 @@ Scoring with --labels MANIFEST.json
 
 The manifest is a JSON array of runs labelled by hand; other keys are ignored:
 
-	{"file": "run-1.jsonl", "label": "loops", "loop_start": 12, "harness": "swe-agent"}
+	{"file": "run-1.jsonl", "label": "loops", "loop_start": 12,
+	 "harness": "swe-agent"}
 
 file is relative to the manifest's folder. label is loops, healthy or unclear.
 loop_start is the 1-based line where the loop starts, or null when unknown.
 harness is optional. Each run's first stop is one of:
 
-	a pattern stop  a fault by any rule but max-steps, budget, tool-limit and
-	                finish-reason (custom rules count)
+	a pattern stop  a fault by any rule but max-steps, budget,
+	                tool-limit and finish-reason (custom rules count)
 	a limit stop    a fault by max-steps, budget or tool-limit
-	another fault   a finish-reason fault (length, content-filter, ...)
+	another fault   a finish-reason fault (length, content-filter)
 	a normal finish, or no stop at all
 
 and each labelled run gets an outcome:
 
-	loops    caught      a pattern stop at or after loop_start; its lead is the
-	                     stop's line minus loop_start (unknown without loop_start)
-	         early       a pattern stop before loop_start: not caught (its lead
-	                     is reported, below 0)
+	loops    caught      a pattern stop at or after loop_start; its
+	                     lead is the stop's line minus loop_start
+	                     (unknown without loop_start)
+	         early       a pattern stop before loop_start: not caught
+	                     (its lead is reported, below 0)
 	         limit       a limit stop
 	         missed      anything else
-	healthy  false-stop  a fault stop (of any rule) before the run's last step
-	         at-end      a fault stop at the run's last step (its last line)
+	healthy  false-stop  a fault stop (of any rule) before the run's
+	                     last step
+	         at-end      a fault stop at the run's last step
 	         clean       anything else: a normal finish is no fault
 	unclear  stopped, finished or clean: reported, never scored
 
@@ -572,9 +575,9 @@ type auditOutput interface {
 
 // newAuditOutput returns the writer of audit's output: the plain report, or,
 // with labels, the scores.
-func newAuditOutput(stdout, stderr io.Writer, format string, labels *labelSet) auditOutput {
+func newAuditOutput(stdout, stderr io.Writer, format string, labels *labelSet, jobs []*job) auditOutput {
 	if labels == nil {
-		return newReportWriter(stdout, format)
+		return newReportWriter(stdout, format, jobs)
 	}
 	w := &labelWriter{out: stdout, stderr: stderr, labels: labels, buf: new(bytes.Buffer)}
 	if format == "json" {

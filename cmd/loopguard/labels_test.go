@@ -371,10 +371,10 @@ func TestReadmeLabelsExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := runCmd(t, "", "audit", "--preset", "text-actions", "--labels", traces+"/MANIFEST.json", traces)
+	res := runCmd(t, "", "audit", "--labels", traces+"/MANIFEST.json", traces)
 	lines := strings.SplitAfter(res.stdout, "\n")
 	tail := strings.Join(lines[len(lines)-13:], "") // the last element is empty
-	cmd := "$ go run ./cmd/loopguard audit --preset text-actions --labels testdata/traces/MANIFEST.json testdata/traces | tail -12\n"
+	cmd := "$ go run ./cmd/loopguard audit --labels testdata/traces/MANIFEST.json testdata/traces | tail -12\n"
 	if !strings.Contains(string(readme), cmd+tail+"```") {
 		t.Errorf("README.md does not show, after %q, the output:\n%s", cmd, tail)
 	}

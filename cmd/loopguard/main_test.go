@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/loopguard/loopguard/detector"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/trace"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -217,7 +219,9 @@ func TestExitPaths(t *testing.T) {
 	twoProblems := write("two.json", `{"maxStep": 3, "tools": {"search": {"maxCalls": -1}}}`)
 	good := write("good.json", `{"maxSteps": 2}`)
 	trace := write("trace.jsonl", "{\"text\": \"a\"}\n\n[1, 2]\n")
-	usage := "usage: loopguard replay [--config FILE] [--all] [--format text|json] TRACE.jsonl\n"
+	// The issue's OpenAI user: four identical calls, spelt as OpenAI spells them.
+	openAISpelling := strings.Repeat(`{"tool_calls": [{"name": "search", "args": {"q": 1}}], "finish_reason": "tool_calls"}`+"\n", 4)
+	help := func(cmd string) string { return " (run \"loopguard " + cmd + " --help\" for the flags)\n" }
 
 	tests := []struct {
 		name   string
@@ -231,18 +235,29 @@ func TestExitPaths(t *testing.T) {
 		{"help", []string{"help"}, "", exitOK, "~replay   feed a trace", ""},
 		{"--help", []string{"--help"}, "", exitOK, "~Commands:", ""},
 		{"help replay", []string{"help", "replay"}, "", exitOK, "~Usage: loopguard replay [--config FILE]", ""},
-		{"help of an unknown command", []string{"help", "nope"}, "", exitUsage, "", "~loopguard help: unknown command \"nope\""},
-		{"unknown command", []string{"nope"}, "", exitUsage, "", "~loopguard: unknown command \"nope\"\n"},
-		{"replay -h", []string{"replay", "-h"}, "", exitOK, "", "~-format format"},
+		{"help of an unknown command", []string{"help", "nope"}, "", exitUsage, "",
+			"loopguard help: unknown command \"nope\" (run \"loopguard help\" for the commands)\n"},
+		{"unknown command", []string{"nope"}, "", exitUsage, "", "loopguard: unknown command \"nope\" (run \"loopguard help\" for the commands)\n"},
+		{"unknown flag before a command", []string{"--bogus"}, "", exitUsage, "", "loopguard: unknown flag \"--bogus\" (run \"loopguard help\" for the commands)\n"},
+		{"replay -h", []string{"replay", "-h"}, "", exitOK, "~\n  --format format\n    \toutput format: text or json (default \"text\")\n", ""},
+		{"replay --help", []string{"replay", "--help"}, "", exitOK, "~Usage: loopguard replay", ""},
 		{"replay without a trace", []string{"replay"}, "", exitUsage, "",
-			"loopguard replay: want one trace file (or - for standard input), got 0 arguments\n" + usage},
+			"loopguard replay: want one trace file (or - for standard input), got 0 arguments" + help("replay")},
 		{"replay with two traces", []string{"replay", "a", "b"}, "", exitUsage, "",
-			"loopguard replay: want one trace file (or - for standard input), got 2 arguments\n" + usage},
+			"loopguard replay: want one trace file (or - for standard input), got 2 arguments" + help("replay")},
 		{"replay with a bad format", []string{"replay", "--format", "yaml", "-"}, "", exitUsage, "",
-			"loopguard replay: --format must be text or json, not \"yaml\"\n" + usage},
-		{"replay with an unknown flag", []string{"replay", "--bogus", "-"}, "", exitUsage, "", "~flag provided but not defined: -bogus"},
+			"loopguard replay: --format must be text or json, not \"yaml\"" + help("replay")},
+		{"replay with a bad input format", []string{"replay", "--input", "gemini", "-"}, "", exitUsage, "",
+			"loopguard replay: --input must be auto, steps, openai or anthropic, not \"gemini\"" + help("replay")},
+		{"replay with an unknown flag", []string{"replay", "--bogus", "-"}, "", exitUsage, "", "loopguard replay: unknown flag --bogus" + help("replay")},
+		{"replay with an unknown flag, one dash", []string{"replay", "-bogus", "-"}, "", exitUsage, "", "loopguard replay: unknown flag --bogus" + help("replay")},
+		{"replay with a flag without its value", []string{"replay", "-", "--config"}, "", exitUsage, "", "loopguard replay: flag needs an argument: --config" + help("replay")},
+		{"replay with a bad size", []string{"replay", "--max-size", "lots", "-"}, "", exitUsage, "",
+			"loopguard replay: invalid value \"lots\" for flag --max-size: want a number of bytes such as 1048576, 512K, 64M or 2G (0: no limit), not \"lots\"" + help("replay")},
 		{"replay of a missing file", []string{"replay", filepath.Join(dir, "missing.jsonl")}, "", exitUsage, "",
-			"loopguard replay: open " + filepath.Join(dir, "missing.jsonl") + ": no such file or directory\n"},
+			filepath.Join(dir, "missing.jsonl") + ": no such file or directory\n"},
+		{"replay of a directory", []string{"replay", dir}, "", exitUsage, "",
+			dir + ": is a directory (replay reads one trace; audit reads directories)\n"},
 		{"a missing config", []string{"replay", "--config", filepath.Join(dir, "missing.json"), "-"}, "", exitUsage, "",
 			"config: open " + filepath.Join(dir, "missing.json") + ": no such file or directory\n"},
 		{"a config that is not JSON", []string{"replay", "--config", notJSON, "-"}, "", exitUsage, "",
@@ -254,24 +269,61 @@ func TestExitPaths(t *testing.T) {
 			"line 1: step 0: go on\nline 2: step 1: stop: max-steps (MAX_STEPS): ~", ""},
 
 		{"a line that is not JSON", []string{"replay", "-"}, "{\"text\": \"a\"}\n{\"text\": }\n", exitUsage,
-			"line 1: step 0: go on\n", "<stdin>:2: not valid JSON: invalid character '}' looking for beginning of value (at byte 10)\n"},
+			"line 1: step 0: go on\n", "<stdin>:2: invalid JSON: invalid character '}' looking for beginning of value\n"},
 		{"a line that is an array, after a blank line", []string{"replay", trace}, "", exitUsage,
-			"line 1: step 0: go on\n", trace + ":3: not a JSON object\n"},
-		{"a line that is a string", []string{"replay", "-"}, "\"hello\"\n", exitUsage, "", "<stdin>:1: not a JSON object\n"},
-		{"a line that is a number", []string{"replay", "-"}, "42\n", exitUsage, "", "<stdin>:1: not a JSON object\n"},
-		{"two objects on a line", []string{"replay", "-"}, "{} {}\n", exitUsage, "", "<stdin>:1: not valid JSON: invalid character '{' after top-level value (at byte 4)\n"},
-		{"a truncated last line", []string{"replay", "-"}, "{}\n{\"text\": \"a", exitUsage, "line 1: step 0: go on\n", "~<stdin>:2: not valid JSON: unexpected end of JSON input"},
-		{"an unreadable line after a stop is not read", []string{"replay", "-"}, "{\"finishReason\": \"stop\"}\nnot json\n", exitOK,
-			"line 1: step 0: stop: finish-reason (FINISH_TERMINAL): finish reason \"stop\" is terminal\n", ""},
+			"line 1: step 0: go on\n", trace + ":3: a step must be a JSON object, not an array\n"},
+		{"a first line that is a string", []string{"replay", "-"}, "\"hello\"\n", exitUsage, "",
+			"<stdin>:1: not loopguard steps, OpenAI chat messages or Anthropic messages: a string, not an object\n"},
+		{"a first line that is a number", []string{"replay", "-"}, "42\n", exitUsage, "",
+			"<stdin>:1: not loopguard steps, OpenAI chat messages or Anthropic messages: a number, not an object\n"},
+		{"a line that is a string", []string{"replay", "-"}, "{}\n\"hello\"\n", exitUsage, "line 1: step 0: go on\n",
+			"<stdin>:2: a step must be a JSON object, not a string\n"},
+		{"two objects on a line", []string{"replay", "-"}, "{}\n{} {}\n", exitUsage, "line 1: step 0: go on\n",
+			"<stdin>:2: invalid JSON: invalid character '{' after top-level value\n"},
+		{"a truncated last line", []string{"replay", "-"}, "{}\n{\"text\": \"a", exitUsage, "line 1: step 0: go on\n", "<stdin>:2: invalid JSON: unexpected end of JSON input\n"},
+		{"an unreadable line after a stop is not read", []string{"replay", "-"}, "{\"finishReason\": \"length\"}\nnot json\n", exitOK,
+			"~line 1: step 0: stop: finish-reason (FINISH_TERMINAL): finish reason \"length\" is terminal", ""},
+		{"a normal finish is no stop of the replay", []string{"replay", "-"}, "{\"finishReason\": \"stop\"}\nnot json\n", exitUsage,
+			"line 1: step 0: stop: finish-reason (FINISH_TERMINAL): finish reason \"stop\" is terminal\n",
+			"<stdin>:2: invalid JSON: invalid character 'o' in literal null (expecting 'u')\n"},
 		{"an unreadable line after a stop, with --all", []string{"replay", "--all", "-"}, "{\"finishReason\": \"stop\"}\nnot json\n", exitUsage,
-			"~line 1: step 0: stop", "<stdin>:2: not a JSON object\n"},
+			"~line 1: step 0: stop", "<stdin>:2: invalid JSON: invalid character 'o' in literal null (expecting 'u')\n"},
+
+		{"OpenAI spellings are an error", []string{"replay", "-"}, openAISpelling, exitUsage, "",
+			"<stdin>:1: unknown key \"tool_calls\" (did you mean \"toolCalls\"?)\n"},
+		{"OpenAI spellings are an error even with --lenient", []string{"replay", "--lenient", "-"}, openAISpelling, exitUsage, "",
+			"<stdin>:1: unknown key \"tool_calls\" (did you mean \"toolCalls\"?)\n"},
+		{"the right spelling", []string{"replay", "-"}, strings.ReplaceAll(strings.ReplaceAll(openAISpelling, "tool_calls\"", "toolCalls\""), "finish_reason", "finishReason"), exitOK,
+			"line 1: step 0: go on\nline 2: step 1: go on\nline 3: step 2: stop: repeated-tool-call (REPEATED_TOOL_CALL): ~", ""},
+		{"a call's key in another case", []string{"replay", "-"}, "{}\n" + `{"toolCalls": [{"name": "a", "Args": {}}]}` + "\n", exitUsage, "line 1: step 0: go on\n",
+			"<stdin>:2: unknown key \"toolCalls[0].Args\" (did you mean \"args\"?)\n"},
+		{"an unknown key", []string{"replay", "-"}, `{"text": "a", "step": 1}` + "\n", exitUsage, "", "<stdin>:1: unknown key \"step\"\n"},
+		{"an unknown key with --lenient", []string{"replay", "--lenient", "-"}, `{"text": "a", "step": 1}` + "\n", exitOK, "line 1: step 0: go on\n", ""},
+		{"annotations under meta", []string{"replay", "-"}, `{"text": "a", "meta": {"step": 1, "tool_calls": []}, "toolCalls": [{"name": "x", "id": "c1", "meta": {}}], "refused": [{"name": "y", "args": {}}]}` + "\n", exitOK,
+			"line 1: step 0: go on\n", ""},
+		{"a provider's message among step lines", []string{"replay", "-"}, "{}\n" + `{"role": "assistant", "content": "a"}` + "\n", exitUsage, "line 1: step 0: go on\n",
+			"<stdin>:2: unknown key \"role\" (an OpenAI or Anthropic message? use --input openai or --input anthropic)\n"},
+		{"a transcript read as steps", []string{"replay", "--input", "steps", "-"}, `{"role": "user", "content": "a"}` + "\n", exitUsage, "",
+			"<stdin>:1: unknown key \"role\" (an OpenAI or Anthropic message? use --input openai or --input anthropic)\n"},
+		{"an OpenAI transcript", []string{"replay", "-"}, `{"role": "user", "content": "hi"}` + "\n" + `{"role": "assistant", "content": "hello", "finish_reason": "stop"}` + "\n", exitOK,
+			"line 2: step 0: stop: finish-reason (FINISH_TERMINAL): finish reason \"stop\" is terminal\n", ""},
+		{"steps read as a transcript", []string{"replay", "--input", "openai", "-"}, "{\"text\": \"a\"}\n", exitUsage, "",
+			"<stdin>:1: not an OpenAI message (no role) or chat completion (no choices)\n"},
+
+		{"a trace larger than --max-size", []string{"replay", "--max-size", "20", "-"}, "{\"text\": \"a\"}\n{\"text\": \"b\"}\n", exitUsage,
+			"line 1: step 0: go on\n", "<stdin>: too large: more than 20 bytes (see --max-size)\n"},
+		{"a trace of exactly --max-size", []string{"replay", "--max-size", "28", "-"}, "{\"text\": \"a\"}\n{\"text\": \"b\"}\n", exitOK,
+			"line 1: step 0: go on\nline 2: step 1: go on\n", ""},
+		{"a file larger than --max-size", []string{"replay", "--max-size", "10", trace}, "", exitUsage, "", trace + ": too large: more than 10 bytes (see --max-size)\n"},
+		{"a file within --max-size", []string{"replay", "--max-size", "1K", trace}, "", exitUsage, "line 1: step 0: go on\n", "~" + trace + ":3:"},
+		{"no limit", []string{"replay", "--max-size", "0", "-"}, "{}\n", exitOK, "line 1: step 0: go on\n", ""},
 
 		{"an empty trace", []string{"replay", "-"}, "", exitOK, "", ""},
 		{"only blank lines", []string{"replay", "-"}, "\n  \n\t\n", exitOK, "", ""},
 		{"odd values are ignored", []string{"replay", "-"},
 			`{"text": 5, "toolCalls": "x", "finishReason": 7, "usage": {"inputTokens": -1, "costUsd": "free", "durationMs": 1e999}}` + "\n" +
 				`{"toolCalls": [1, "a", null, {"name": 3}, {"args": {}}, {"name": "ok", "args": "not json", "error": {"code": 1}}], "usage": []}` + "\n" +
-				`{"text": null, "input": 3, "userReply": [], "unknown": {"deep": [1, 2]}}` + "\n",
+				`{"text": null, "input": 3, "userReply": [], "meta": {"deep": [1, 2]}}` + "\n",
 			exitOK, "line 1: step 0: go on\nline 2: step 1: go on\nline 3: step 2: go on\n", ""},
 		{"a byte order mark and CRLF line ends", []string{"replay", "-"}, "\uFEFF{\"text\": \"a\"}\r\n{\"text\": \"b\"}\r\n", exitOK,
 			"line 1: step 0: go on\nline 2: step 1: go on\n", ""},
@@ -280,11 +332,19 @@ func TestExitPaths(t *testing.T) {
 		{"a refused preflight does not end the replay", []string{"replay", "-"},
 			strings.Repeat(`{"toolCalls": [{"name": "s", "args": {"q": 1}}]}`+"\n", 2) + `{"preflight": {"name": "s", "args": {"q": 1}}}` + "\n" + `{"text": "done"}` + "\n",
 			exitOK, "line 1: step 0: go on\nline 2: step 1: go on\nline 3: preflight: refuse: repeated-tool-call (REPEATED_TOOL_CALL): ~line 4: step 2: go on\n", ""},
-		{"snapshot and reset only when true", []string{"replay", "-"}, "{\"snapshot\": false}\n{\"reset\": 1}\n{\"reset\": true}\n{\"snapshot\": true}\n", exitOK,
+		{"snapshot and reset", []string{"replay", "-"}, "{}\n{}\n{\"reset\": true}\n{\"snapshot\": true, \"meta\": {\"why\": \"x\"}}\n", exitOK,
 			"line 1: step 0: go on\nline 2: step 1: go on\nline 3: reset\nline 4: snapshot: saved and restored (~", ""},
+		{"a snapshot that is not true", []string{"replay", "-"}, "{\"snapshot\": false}\n", exitUsage, "", "<stdin>:1: \"snapshot\" must be true, not false\n"},
+		{"a reset with a step's key", []string{"replay", "-"}, "{\"reset\": true, \"text\": \"a\"}\n", exitUsage, "",
+			"<stdin>:1: a reset line holds \"reset\" and nothing else (but \"meta\"), not \"text\"\n"},
 		{"flags after the trace", []string{"replay", "-", "--format", "json"}, "{}\n", exitOK,
 			"{\"line\":1,\"kind\":\"check\",\"step\":0,\"verdict\":{\"stop\":false}}\n", ""},
 		{"a trace named like a flag, after --", []string{"replay", "--", "-"}, "{}\n", exitOK, "line 1: step 0: go on\n", ""},
+
+		{"version", []string{"version"}, "", exitOK, "~loopguard ", ""},
+		{"--version", []string{"--version"}, "", exitOK, "~loopguard ", ""},
+		{"version with an argument", []string{"version", "x"}, "", exitUsage, "", "loopguard version: version takes no arguments" + help("version")},
+		{"help version", []string{"help", "version"}, "", exitOK, "~Usage: loopguard version", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -322,16 +382,6 @@ func TestExitPaths(t *testing.T) {
 	}
 }
 
-func TestLineTooLong(t *testing.T) {
-	defer func(n int) { maxLineBytes = n }(maxLineBytes)
-	maxLineBytes = 100
-	res := runCmd(t, "{}\n{\"text\": \""+strings.Repeat("x", 200)+"\"}\n", "replay", "-")
-	want := result{exitUsage, "line 1: step 0: go on\n", "<stdin>:2: line longer than 100 bytes\n"}
-	if diff := cmp.Diff(want, res, cmp.AllowUnexported(result{})); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
-}
-
 // failingReader returns some lines, then an error.
 type failingReader struct{ data io.Reader }
 
@@ -341,6 +391,63 @@ func (r *failingReader) Read(p []byte) (int, error) {
 		return n, errors.New("disk on fire")
 	}
 	return n, err
+}
+
+// TestHelp checks that help goes to standard output, the same however it
+// is asked for, and shows the flags as --name.
+func TestHelp(t *testing.T) {
+	for _, cmd := range []string{"replay", "audit", "version"} {
+		want := runCmd(t, "", "help", cmd)
+		for _, args := range [][]string{{cmd, "--help"}, {cmd, "-h"}, {cmd, "-help"}} {
+			if got := runCmd(t, "", args...); got != want {
+				t.Errorf("%q = %+v, want what help %s gives: %+v", args, got, cmd, want)
+			}
+		}
+		if want.code != exitOK || want.stderr != "" || !strings.HasPrefix(want.stdout, "Usage: loopguard "+cmd) {
+			t.Errorf("help %s = %+v", cmd, want)
+		}
+		for _, line := range strings.Split(want.stdout, "\n") {
+			if strings.HasPrefix(line, "  -") && !strings.HasPrefix(line, "  --") {
+				t.Errorf("help %s shows a flag with one dash: %q", cmd, line)
+			}
+			if width(expandTabs(line)) > 80 {
+				t.Errorf("help %s: a line wider than 80 columns: %q", cmd, line)
+			}
+		}
+	}
+}
+
+// expandTabs writes the tabs of a line as a terminal shows them.
+func expandTabs(line string) string {
+	var b strings.Builder
+	col := 0
+	for _, r := range line {
+		if r == '\t' {
+			n := 8 - col%8
+			b.WriteString(strings.Repeat(" ", n))
+			col += n
+			continue
+		}
+		b.WriteRune(r)
+		col++
+	}
+	return b.String()
+}
+
+func TestVersionText(t *testing.T) {
+	info := &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: "github.com/loopguard/loopguard", Version: "v1.2.0"},
+		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.time", Value: "2026-01-02T03:04:05Z"}, {Key: "vcs.modified", Value: "true"}}}
+	want := "loopguard v1.2.0\nmodule github.com/loopguard/loopguard\nrevision abc123 (2026-01-02T03:04:05Z), modified\ngo1.26.0\n"
+	if got := versionText(info); got != want {
+		t.Errorf("versionText = %q, want %q", got, want)
+	}
+	info = &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: "github.com/loopguard/loopguard"}}
+	if got, want := versionText(info), "loopguard (devel)\nmodule github.com/loopguard/loopguard\ngo1.26.0\n"; got != want {
+		t.Errorf("versionText of a devel build = %q, want %q", got, want)
+	}
+	if got := versionText(nil); !strings.Contains(got, "unknown version") {
+		t.Errorf("versionText(nil) = %q", got)
+	}
 }
 
 func TestReadError(t *testing.T) {
@@ -387,7 +494,7 @@ func TestSnapshotFailure(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	rp := &replayer{conf: &guardConfig{registry: r, doc: []byte(`{}`)}, name: "t.jsonl", stderr: &stderr,
 		emit: func(rec record) error { stdout.WriteString(textRecord(rec) + "\n"); return nil }}
-	code := rp.run(strings.NewReader("{}\n{\"snapshot\": true}\n{}\n"))
+	code := rp.run(trace.NewReader(strings.NewReader("{}\n{\"snapshot\": true}\n{}\n"), nil), 0)
 	if code != exitFailed {
 		t.Errorf("exit status %d, want %d", code, exitFailed)
 	}

@@ -19,7 +19,11 @@ func TestTextActionsPresetIsFinishTextActions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range cfg.Detectors {
+	dets, err := cfg.Detectors()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dets {
 		if d.Name() == finish.Name {
 			if got := guard.Fingerprint(d); got != guard.Fingerprint(want) {
 				t.Errorf("the preset's finish options %v differ from finish.TextActions() %v", d.Options(), want.Options())

@@ -148,6 +148,8 @@ type reading struct {
 
 // Detector is the step limit and usage budgets. Create it with New.
 type Detector struct {
+	guard.Owned // one guard at a time
+
 	maxSteps int
 	limits   [numMetrics]Limit // with the effective WarnAt; Value 0 is off
 	now      func() time.Time
@@ -384,7 +386,7 @@ func (d *Detector) Restore(data []byte) error {
 			return fmt.Errorf("%s: state is not a JSON object", Name)
 		}
 		var s state
-		if err := json.Unmarshal(data, &s); err != nil {
+		if err := guard.UnmarshalState(data, &s); err != nil {
 			return fmt.Errorf("%s: state: %v", Name, err)
 		}
 		if s.WallClockMs == nil {

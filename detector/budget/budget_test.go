@@ -512,7 +512,7 @@ func TestSnapshotState(t *testing.T) {
 	d := newDetector(t, budget.Options{MaxDurationMs: budget.Limit{Value: 5000}, Now: c.Now})
 	snap := func() string {
 		t.Helper()
-		b, err := d.Snapshot(guard.SnapshotOptions{Redact: true})
+		b, err := d.Snapshot(guard.SnapshotOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -526,7 +526,14 @@ func TestSnapshotState(t *testing.T) {
 	if got := snap(); got != `{"wallClockMs":1234.5}` {
 		t.Errorf("Snapshot = %s", got)
 	}
-	if err := d.Restore([]byte(`{"wallClockMs":4000,"future":true}`)); err != nil {
+	// Only what Snapshot writes: no other key, none in another case or twice.
+	for _, bad := range []string{`{"wallClockMs":4000,"future":true}`, `{"wallClockMs":4000,"WallClockMs":1}`,
+		`{"wallClockMs":4000,"wallClockMs":4000}`, `{"wallclockms":4000}`} {
+		if err := d.Restore([]byte(bad)); err == nil {
+			t.Errorf("Restore(%s): no error", bad)
+		}
+	}
+	if err := d.Restore([]byte(`{"wallClockMs":4000}`)); err != nil {
 		t.Fatal(err)
 	}
 	if got := snap(); got != `{"wallClockMs":4000}` {

@@ -113,12 +113,24 @@ type Evidence struct {
 }
 
 // entry is one call in the window: its tool (a hash of the name), its
-// operation (a hash of the tool's name and guard.Call.Op; zero for a
-// success that nothing before it could be a streak of), its failure
-// signature (zero when it did not fail) and the index of its step.
+// operation (a hash of the tool's name and guard.Call.Op), its failure
+// signature (zero when it did not fail) and the index of its step. A success
+// pushed while the window held no failure has neither tool nor operation:
+// nothing before it can be part of a streak, so nothing about it is needed
+// (and a run without failures costs no hashing).
 type entry struct {
 	tool, op, failure canonical.Sum
 	step              int
+}
+
+// toolKey returns the hash of a tool's name, never the zero Sum (which marks
+// an entry without a tool).
+func toolKey(name string) canonical.Sum {
+	h := canonical.HashString(name)
+	if h == (canonical.Sum{}) {
+		h[0] = 1
+	}
+	return h
 }
 
 // opKey returns the hash of a call's tool and operation.
@@ -129,12 +141,15 @@ func opKey(c *guard.Call) canonical.Sum {
 // A Detector finds the same failure repeated among the newest calls.
 // Create it with New.
 type Detector struct {
+	guard.Owned // one guard at a time
+
 	opts Options
 
 	// ring holds the newest calls: ring[(start+i)%len(ring)] is the i-th
-	// oldest of the n held.
+	// oldest of the n held; failures of them failed.
 	ring     []entry
 	start, n int
+	failures int
 
 	verdict guard.Verdict
 }
@@ -142,6 +157,7 @@ type Detector struct {
 var (
 	_ guard.Detector   = (*Detector)(nil)
 	_ guard.Summarizer = (*Detector)(nil)
+	_ guard.Bounded    = (*Detector)(nil)
 )
 
 // New returns a detector with these options, or an error (a
@@ -188,10 +204,16 @@ func (d *Detector) at(i int) entry { return d.ring[(d.start+i)%len(d.ring)] }
 
 // push adds an entry to the window, dropping the oldest when it is full.
 func (d *Detector) push(e entry) {
+	if e.failure != (canonical.Sum{}) {
+		d.failures++
+	}
 	if d.n < len(d.ring) {
 		d.ring[(d.start+d.n)%len(d.ring)] = e
 		d.n++
 		return
+	}
+	if d.ring[d.start].failure != (canonical.Sum{}) {
+		d.failures--
 	}
 	d.ring[d.start] = e
 	d.start = (d.start + 1) % len(d.ring)
@@ -222,6 +244,8 @@ func (d *Detector) scan(e entry, fn func(step int)) {
 	for i := d.n - 1; i >= 0; i-- {
 		x := d.at(i)
 		switch {
+		case x.tool == (canonical.Sum{}):
+			return // no failure came before it: nothing older counts
 		case x.tool != e.tool:
 		case x.failure == (canonical.Sum{}):
 			// A success of the tool. Without an operation, no failure
@@ -257,17 +281,22 @@ func (d *Detector) Observe(f *guard.Facts) {
 		if c.Ignored {
 			continue
 		}
-		e := entry{tool: canonical.HashString(c.Tool), step: f.Index}
+		e := entry{step: f.Index}
 		if !c.Failed {
-			// The operation of a success matters only if it can end a
-			// streak of failures: read the arguments only then.
-			if d.hasFailure(e.tool) {
-				e.op = opKey(c)
+			// A success matters only if it can end a streak of
+			// failures: its tool is hashed only when the window holds a
+			// failure, and its arguments read only when that failure
+			// is of the same tool.
+			if d.failures > 0 {
+				e.tool = toolKey(c.Tool)
+				if d.hasFailure(e.tool) {
+					e.op = opKey(c)
+				}
 			}
 			d.push(e)
 			continue
 		}
-		e.op, e.failure = opKey(c), c.Failure
+		e.tool, e.op, e.failure = toolKey(c.Tool), opKey(c), c.Failure
 		d.push(e)
 		count := d.count(e)
 		switch {
@@ -280,10 +309,10 @@ func (d *Detector) Observe(f *guard.Facts) {
 	}
 	if warn != nil && !d.verdict.Stop {
 		w := guard.Warning{
-			Code: WarningCode, Tool: warn.Tool, Value: float64(warnCount), Limit: float64(d.opts.Threshold),
+			Code: WarningCode, Tool: guard.Clean(warn.Tool), Value: float64(warnCount), Limit: float64(d.opts.Threshold),
 			Ratio: float64(warnCount) / float64(d.opts.Threshold),
-			Detail: fmt.Sprintf("tool %q failed the same way %d times within the last %d calls; one more stops the run (threshold %d)",
-				warn.Tool, warnCount, d.opts.Window, d.opts.Threshold),
+			Detail: fmt.Sprintf("tool %s failed the same way %d times within the last %d calls; one more stops the run (threshold %d)",
+				guard.Quote(warn.Tool), warnCount, d.opts.Window, d.opts.Threshold),
 		}
 		w.Feedback = feedback.ForWarning(w)
 		d.verdict.Warnings = []guard.Warning{w}
@@ -292,14 +321,14 @@ func (d *Detector) Observe(f *guard.Facts) {
 
 // stop builds the stop verdict for call c with this count.
 func (d *Detector) stop(c *guard.Call, e entry, count int) guard.Verdict {
-	ev := Evidence{Tool: c.Tool, Count: count, Threshold: d.opts.Threshold, Window: d.opts.Window,
+	ev := Evidence{Tool: guard.Clean(c.Tool), Count: count, Threshold: d.opts.Threshold, Window: d.opts.Window,
 		ArgsPreview: c.Preview(), StepIndexes: d.counted(e)}
 	v := guard.Verdict{
 		Stop:   true,
 		Reason: ReasonRepeatedFailure,
 		Code:   Code,
-		Detail: fmt.Sprintf("tool %q failed the same way %d times within the last %d calls, the last with arguments %s (threshold %d)",
-			ev.Tool, count, ev.Window, ev.ArgsPreview, ev.Threshold),
+		Detail: fmt.Sprintf("tool %s failed the same way %d times within the last %d calls, the last with arguments %s (threshold %d)",
+			guard.Quote(c.Tool), count, ev.Window, ev.ArgsPreview, ev.Threshold),
 		Evidence: ev,
 	}
 	v.Feedback = feedback.For(v, guard.PhaseCheck)
@@ -315,15 +344,16 @@ func (d *Detector) Preflight(*guard.Facts) guard.Verdict { return guard.Verdict{
 // Reset forgets the run.
 func (d *Detector) Reset() {
 	clear(d.ring)
-	d.start, d.n = 0, 0
+	d.start, d.n, d.failures = 0, 0, 0
 	d.verdict = guard.Verdict{}
 }
 
 // state is the JSON form of the detector's state: the calls in the window,
 // oldest first.
 type state struct {
-	// Tools are hashes of the calls' tool names.
-	Tools []canonical.Sum `json:"tools"`
+	// Tools are hashes of the calls' tool names; null where it was not
+	// needed.
+	Tools []*canonical.Sum `json:"tools"`
 	// Ops are hashes of the calls' tools and operations; null where it was
 	// not needed.
 	Ops []*canonical.Sum `json:"ops"`
@@ -340,11 +370,14 @@ func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 	if d.n == 0 {
 		return []byte("null"), nil
 	}
-	s := state{Tools: make([]canonical.Sum, d.n), Ops: make([]*canonical.Sum, d.n), Failures: make([]*canonical.Sum, d.n),
+	s := state{Tools: make([]*canonical.Sum, d.n), Ops: make([]*canonical.Sum, d.n), Failures: make([]*canonical.Sum, d.n),
 		Steps: make([]int, d.n)}
 	for i := range d.n {
 		e := d.at(i)
-		s.Tools[i] = e.tool
+		if e.tool != (canonical.Sum{}) {
+			tool := e.tool
+			s.Tools[i] = &tool
+		}
 		if e.op != (canonical.Sum{}) {
 			op := e.op
 			s.Ops[i] = &op
@@ -363,7 +396,7 @@ func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 // and never decreasing.
 func (d *Detector) Restore(data []byte) error {
 	var s *state
-	if err := json.Unmarshal(data, &s); err != nil {
+	if err := guard.UnmarshalState(data, &s); err != nil {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
 	if s == nil {
@@ -383,16 +416,22 @@ func (d *Detector) Restore(data []byte) error {
 		if step < 0 || i > 0 && step < s.Steps[i-1] {
 			return fmt.Errorf("%s: step indexes must not be negative nor decrease (%v)", Name, s.Steps)
 		}
-		if f := s.Failures[i]; f != nil && (*f == (canonical.Sum{}) || s.Ops[i] == nil) {
-			return fmt.Errorf("%s: a zero failure signature, or a failure without an operation", Name)
+		if f := s.Failures[i]; f != nil && (*f == (canonical.Sum{}) || s.Ops[i] == nil || s.Tools[i] == nil) {
+			return fmt.Errorf("%s: a zero failure signature, or a failure without its tool and operation", Name)
 		}
-		if op := s.Ops[i]; op != nil && *op == (canonical.Sum{}) {
-			return fmt.Errorf("%s: a zero operation", Name)
+		if op := s.Ops[i]; op != nil && (*op == (canonical.Sum{}) || s.Tools[i] == nil) {
+			return fmt.Errorf("%s: a zero operation, or an operation without its tool", Name)
+		}
+		if tool := s.Tools[i]; tool != nil && *tool == (canonical.Sum{}) {
+			return fmt.Errorf("%s: a zero tool", Name)
 		}
 	}
 	d.Reset()
 	for i, f := range s.Failures {
-		e := entry{tool: s.Tools[i], step: s.Steps[i]}
+		e := entry{step: s.Steps[i]}
+		if tool := s.Tools[i]; tool != nil {
+			e.tool = *tool
+		}
 		if f != nil {
 			e.failure = *f
 		}
@@ -400,6 +439,27 @@ func (d *Detector) Restore(data []byte) error {
 			e.op = *op
 		}
 		d.push(e)
+	}
+	return nil
+}
+
+// CheckBounds checks the restored window against the guard's counters: it
+// holds no more calls than were recorded, no more failures than failed, and
+// no step index at or beyond the steps recorded.
+func (d *Detector) CheckBounds(c guard.Counters) error {
+	failures := 0
+	for i := 0; i < d.n; i++ {
+		e := d.ring[i]
+		if e.failure != (canonical.Sum{}) {
+			failures++
+		}
+		if e.step >= c.Steps {
+			return fmt.Errorf("%s: step index %d, but %d steps recorded", Name, e.step, c.Steps)
+		}
+	}
+	if d.n > c.ToolCalls || failures > c.FailedToolCalls {
+		return fmt.Errorf("%s: %d calls and %d failures in the window, but %d calls and %d failures recorded",
+			Name, d.n, failures, c.ToolCalls, c.FailedToolCalls)
 	}
 	return nil
 }

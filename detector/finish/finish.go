@@ -93,10 +93,11 @@ type Options struct {
 
 // Evidence is the evidence of a stop.
 type Evidence struct {
-	// FinishReason is the finish reason as the provider gave it.
+	// FinishReason is the finish reason as the provider gave it, and
+	// Normalized the normalised reason, each as guard.Clean shows it
+	// (escaped, and cut to 256 bytes).
 	FinishReason string `json:"finishReason"`
-	// Normalized is the normalised finish reason.
-	Normalized string `json:"normalized"`
+	Normalized   string `json:"normalized"`
 	// Policy is the configured policy for other reasons.
 	Policy Policy `json:"policy"`
 	// HasText reports whether the step has text that is not blank.
@@ -116,6 +117,8 @@ var _ guard.NormalFinisher = Evidence{}
 
 // Detector is the finish-reason rule. Create it with New.
 type Detector struct {
+	guard.Owned // one guard at a time
+
 	terminal  []string // normalised, sorted, without duplicates
 	policy    Policy
 	withCalls Policy // Stop, or "" for the default (Continue)
@@ -214,7 +217,8 @@ func (d *Detector) Observe(f *guard.Facts) {
 	default:
 		return
 	}
-	d.ev = Evidence{FinishReason: f.RawFinishReason, Normalized: reason, Policy: d.policy,
+	// The reasons are the provider's (or the model's) text: escaped and cut.
+	d.ev = Evidence{FinishReason: guard.Clean(f.RawFinishReason), Normalized: guard.Clean(reason), Policy: d.policy,
 		HasText: f.HasText, ToolCallCount: len(f.Calls), Terminal: terminal}
 }
 

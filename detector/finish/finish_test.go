@@ -59,7 +59,7 @@ func TestVerdicts(t *testing.T) {
 		{
 			name: "reasons are normalised, the raw one is kept",
 			step: guard.Step{Text: "x", FinishReason: " Content_Filter\n"},
-			want: stop(finish.CodeTerminal, finish.Evidence{FinishReason: " Content_Filter\n", Normalized: "content-filter",
+			want: stop(finish.CodeTerminal, finish.Evidence{FinishReason: ` Content_Filter\n` /* escaped */, Normalized: "content-filter",
 				Policy: defaultPolicy, HasText: true, Terminal: true}, `finish reason "content-filter" is terminal`),
 		},
 		{
@@ -225,7 +225,7 @@ func TestVerdicts(t *testing.T) {
 		{
 			name: "invalid UTF-8 in the reason does not panic",
 			step: guard.Step{Text: "x", FinishReason: "\xff\xfe"},
-			want: stop(finish.CodeOtherTextOnly, finish.Evidence{FinishReason: "\xff\xfe", Normalized: "\ufffd\ufffd",
+			want: stop(finish.CodeOtherTextOnly, finish.Evidence{FinishReason: `\xff\xfe` /* escaped */, Normalized: "\ufffd\ufffd",
 				Policy: defaultPolicy, HasText: true},
 				"finish reason \"\ufffd\ufffd\" on a step with text and no tool calls (policy \"stop-if-text-only\")"),
 		},
@@ -402,7 +402,7 @@ func TestPreflightAllows(t *testing.T) {
 
 func TestSnapshotRestore(t *testing.T) {
 	d, _ := finish.New(finish.Options{})
-	b, err := d.Snapshot(guard.SnapshotOptions{Redact: true})
+	b, err := d.Snapshot(guard.SnapshotOptions{})
 	if err != nil || string(b) != "null" {
 		t.Errorf("Snapshot = %s, %v; want null", b, err)
 	}

@@ -87,6 +87,8 @@ type Evidence struct {
 
 // A Detector finds runs of stalled steps. Create it with New.
 type Detector struct {
+	guard.Owned // one guard at a time
+
 	opts Options
 	seen outcomes.Set
 
@@ -100,6 +102,7 @@ type Detector struct {
 
 var (
 	_ guard.Detector   = (*Detector)(nil)
+	_ guard.Bounded    = (*Detector)(nil)
 	_ guard.Summarizer = (*Detector)(nil)
 )
 
@@ -245,7 +248,7 @@ func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 // must be whole sums, at most Window of them, without duplicates.
 func (d *Detector) Restore(data []byte) error {
 	var s *state
-	if err := json.Unmarshal(data, &s); err != nil {
+	if err := guard.UnmarshalState(data, &s); err != nil {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
 	if s == nil {
@@ -255,6 +258,8 @@ func (d *Detector) Restore(data []byte) error {
 	switch {
 	case s.Stalled < 0 || s.Stalled > maxStalled:
 		return fmt.Errorf("%s: stalled count %d out of range", Name, s.Stalled)
+	case s.Stalled == 0 && s.Outcomes == "":
+		return fmt.Errorf("%s: an empty state (a fresh state is null)", Name)
 	case s.Stalled > 0 && s.Text == nil:
 		return fmt.Errorf("%s: stalled steps without a text", Name)
 	case s.Stalled == 0 && s.Text != nil:
@@ -286,4 +291,17 @@ type Summary struct {
 // Summary returns the detector's state (a Summary).
 func (d *Detector) Summary() any {
 	return Summary{StalledSteps: d.stalled, Outcomes: d.seen.Len()}
+}
+
+// CheckBounds checks the restored state against the guard's counters: the
+// stalled steps are among the steps recorded, and the outcomes come from
+// calls recorded.
+func (d *Detector) CheckBounds(c guard.Counters) error {
+	if d.stalled > c.Steps {
+		return fmt.Errorf("%s: %d stalled steps, but %d steps recorded", Name, d.stalled, c.Steps)
+	}
+	if n := d.seen.Len(); n > c.ToolCalls {
+		return fmt.Errorf("%s: %d outcomes, but %d calls recorded", Name, n, c.ToolCalls)
+	}
+	return nil
 }

@@ -311,7 +311,7 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 		cut := rapid.IntRange(0, len(steps)).Draw(t, "cut")
 		orig := newGuard(t, opts, gopts)
 		run(orig, steps[:cut])
-		data, err := orig.Snapshot(guard.SnapshotOptions{Redact: rapid.Bool().Draw(t, "redact")})
+		data, err := orig.Snapshot(guard.SnapshotOptions{Previews: rapid.Bool().Draw(t, "previews")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -353,7 +353,7 @@ func TestSnapshotState(t *testing.T) {
 	if got.Stalled != 1 || len(got.Text) != 32 || err != nil || len(raw) != 32 {
 		t.Errorf("state = %s", s)
 	}
-	if r, _ := d.Snapshot(guard.SnapshotOptions{Redact: true}); string(r) != string(s) {
+	if r, _ := d.Snapshot(guard.SnapshotOptions{}); string(r) != string(s) {
 		t.Errorf("redacted state %s differs from %s, but holds no preview", r, s)
 	}
 	// The oldest outcome comes first: after evicting 0, the window holds 1

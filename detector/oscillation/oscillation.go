@@ -101,7 +101,8 @@ type Evidence struct {
 	// Cycle lists the calls of one cycle, oldest first, each written
 	// tool(argsPreview).
 	Cycle []string `json:"cycle"`
-	// Tools lists the tool names of the cycle's calls, in the same order.
+	// Tools lists the tool names of the cycle's calls, in the same order,
+	// as guard.Clean shows them (escaped, and cut to 256 bytes).
 	Tools []string `json:"tools"`
 }
 
@@ -117,12 +118,15 @@ type entry struct {
 	// only such a call can be part of a reported cycle.
 	preview string
 	// redacted reports that preview was replaced by guard.Redacted in the
-	// snapshot the state was restored from.
-	redacted bool
+	// snapshot the state was restored from, and hashed that tool is the
+	// hash of the name (guard.HashName).
+	redacted, hashed bool
 }
 
 // A Detector finds short cycles of calls. Create it with New.
 type Detector struct {
+	guard.Owned // one guard at a time
+
 	opts Options
 
 	// The last opts.MaxPeriod calls, a ring: tail[(start+i)%len(tail)] is
@@ -143,7 +147,10 @@ type Detector struct {
 	verdict guard.Verdict
 }
 
-var _ guard.Detector = (*Detector)(nil)
+var (
+	_ guard.Detector = (*Detector)(nil)
+	_ guard.Bounded  = (*Detector)(nil)
+)
 
 // New returns a detector with these options, or an error (a
 // *guard.OptionError) for every invalid option.
@@ -219,7 +226,8 @@ func (d *Detector) tailCycle(p int) (cycle, tools []string) {
 	cycle, tools = make([]string, p), make([]string, p)
 	for j := 0; j < p; j++ {
 		e := d.at(d.n - p + j)
-		cycle[j], tools[j] = e.tool+"("+e.preview+")", e.tool
+		tools[j] = guard.Clean(e.tool)
+		cycle[j] = tools[j] + "(" + e.preview + ")"
 	}
 	return cycle, tools
 }
@@ -402,11 +410,12 @@ func (d *Detector) Preflight(f *guard.Facts) guard.Verdict {
 		i := n - p + j
 		if i < d.n {
 			e := d.at(i)
-			cycle[j], tools[j] = e.tool+"("+e.preview+")", e.tool
+			tools[j] = guard.Clean(e.tool)
+			cycle[j] = tools[j] + "(" + e.preview + ")"
 			continue
 		}
 		c := &f.Calls[d.pending[i-d.n]]
-		tool := cutName(c.Tool)
+		tool := guard.Clean(cutName(c.Tool))
 		cycle[j], tools[j] = tool+"("+c.Preview()+")", tool
 	}
 	return d.stop(p, cycles, cycle, tools, guard.PhasePreflight)
@@ -438,7 +447,8 @@ type callState struct {
 }
 
 // Snapshot returns the tail and the counters as JSON, or null when no call
-// has been seen. With o.Redact, previews read guard.Redacted.
+// has been seen. Unless o.Previews is set, previews read guard.Redacted and
+// tool names are written with o.Name.
 func (d *Detector) Snapshot(o guard.SnapshotOptions) ([]byte, error) {
 	if d.n == 0 {
 		return []byte("null"), nil
@@ -446,12 +456,15 @@ func (d *Detector) Snapshot(o guard.SnapshotOptions) ([]byte, error) {
 	s := state{Calls: make([]callState, d.n), Runs: append([]int(nil), d.runs[2:]...)}
 	for i := range s.Calls {
 		e := d.at(i)
-		cs := callState{Key: e.key, Tool: cutName(e.tool), Preview: e.preview}
+		cs := callState{Key: e.key, Tool: e.tool, Preview: e.preview}
+		if !e.hashed {
+			cs.Tool = o.Name(e.tool)
+		}
 		if e.sig != e.key {
 			sig := e.sig
 			cs.Outcome = &sig
 		}
-		if o.Redact && cs.Preview != "" {
+		if !o.Previews && cs.Preview != "" {
 			cs.Preview = guard.Redacted
 		}
 		s.Calls[i] = cs
@@ -480,7 +493,7 @@ func cutName(s string) string {
 // shape, it checks that the counters agree with the calls held.
 func (d *Detector) Restore(data []byte) error {
 	var s *state
-	if err := json.Unmarshal(data, &s); err != nil {
+	if err := guard.UnmarshalState(data, &s); err != nil {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
 	if s == nil {
@@ -533,9 +546,24 @@ func (d *Detector) Restore(data []byte) error {
 	}
 	d.Reset()
 	for i, c := range s.Calls {
-		d.tail[i] = entry{key: c.Key, sig: sigs[i], tool: c.Tool, preview: c.Preview, redacted: c.Preview == guard.Redacted}
+		d.tail[i] = entry{key: c.Key, sig: sigs[i], tool: c.Tool, preview: c.Preview,
+			redacted: c.Preview == guard.Redacted, hashed: guard.IsHashedName(c.Tool)}
 	}
 	d.n = h
 	copy(d.runs[2:], s.Runs)
+	return nil
+}
+
+// CheckBounds checks the restored tail against the guard's counters: the
+// calls held, and those each counter spans, are among the calls recorded.
+func (d *Detector) CheckBounds(c guard.Counters) error {
+	if d.n > c.ToolCalls {
+		return fmt.Errorf("%s: %d calls held, but %d calls recorded", Name, d.n, c.ToolCalls)
+	}
+	for p := 2; p < len(d.runs); p++ {
+		if r := d.runs[p]; r > 0 && r > c.ToolCalls-p {
+			return fmt.Errorf("%s: counter of period %d spans %d calls, but %d calls recorded", Name, p, r+p, c.ToolCalls)
+		}
+	}
 	return nil
 }

@@ -85,6 +85,8 @@ type refused struct {
 
 // A Detector counts refusals per call. Create it with New.
 type Detector struct {
+	guard.Owned // one guard at a time
+
 	opts  Options
 	calls []refused // oldest refusal first, at most MaxCalls
 
@@ -94,6 +96,7 @@ type Detector struct {
 var (
 	_ guard.Detector   = (*Detector)(nil)
 	_ guard.Summarizer = (*Detector)(nil)
+	_ guard.Bounded    = (*Detector)(nil)
 )
 
 // New returns a detector with these options, or an error (a
@@ -145,13 +148,13 @@ func (d *Detector) Observe(f *guard.Facts) {
 		switch {
 		case d.verdict.Stop:
 		case count >= d.opts.Threshold:
-			ev := Evidence{Tool: c.Tool, ArgsPreview: c.Preview(), Count: count, Threshold: d.opts.Threshold}
+			ev := Evidence{Tool: guard.Clean(c.Tool), ArgsPreview: c.Preview(), Count: count, Threshold: d.opts.Threshold}
 			d.verdict = guard.Verdict{
 				Stop:   true,
 				Reason: ReasonRepeatedRefusal,
 				Code:   Code,
 				Detail: fmt.Sprintf("the call %s(%s) was refused %d times and the model keeps asking for it (threshold %d)",
-					ev.Tool, ev.ArgsPreview, ev.Count, ev.Threshold),
+					guard.Clean(c.Tool), ev.ArgsPreview, ev.Count, ev.Threshold),
 				Evidence: ev,
 			}
 			d.verdict.Feedback = feedback.For(d.verdict, guard.PhaseCheck)
@@ -161,10 +164,10 @@ func (d *Detector) Observe(f *guard.Facts) {
 	}
 	if warn != nil && !d.verdict.Stop {
 		w := guard.Warning{
-			Code: WarningCode, Tool: warn.Tool, Value: float64(warnCount), Limit: float64(d.opts.Threshold),
+			Code: WarningCode, Tool: guard.Clean(warn.Tool), Value: float64(warnCount), Limit: float64(d.opts.Threshold),
 			Ratio: float64(warnCount) / float64(d.opts.Threshold),
 			Detail: fmt.Sprintf("the call %s(%s) was refused %d times; one more request for it stops the run (threshold %d)",
-				warn.Tool, warn.Preview(), warnCount, d.opts.Threshold),
+				guard.Clean(warn.Tool), warn.Preview(), warnCount, d.opts.Threshold),
 		}
 		w.Feedback = feedback.ForWarning(w)
 		d.verdict.Warnings = []guard.Warning{w}
@@ -207,7 +210,7 @@ func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 // MaxCalls distinct keys, each with a count from 1 to 2^30.
 func (d *Detector) Restore(data []byte) error {
 	var s *state
-	if err := json.Unmarshal(data, &s); err != nil {
+	if err := guard.UnmarshalState(data, &s); err != nil {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
 	if s == nil {
@@ -236,6 +239,16 @@ func (d *Detector) Restore(data []byte) error {
 	}
 	d.Reset()
 	d.calls = calls
+	return nil
+}
+
+// CheckBounds checks the restored counts against the guard's counters:
+// refusals come with steps, so a run without a step has none. (A step may
+// hold any number of refused calls, so the counts have no other bound.)
+func (d *Detector) CheckBounds(c guard.Counters) error {
+	if len(d.calls) > 0 && c.Steps == 0 {
+		return fmt.Errorf("%s: refusals without a step", Name)
+	}
 	return nil
 }
 

@@ -99,7 +99,8 @@ type ToolPolicy struct {
 
 // Evidence is the evidence of a stop (and of a refusal in preflight).
 type Evidence struct {
-	// Tool is the name of the repeated tool.
+	// Tool is the name of the repeated tool, as guard.Clean shows it
+	// (escaped, and cut to 256 bytes).
 	Tool string `json:"tool"`
 	// ArgsPreview is a short preview of the repeated arguments.
 	ArgsPreview string `json:"argsPreview"`
@@ -123,6 +124,8 @@ type rule struct {
 
 // A Detector finds runs of same calls. Create it with New.
 type Detector struct {
+	guard.Owned // one guard at a time
+
 	opts  Options // normalised
 	def   rule    // the rule of tools without a policy
 	rules map[string]rule
@@ -139,6 +142,7 @@ type Detector struct {
 var (
 	_ guard.Detector   = (*Detector)(nil)
 	_ guard.Summarizer = (*Detector)(nil)
+	_ guard.Bounded    = (*Detector)(nil)
 )
 
 // New returns a detector with these options, or an error (a
@@ -268,10 +272,10 @@ func (d *Detector) warning(c *guard.Call, r rule) guard.Warning {
 		same = "the same arguments and the same outcome"
 	}
 	w := guard.Warning{
-		Code: WarningCode, Tool: c.Tool, Value: float64(d.count), Limit: float64(r.threshold),
+		Code: WarningCode, Tool: guard.Clean(c.Tool), Value: float64(d.count), Limit: float64(r.threshold),
 		Ratio: float64(d.count) / float64(r.threshold),
-		Detail: fmt.Sprintf("tool %q called %d times in a row with %s %s; one more stops the run (threshold %d)",
-			c.Tool, d.count, same, c.Preview(), r.threshold),
+		Detail: fmt.Sprintf("tool %s called %d times in a row with %s %s; one more stops the run (threshold %d)",
+			guard.Quote(c.Tool), d.count, same, c.Preview(), r.threshold),
 	}
 	w.Feedback = feedback.ForWarning(w)
 	return w
@@ -286,7 +290,7 @@ func (d *Detector) Verdict() guard.Verdict { return d.verdict }
 // stop builds a stop verdict for call c with this count, rule and steps.
 func (d *Detector) stop(c *guard.Call, count int, r rule, steps []int, phase guard.Phase) guard.Verdict {
 	ev := Evidence{
-		Tool: c.Tool, ArgsPreview: c.Preview(), Count: count, Threshold: r.threshold,
+		Tool: guard.Clean(c.Tool), ArgsPreview: c.Preview(), Count: count, Threshold: r.threshold,
 		StepIndexes: steps, IdenticalResults: r.outcomes,
 	}
 	same := "the same arguments"
@@ -297,8 +301,8 @@ func (d *Detector) stop(c *guard.Call, count int, r rule, steps []int, phase gua
 		Stop:   true,
 		Reason: guard.ReasonRepeatedToolCall,
 		Code:   Code,
-		Detail: fmt.Sprintf("tool %q called %d times in a row with %s %s (threshold %d)",
-			ev.Tool, count, same, ev.ArgsPreview, r.threshold),
+		Detail: fmt.Sprintf("tool %s called %d times in a row with %s %s (threshold %d)",
+			guard.Quote(c.Tool), count, same, ev.ArgsPreview, r.threshold),
 		Evidence: ev,
 	}
 	v.Feedback = feedback.For(v, phase)
@@ -385,7 +389,7 @@ func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 // Restore replaces the state by one that Snapshot returned.
 func (d *Detector) Restore(data []byte) error {
 	var s *state
-	if err := json.Unmarshal(data, &s); err != nil {
+	if err := guard.UnmarshalState(data, &s); err != nil {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
 	if s == nil {
@@ -411,6 +415,18 @@ func (d *Detector) Restore(data []byte) error {
 	d.sig, d.count = s.Sig, s.Count
 	for _, x := range s.Steps {
 		d.steps.add(x)
+	}
+	return nil
+}
+
+// CheckBounds checks the restored run against the guard's counters: its
+// calls are among those recorded, and so are its steps.
+func (d *Detector) CheckBounds(c guard.Counters) error {
+	if d.count > c.ToolCalls {
+		return fmt.Errorf("%s: a run of %d calls, but %d calls recorded", Name, d.count, c.ToolCalls)
+	}
+	if steps := d.steps.appendTo(nil); len(steps) > 0 && steps[len(steps)-1] >= c.Steps {
+		return fmt.Errorf("%s: step index %d, but %d steps recorded", Name, steps[len(steps)-1], c.Steps)
 	}
 	return nil
 }

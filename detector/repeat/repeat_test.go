@@ -493,7 +493,7 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 		for _, s := range steps[:cut] {
 			orig.Check(step(s...))
 		}
-		data, err := orig.Snapshot(guard.SnapshotOptions{Redact: redact})
+		data, err := orig.Snapshot(guard.SnapshotOptions{Previews: !redact})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -502,7 +502,7 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 		if err != nil {
 			t.Fatalf("restore: %v\n%s", err, data)
 		}
-		again, err := restored.Snapshot(guard.SnapshotOptions{Redact: redact})
+		again, err := restored.Snapshot(guard.SnapshotOptions{Previews: !redact})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -551,7 +551,7 @@ func TestSnapshotState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	redacted, err := d.Snapshot(guard.SnapshotOptions{Redact: true})
+	redacted, err := d.Snapshot(guard.SnapshotOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

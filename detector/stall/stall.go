@@ -100,6 +100,8 @@ type Evidence struct {
 
 // A Detector counts stalled steps. Create it with New.
 type Detector struct {
+	guard.Owned // one guard at a time
+
 	opts    Options
 	seen    outcomes.Set
 	stalled int // stalled steps in a row
@@ -108,6 +110,7 @@ type Detector struct {
 
 var (
 	_ guard.Detector   = (*Detector)(nil)
+	_ guard.Bounded    = (*Detector)(nil)
 	_ guard.Summarizer = (*Detector)(nil)
 )
 
@@ -225,7 +228,7 @@ func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 // must be whole sums, at most Window of them, without duplicates.
 func (d *Detector) Restore(data []byte) error {
 	var s *state
-	if err := json.Unmarshal(data, &s); err != nil {
+	if err := guard.UnmarshalState(data, &s); err != nil {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
 	if s == nil {
@@ -234,6 +237,9 @@ func (d *Detector) Restore(data []byte) error {
 	}
 	if s.Stalled < 0 || s.Stalled > maxStalled {
 		return fmt.Errorf("%s: stalled count %d out of range", Name, s.Stalled)
+	}
+	if s.Stalled == 0 && s.Outcomes == "" {
+		return fmt.Errorf("%s: an empty state (a fresh state is null)", Name)
 	}
 	var seen outcomes.Set
 	seen.Init(d.opts.Window)
@@ -256,4 +262,17 @@ type Summary struct {
 // Summary returns the detector's state (a Summary).
 func (d *Detector) Summary() any {
 	return Summary{StalledSteps: d.stalled, Outcomes: d.seen.Len()}
+}
+
+// CheckBounds checks the restored state against the guard's counters: the
+// stalled steps are among the steps recorded, and the outcomes come from
+// calls recorded.
+func (d *Detector) CheckBounds(c guard.Counters) error {
+	if d.stalled > c.Steps {
+		return fmt.Errorf("%s: %d stalled steps, but %d steps recorded", Name, d.stalled, c.Steps)
+	}
+	if n := d.seen.Len(); n > c.ToolCalls {
+		return fmt.Errorf("%s: %d outcomes, but %d calls recorded", Name, n, c.ToolCalls)
+	}
+	return nil
 }

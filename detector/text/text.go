@@ -97,6 +97,8 @@ type entry struct {
 // A Detector finds a text said too often among the newest steps. Create it
 // with New.
 type Detector struct {
+	guard.Owned // one guard at a time
+
 	opts      Options
 	ring      []entry
 	start, n  int
@@ -108,6 +110,7 @@ type Detector struct {
 var (
 	_ guard.Detector   = (*Detector)(nil)
 	_ guard.Summarizer = (*Detector)(nil)
+	_ guard.Bounded    = (*Detector)(nil)
 )
 
 // New returns a detector with these options, or an error (a
@@ -261,10 +264,11 @@ func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 }
 
 // Restore replaces the state by one that Snapshot returned: at most Window
-// steps, as many indexes as texts, increasing and not negative.
+// steps, as many indexes as texts, not negative and never decreasing (they
+// repeat only once the step count has saturated).
 func (d *Detector) Restore(data []byte) error {
 	var s *state
-	if err := json.Unmarshal(data, &s); err != nil {
+	if err := guard.UnmarshalState(data, &s); err != nil {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
 	if s == nil {
@@ -280,8 +284,8 @@ func (d *Detector) Restore(data []byte) error {
 		return fmt.Errorf("%s: %d step indexes for %d texts", Name, len(s.Steps), len(s.Texts))
 	}
 	for i, step := range s.Steps {
-		if step < 0 || i > 0 && step <= s.Steps[i-1] {
-			return fmt.Errorf("%s: step indexes must be increasing and not negative (%v)", Name, s.Steps)
+		if step < 0 || i > 0 && step < s.Steps[i-1] {
+			return fmt.Errorf("%s: step indexes must not be negative nor decrease (%v)", Name, s.Steps)
 		}
 		if t := s.Texts[i]; t != nil && *t == (canonical.Sum{}) {
 			return fmt.Errorf("%s: a zero text hash", Name)
@@ -300,6 +304,20 @@ func (d *Detector) Restore(data []byte) error {
 			e.text = *t
 		}
 		d.push(e)
+	}
+	return nil
+}
+
+// CheckBounds checks the restored window against the guard's counters: no
+// more steps in it than were recorded, and no step index beyond them.
+func (d *Detector) CheckBounds(c guard.Counters) error {
+	if d.n > c.Steps {
+		return fmt.Errorf("%s: %d steps in the window, but %d steps recorded", Name, d.n, c.Steps)
+	}
+	for i := 0; i < d.n; i++ {
+		if s := d.ring[i].step; s >= c.Steps {
+			return fmt.Errorf("%s: step index %d, but %d steps recorded", Name, s, c.Steps)
+		}
 	}
 	return nil
 }

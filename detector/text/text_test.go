@@ -152,7 +152,7 @@ func TestOptionsAndRestore(t *testing.T) {
 	}
 	const k = `"0123456789abcdef0123456789abcdef"`
 	for _, s := range []string{``, `{}`, `{"texts":[],"steps":[]}`, `{"texts":[` + k + `],"steps":[]}`,
-		`{"texts":[` + k + `,null],"steps":[1,1]}`, `{"texts":[null],"steps":[-1]}`,
+		`{"texts":[` + k + `,null],"steps":[2,1]}`, `{"texts":[null],"steps":[-1]}`,
 		`{"texts":["00000000000000000000000000000000"],"steps":[0]}`,
 		`{"texts":[null],"steps":[0],"lastInput":"00000000000000000000000000000000"}`} {
 		d := newDetector(t, text.Options{Window: 3, Threshold: 2})

@@ -61,7 +61,8 @@ const WarningCode = feedback.CodeToolCallCapWarning
 
 // Evidence is the evidence of a stop.
 type Evidence struct {
-	// Tool is the tool's name.
+	// Tool is the tool's name, as guard.Clean shows it
+	// (escaped, and cut to 256 bytes).
 	Tool string `json:"tool"`
 	// Calls is the number of calls of the tool in the run, counting the
 	// call that went over the cap.
@@ -87,12 +88,15 @@ type tool struct {
 
 // Detector is the per-tool call cap. Create it with New.
 type Detector struct {
+	guard.Owned // one guard at a time
+
 	tools []tool         // sorted by name
 	index map[string]int // name -> position in tools
 	warn  bool
 
 	hit    bool     // the last step went over a cap
-	ev     Evidence // and this is the first call that did
+	ev     Evidence // and this is the first call that did,
+	hitAt  int      // of the tool at this position
 	full   []int    // the tools (positions) the last step brought to their cap
 	counts []int    // scratch for preflight
 }
@@ -100,6 +104,7 @@ type Detector struct {
 var (
 	_ guard.Detector   = (*Detector)(nil)
 	_ guard.Summarizer = (*Detector)(nil)
+	_ guard.Bounded    = (*Detector)(nil)
 )
 
 // New returns the rule with these options, or an error (a
@@ -172,7 +177,7 @@ func (d *Detector) Observe(f *guard.Facts) {
 		}
 		if t.calls > t.limit && !d.hit {
 			d.hit = true
-			d.ev = Evidence{Tool: t.name, Calls: t.calls, Limit: t.limit}
+			d.ev, d.hitAt = Evidence{Tool: guard.Clean(t.name), Calls: t.calls, Limit: t.limit}, j
 		}
 		if d.warn && t.calls == t.limit {
 			d.full = append(d.full, j)
@@ -185,7 +190,7 @@ func (d *Detector) Observe(f *guard.Facts) {
 // its cap.
 func (d *Detector) Verdict() guard.Verdict {
 	if d.hit {
-		return d.stop(d.ev, guard.PhaseCheck)
+		return d.stop(d.ev, d.tools[d.hitAt].name, guard.PhaseCheck)
 	}
 	if len(d.full) == 0 {
 		return guard.Verdict{}
@@ -195,20 +200,21 @@ func (d *Detector) Verdict() guard.Verdict {
 		t := &d.tools[j]
 		limit := float64(t.limit) + 1
 		ws[i] = guard.Warning{
-			Code: WarningCode, Tool: t.name, Value: float64(t.calls), Limit: limit, Ratio: float64(t.calls) / limit,
-			Detail: fmt.Sprintf("%q is at its cap of %d; one more call stops the run", t.name, t.limit),
+			Code: WarningCode, Tool: guard.Clean(t.name), Value: float64(t.calls), Limit: limit, Ratio: float64(t.calls) / limit,
+			Detail: fmt.Sprintf("%s is at its cap of %d; one more call stops the run", guard.Quote(t.name), t.limit),
 		}
 		ws[i].Feedback = feedback.ForWarning(ws[i])
 	}
 	return guard.Verdict{Warnings: ws}
 }
 
-func (d *Detector) stop(ev Evidence, p guard.Phase) guard.Verdict {
+// stop builds the stop verdict of ev; name is the tool's name, as given.
+func (d *Detector) stop(ev Evidence, name string, p guard.Phase) guard.Verdict {
 	v := guard.Verdict{Stop: true, Reason: guard.ReasonToolLimit, Code: Code, Evidence: ev}
 	if p == guard.PhasePreflight {
-		v.Detail = fmt.Sprintf("call %d of %q would go over its cap of %d", ev.Calls, ev.Tool, ev.Limit)
+		v.Detail = fmt.Sprintf("call %d of %s would go over its cap of %d", ev.Calls, guard.Quote(name), ev.Limit)
 	} else {
-		v.Detail = fmt.Sprintf("call %d of %q went over its cap of %d", ev.Calls, ev.Tool, ev.Limit)
+		v.Detail = fmt.Sprintf("call %d of %s went over its cap of %d", ev.Calls, guard.Quote(name), ev.Limit)
 	}
 	v.Feedback = feedback.For(v, p)
 	return v
@@ -237,7 +243,7 @@ func (d *Detector) Preflight(f *guard.Facts) guard.Verdict {
 			d.counts[j]++
 		}
 		if t := &d.tools[j]; d.counts[j] > t.limit {
-			return d.stop(Evidence{Tool: t.name, Calls: d.counts[j], Limit: t.limit}, guard.PhasePreflight)
+			return d.stop(Evidence{Tool: guard.Clean(t.name), Calls: d.counts[j], Limit: t.limit}, t.name, guard.PhasePreflight)
 		}
 	}
 	return guard.Verdict{}
@@ -257,8 +263,9 @@ func (d *Detector) Summary() any {
 }
 
 // Snapshot returns the counts of the capped tools that have been called, as a
-// JSON object by tool name (JSON null when none has).
-func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
+// JSON object by tool name (JSON null when none has). Unless o.Previews is
+// set, names that are not identifiers are written hashed (o.Name).
+func (d *Detector) Snapshot(o guard.SnapshotOptions) ([]byte, error) {
 	var b []byte
 	for _, t := range d.tools {
 		if t.calls == 0 {
@@ -269,7 +276,7 @@ func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 		} else {
 			b = append(b, ',')
 		}
-		name, err := json.Marshal(t.name)
+		name, err := json.Marshal(o.Name(t.name))
 		if err != nil {
 			return nil, err
 		}
@@ -284,7 +291,8 @@ func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 }
 
 // Restore replaces the counts by those of a snapshot. Every name must be a
-// capped tool, appear once, and have a whole count of 0 or more.
+// capped tool (or its hash), appear once, and have a whole count of 1 or
+// more.
 func (d *Detector) Restore(state []byte) error {
 	counts := make([]int, len(d.tools))
 	state = bytes.TrimSpace(state)
@@ -297,6 +305,33 @@ func (d *Detector) Restore(state []byte) error {
 		d.tools[i].calls = counts[i]
 	}
 	d.hit, d.ev, d.full = false, Evidence{}, d.full[:0]
+	return nil
+}
+
+// hashedIndex returns the position of the capped tool whose hashed name
+// (guard.HashName) is hashed.
+func (d *Detector) hashedIndex(hashed string) (int, bool) {
+	for j, t := range d.tools {
+		if guard.HashName(t.name) == hashed {
+			return j, true
+		}
+	}
+	return 0, false
+}
+
+// CheckBounds checks the restored counts against the guard's counters: the
+// calls they count are among the calls recorded.
+func (d *Detector) CheckBounds(c guard.Counters) error {
+	if c.ToolCalls == math.MaxInt {
+		return nil // saturated: the calls were at least that many
+	}
+	sum := 0
+	for _, t := range d.tools {
+		if t.calls > c.ToolCalls-sum {
+			return fmt.Errorf("%s: the counts add up to more than the %d calls recorded", Name, c.ToolCalls)
+		}
+		sum += t.calls
+	}
 	return nil
 }
 
@@ -318,6 +353,9 @@ func (d *Detector) readCounts(state []byte, counts []int) error {
 			return errors.New("state: a key is not a string")
 		}
 		j, ok := d.index[name]
+		if guard.IsHashedName(name) {
+			j, ok = d.hashedIndex(name)
+		}
 		if !ok {
 			return fmt.Errorf("state counts %q, which has no cap", cut(name))
 		}
@@ -334,10 +372,13 @@ func (d *Detector) readCounts(state []byte, counts []int) error {
 			return fmt.Errorf("count of %q is not a number", cut(name))
 		}
 		n, err := strconv.ParseInt(string(num), 10, 0)
-		if err != nil || n < 0 {
-			return fmt.Errorf("count of %q is %s, want a whole number of 0 or more", cut(name), cut(string(num)))
+		if err != nil || n < 1 {
+			return fmt.Errorf("count of %q is %s, want a whole number of 1 or more", cut(name), cut(string(num)))
 		}
 		counts[j] = int(n)
+	}
+	if !slices.Contains(seen, true) {
+		return errors.New("state counts no tool (a fresh state is null)")
 	}
 	if _, err := dec.Token(); err != nil {
 		return fmt.Errorf("state: %v", err)

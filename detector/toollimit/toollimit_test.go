@@ -285,7 +285,7 @@ func TestSnapshotRestore(t *testing.T) {
 		for _, s := range steps[:cut] {
 			g.Check(s)
 		}
-		data, err := g.Snapshot(guard.SnapshotOptions{Redact: cut%2 == 0})
+		data, err := g.Snapshot(guard.SnapshotOptions{Previews: cut%2 != 0})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -312,9 +312,36 @@ func TestSnapshotBytes(t *testing.T) {
 	}
 	g, _ := guard.New(d)
 	g.Check(step("b", "a", `q"`, "a", "c"))
-	b, _ := d.Snapshot(guard.SnapshotOptions{})
+	b, _ := d.Snapshot(guard.SnapshotOptions{Previews: true})
 	if got, want := string(b), `{"a":2,"b":1,"q\"":1}`; got != want {
 		t.Errorf("Snapshot = %s, want %s", got, want)
+	}
+	// Without previews, a name that is no identifier is hashed, and
+	// restores to the same count.
+	b, _ = d.Snapshot(guard.SnapshotOptions{})
+	if got, want := string(b), `{"a":2,"b":1,"`+guard.HashName(`q"`)+`":1}`; got != want {
+		t.Errorf("Snapshot without previews = %s, want %s", got, want)
+	}
+	r := newDetector(t, map[string]int{"b": 1, "a": 5, "z": 0, `q"`: 1})
+	if err := r.Restore(b); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(d.Summary(), r.Summary()); diff != "" {
+		t.Errorf("restored without previews (-want +got):\n%s", diff)
+	}
+	// A capped name that looks like a hash is hashed even with previews,
+	// so that it is never taken for another name's hash.
+	lookalike := guard.HashName(`q"`)
+	l := newDetector(t, map[string]int{lookalike: 3, `q"`: 3})
+	gl, _ := guard.New(l)
+	gl.Check(step(lookalike, lookalike, `q"`))
+	b, _ = l.Snapshot(guard.SnapshotOptions{Previews: true})
+	r = newDetector(t, map[string]int{lookalike: 3, `q"`: 3})
+	if err := r.Restore(b); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(l.Summary(), r.Summary()); diff != "" {
+		t.Errorf("restored %s (-want +got):\n%s", b, diff)
 	}
 	g.Reset()
 	if b, _ := d.Snapshot(guard.SnapshotOptions{}); string(b) != "null" {
@@ -328,6 +355,8 @@ func TestRestoreRejects(t *testing.T) {
 		`[]`, `1`, `"a"`, `{`, `{"a":1`, `{"a":1}x`, `{"a":1}{}`, `{"c":1}`, `{"a":-1}`, `{"a":1.5}`, `{"a":1e2}`,
 		`{"a":"1"}`, `{"a":null}`, `{"a":{}}`, `{"a":[1]}`, `{"a":1,"a":1}`, `{"a":99999999999999999999999}`,
 		`{"b":true}`, `{1:2}`,
+		// Snapshot writes neither an empty object nor a count of 0.
+		` {} `, `{"a":0,"b":1}`,
 	} {
 		if err := d.Restore([]byte(bad)); err == nil {
 			t.Errorf("Restore(%s): no error", bad)
@@ -345,7 +374,7 @@ func TestRestoreRejects(t *testing.T) {
 		t.Errorf("Summary after a failed Restore (-want +got):\n%s", diff)
 	}
 	// Counts over the cap are a state a run can reach.
-	for _, ok := range []string{`null`, ``, ` {} `, `{"b":7}`, `{"a":0,"b":1}`} {
+	for _, ok := range []string{`null`, ``, `{"b":7}`, `{"a":1,"b":1}`} {
 		if err := d.Restore([]byte(ok)); err != nil {
 			t.Errorf("Restore(%s): %v", ok, err)
 		}

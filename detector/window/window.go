@@ -112,7 +112,8 @@ type Options struct {
 
 // Evidence is the evidence of a stop (and of a refusal in preflight).
 type Evidence struct {
-	// Tool is the name of the repeated tool.
+	// Tool is the name of the repeated tool, as guard.Clean shows it
+	// (escaped, and cut to 256 bytes).
 	Tool string `json:"tool"`
 	// ArgsPreview is a short preview of the repeated arguments.
 	ArgsPreview string `json:"argsPreview"`
@@ -137,6 +138,8 @@ type call struct {
 // A Detector finds calls made too often within the newest calls. Create it
 // with New.
 type Detector struct {
+	guard.Owned // one guard at a time
+
 	opts Options
 
 	// ring holds the newest calls: ring[(start+i)%len(ring)] is the i-th
@@ -153,6 +156,7 @@ type Detector struct {
 var (
 	_ guard.Detector   = (*Detector)(nil)
 	_ guard.Summarizer = (*Detector)(nil)
+	_ guard.Bounded    = (*Detector)(nil)
 )
 
 // New returns a detector with these options, or an error (a
@@ -271,10 +275,10 @@ func (d *Detector) Observe(f *guard.Facts) {
 		}
 		if count := d.countNext(d.entry(c).same); count > d.opts.Threshold {
 			w := guard.Warning{
-				Code: WarningCode, Tool: c.Tool, Value: float64(count - 1), Limit: float64(count),
+				Code: WarningCode, Tool: guard.Clean(c.Tool), Value: float64(count - 1), Limit: float64(count),
 				Ratio: float64(count-1) / float64(count),
-				Detail: fmt.Sprintf("tool %q called %d times within the last %d calls with the same arguments %s; one more stops the run (threshold %d)",
-					c.Tool, count-1, d.opts.Window, c.Preview(), d.opts.Threshold),
+				Detail: fmt.Sprintf("tool %s called %d times within the last %d calls with the same arguments %s; one more stops the run (threshold %d)",
+					guard.Quote(c.Tool), count-1, d.opts.Window, c.Preview(), d.opts.Threshold),
 			}
 			w.Feedback = feedback.ForWarning(w)
 			d.verdict.Warnings = []guard.Warning{w}
@@ -300,7 +304,7 @@ func (d *Detector) countNext(same canonical.Sum) int {
 
 // stop builds a stop verdict for call c with this count.
 func (d *Detector) stop(c *guard.Call, count int, phase guard.Phase) guard.Verdict {
-	ev := Evidence{Tool: c.Tool, ArgsPreview: c.Preview(), Count: count, Threshold: d.opts.Threshold, Window: d.opts.Window,
+	ev := Evidence{Tool: guard.Clean(c.Tool), ArgsPreview: c.Preview(), Count: count, Threshold: d.opts.Threshold, Window: d.opts.Window,
 		IdenticalResults: d.outcomes}
 	verb := "called"
 	if phase == guard.PhasePreflight {
@@ -310,8 +314,8 @@ func (d *Detector) stop(c *guard.Call, count int, phase guard.Phase) guard.Verdi
 		Stop:   true,
 		Reason: ReasonWindowedRepeat,
 		Code:   Code,
-		Detail: fmt.Sprintf("tool %q %s %d times within the last %d calls with the same arguments %s%s (threshold %d)",
-			ev.Tool, verb, count, ev.Window, ev.ArgsPreview, sameResult(d.outcomes, phase), ev.Threshold),
+		Detail: fmt.Sprintf("tool %s %s %d times within the last %d calls with the same arguments %s%s (threshold %d)",
+			guard.Quote(c.Tool), verb, count, ev.Window, ev.ArgsPreview, sameResult(d.outcomes, phase), ev.Threshold),
 		Evidence: ev,
 	}
 	v.Feedback = feedback.For(v, phase)
@@ -400,7 +404,7 @@ func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 // outcomes are compared.
 func (d *Detector) Restore(data []byte) error {
 	var s *state
-	if err := json.Unmarshal(data, &s); err != nil {
+	if err := guard.UnmarshalState(data, &s); err != nil {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
 	if s == nil {
@@ -450,4 +454,13 @@ func (d *Detector) Summary() any {
 		s.MaxCount = max(s.MaxCount, count)
 	}
 	return s
+}
+
+// CheckBounds checks the restored window against the guard's counters: its
+// calls are among the calls recorded.
+func (d *Detector) CheckBounds(c guard.Counters) error {
+	if d.n > c.ToolCalls {
+		return fmt.Errorf("%s: %d calls in the window, but %d calls recorded", Name, d.n, c.ToolCalls)
+	}
+	return nil
 }

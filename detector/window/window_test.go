@@ -246,8 +246,8 @@ func TestConsecutiveRuleMisses(t *testing.T) {
 	}
 	// A plain run that both rules stop is the repeat rule's, which ranks
 	// first.
+	rep, _ = repeat.New(repeat.Options{})
 	g, _ = guard.New(newDetector(t, window.Options{Threshold: 2}), rep)
-	g.Reset()
 	got = nil
 	for _, s := range each(a, a, a) {
 		got = append(got, g.Check(s).Detector)
@@ -492,7 +492,7 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 		cut := rapid.IntRange(0, len(steps)).Draw(t, "cut")
 		orig := newGuard(t, opts, gopts)
 		run(orig, steps[:cut])
-		data, err := orig.Snapshot(guard.SnapshotOptions{Redact: rapid.Bool().Draw(t, "redact")})
+		data, err := orig.Snapshot(guard.SnapshotOptions{Previews: rapid.Bool().Draw(t, "previews")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -533,7 +533,7 @@ func TestSnapshotState(t *testing.T) {
 	if diff := cmp.Diff(d.RecentKeys(), got.Keys); diff != "" {
 		t.Errorf("state %s (-recent keys +state):\n%s", s, diff)
 	}
-	if r, _ := d.Snapshot(guard.SnapshotOptions{Redact: true}); string(r) != string(s) {
+	if r, _ := d.Snapshot(guard.SnapshotOptions{}); string(r) != string(s) {
 		t.Errorf("redacted state %s differs from %s, but holds no preview", r, s)
 	}
 }
@@ -652,7 +652,10 @@ func TestOptions(t *testing.T) {
 }
 
 // TestRealTraces replays the real runs of testdata/traces with only this
-// rule, at its defaults: no healthy run may stop, and the looping runs must.
+// rule, at its defaults (comparing outcomes): no healthy run may stop, not
+// even the chess players that poll get_legal_moves every turn, which the
+// crate's reading (comparing calls) stops; and the loops listed stop where
+// they did.
 func TestRealTraces(t *testing.T) {
 	dir := filepath.Join("..", "..", "testdata", "traces")
 	var manifest []struct {
@@ -671,13 +674,14 @@ func TestRealTraces(t *testing.T) {
 		"react-webshop-ep024.jsonl":         14,
 		"react-webshop-ep031.jsonl":         6,
 		"react-webshop-ep349.jsonl":         6,
-		"react-webshop-ep315.jsonl":         12, // unclear: "< Prev" 4 times within 8 calls
+		"react-webshop-ep315.jsonl":         0, // unclear: "< Prev" 4 times within 8 calls, each to another page
 		"reflexion-hotpotqa-t1-a102.jsonl":  6,
 	}
 	healthy := 0
 	for _, m := range manifest {
-		got := 0
-		g := newGuard(t, window.Options{}, guard.Options{})
+		got, byCall := 0, 0
+		g := newGuard(t, window.Options{Compare: window.CompareOutcome}, guard.Options{})
+		gc := newGuard(t, window.Options{Compare: window.CompareCall}, guard.Options{})
 		f, err := os.Open(filepath.Join(dir, m.File))
 		if err != nil {
 			t.Fatal(err)
@@ -692,6 +696,9 @@ func TestRealTraces(t *testing.T) {
 			if g.Check(s).Stop && got == 0 {
 				got = line
 			}
+			if gc.Check(s).Stop && byCall == 0 {
+				byCall = line
+			}
 		}
 		f.Close()
 		if err := sc.Err(); err != nil {
@@ -699,9 +706,17 @@ func TestRealTraces(t *testing.T) {
 		}
 		if m.Label == "healthy" {
 			healthy++
+			if got != 0 {
+				t.Errorf("%s (healthy) stops at line %d", m.File, got)
+			}
 		}
-		if got != want[m.File] {
-			t.Errorf("%s (%s): first stop at line %d, want %d", m.File, m.Label, got, want[m.File])
+		if m.File == "autogen-chess-tools-gpt4-white.jsonl" && byCall == 0 {
+			t.Errorf("%s: comparing calls no longer stops the polling run; the test shows nothing", m.File)
+		}
+		// The other loops are the default set's to catch; this rule
+		// need not.
+		if w, ok := want[m.File]; ok && got != w {
+			t.Errorf("%s (%s): first stop at line %d, want %d", m.File, m.Label, got, w)
 		}
 	}
 	if healthy < 10 {

@@ -37,6 +37,8 @@ const maxToolName = 256
 
 // FailStreak stops a run after Threshold failed tool calls in a row.
 type FailStreak struct {
+	guard.Owned // one run's state: guard.New refuses a detector another guard holds
+
 	threshold int
 	streak    int    // failed calls in a row, at most threshold
 	tool      string // the tool of the newest failed call
@@ -188,7 +190,7 @@ func run(out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	g, err := cfg.Guard.New(cfg.Detectors...)
+	g, err := cfg.New()
 	if err != nil {
 		return err
 	}

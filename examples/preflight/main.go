@@ -47,7 +47,7 @@ func run(out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	g, err := cfg.Guard.New(cfg.Detectors...)
+	g, err := cfg.New()
 	if err != nil {
 		return err
 	}
