@@ -2,7 +2,6 @@ package canonical
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"math"
 	"math/bits"
 	"strconv"
@@ -34,10 +33,11 @@ func skipSpace(src []byte, i int) int {
 }
 
 // jsonText encodes the whole text src. It reports false, leaving buf as it
-// was, if src is not valid.
+// was, if src is not valid. In the careful pass the value limit cuts the
+// encoding in canonical order (see jsonTextCut).
 func (e *encoder) jsonText(src []byte) bool {
 	if e.careful {
-		return e.jsonTextCarefully(src)
+		return e.jsonTextCut(src)
 	}
 	start, members, depth := len(e.buf), len(e.members), e.depth
 	i, ok := e.jsonValue(src, skipSpace(src, 0))
@@ -46,30 +46,6 @@ func (e *encoder) jsonText(src []byte) bool {
 	}
 	e.buf, e.members, e.depth = e.buf[:start], e.members[:members], depth
 	return false
-}
-
-// jsonTextCarefully encodes valid text through encoding/json and the Go
-// value path, which visits members in canonical order.
-func (e *encoder) jsonTextCarefully(src []byte) bool {
-	if !validJSON(src) {
-		return false
-	}
-	var v any
-	if json.Unmarshal(src, &v) != nil {
-		return false // not expected: validJSON is stricter
-	}
-	e.value(v)
-	return true
-}
-
-// validJSON reports whether src is valid JSON text by the rules of this
-// package.
-func validJSON(src []byte) bool {
-	e := getEncoder()
-	defer putEncoder(e)
-	e.maxDepth = 0 // skip everything: validate only
-	e.maxValues = int(^uint(0) >> 1)
-	return e.jsonText(src)
 }
 
 func (e *encoder) jsonValue(src []byte, i int) (int, bool) {
@@ -126,6 +102,7 @@ func (e *encoder) jsonArray(src []byte, i int) (int, bool) {
 			e.buf = append(e.buf, tagArrayEnd)
 			return e.skipRest(src, i, e.depth+1, ']')
 		}
+		e.grow()
 		var ok bool
 		if i, ok = e.jsonValue(src, i); !ok {
 			return i, false
@@ -170,13 +147,13 @@ func (e *encoder) jsonObject(src []byte, i int) (int, bool) {
 			e.endObject(mark, true)
 			return e.skipRest(src, i, e.depth+1, '}')
 		}
+		e.grow()
 		start := len(e.buf)
 		var ok bool
-		var prefix uint64
-		if i, prefix, ok = e.jsonKey(src, i); !ok {
+		var prefix, next uint64
+		if i, prefix, next, ok = e.jsonKey(src, i); !ok {
 			return i, false
 		}
-		keyEnd := len(e.buf)
 		i = skipSpace(src, i)
 		if i >= len(src) || src[i] != ':' {
 			return i, false
@@ -184,7 +161,7 @@ func (e *encoder) jsonObject(src []byte, i int) (int, bool) {
 		if i, ok = e.jsonValue(src, skipSpace(src, i+1)); !ok {
 			return i, false
 		}
-		e.members = append(e.members, member{start, keyEnd, len(e.buf), prefix})
+		e.members = append(e.members, member{start, len(e.buf), prefix, next})
 		i = skipSpace(src, i)
 		if i >= len(src) {
 			return i, false
@@ -203,23 +180,28 @@ func (e *encoder) jsonObject(src []byte, i int) (int, bool) {
 }
 
 // jsonKey is jsonString for a member name, which also returns the name's
-// prefix (see keyPrefix).
-func (e *encoder) jsonKey(src []byte, i int) (int, uint64, bool) {
-	// The common case: ASCII without escapes, and 8 bytes to read.
-	if j := skipSafe(src, i+1); j < len(src) && src[j] == '"' && i+9 <= len(src) {
-		p := binary.BigEndian.Uint64(src[i+1:])
-		if n := j - i - 1; n < 8 {
+// words (see nameWords).
+func (e *encoder) jsonKey(src []byte, i int) (int, uint64, uint64, bool) {
+	// The common case: ASCII without escapes, and 16 bytes to read.
+	if j := skipSafe(src, i+1); j < len(src) && src[j] == '"' && i+17 <= len(src) {
+		p, q := binary.BigEndian.Uint64(src[i+1:]), binary.BigEndian.Uint64(src[i+9:])
+		switch n := j - i - 1; {
+		case n < 8:
 			p &^= math.MaxUint64 >> (8 * n)
+			q = 0
+		case n < 16:
+			q &^= math.MaxUint64 >> (8 * (n - 8))
 		}
 		e.buf = append(append(append(e.buf, tagString), src[i+1:j]...), stringEnd)
-		return j + 1, p, true
+		return j + 1, p, q, true
 	}
 	start := len(e.buf)
 	i, ok := e.jsonString(src, i)
 	if !ok {
-		return i, 0, false
+		return i, 0, 0, false
 	}
-	return i, e.keyPrefix(start, len(e.buf)), true
+	p, q := nameWords(e.buf, start, len(e.buf))
+	return i, p, q, true
 }
 
 // jsonString decodes the string at src[i] (a quote) into buf as 's' + UTF-8
