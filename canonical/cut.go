@@ -19,8 +19,11 @@ import (
 func (e *encoder) jsonTextCut(src []byte) bool {
 	start, count, limit, careful := len(e.buf), e.count, e.maxValues, e.careful
 	e.maxValues, e.careful = math.MaxInt, false
+	// Of the root's members, no more than one past those the limit lets be
+	// read need be sorted and kept: each counts a value.
+	e.rootDepth, e.rootMembers = e.depth, max(1, limit-count+1)
 	ok := e.jsonText(src)
-	e.maxValues, e.careful = limit, careful
+	e.maxValues, e.careful, e.rootMembers = limit, careful, 0
 	if !ok {
 		e.count = count
 		return false

@@ -110,6 +110,10 @@ type encoder struct {
 	maxDepth  int  // containers nested deeper are cut
 	maxValues int  // values past this are cut
 	careful   bool // visit members in canonical order, so cuts are exact
+
+	// When JSON text is cut (see jsonTextCut), only the first rootMembers
+	// members of an object at depth rootDepth (the text's root) are kept.
+	rootDepth, rootMembers int
 }
 
 var encoderPool = sync.Pool{New: func() any { return new(encoder) }}
@@ -135,6 +139,7 @@ func (e *encoder) reset() {
 	e.depth, e.count, e.hops = 0, 0, 0
 	e.maxDepth, e.maxValues = MaxDepth, MaxValues
 	e.careful = false
+	e.rootMembers = 0
 }
 
 // overflow is panicked (and recovered by run) when a quick pass reads more

@@ -139,9 +139,13 @@ func sameName(b []byte, x, y *member) bool {
 // members from the stack.
 func (e *encoder) endObject(mark int, truncated bool) {
 	ms := e.members[mark:]
+	limit := len(ms)
+	if e.rootMembers > 0 && e.depth == e.rootDepth {
+		limit = min(limit, e.rootMembers)
+	}
 	for i := 1; i < len(ms); i++ {
 		if compareNames(e.buf, &ms[i-1], &ms[i]) >= 0 {
-			e.reorder(ms)
+			e.reorder(ms, limit)
 			break
 		}
 	}
@@ -153,10 +157,15 @@ func (e *encoder) endObject(mark int, truncated bool) {
 }
 
 // reorder rewrites the members ms, which lie one after the other at the end
-// of buf, sorted and de-duplicated.
-func (e *encoder) reorder(ms []member) {
+// of buf, sorted and de-duplicated. If limit is less than len(ms), only the
+// first limit members are kept (for a cut).
+func (e *encoder) reorder(ms []member, limit int) {
 	begin := ms[0].start
-	sortMembers(e.buf, ms, len(ms))
+	if limit < len(ms) {
+		ms = firstMembers(e.buf, ms, limit)
+	} else {
+		sortMembers(e.buf, ms, len(ms))
+	}
 	// Copy the members in order, but for the earlier of equal names, into
 	// tmp at the offset they will have in buf. Then swap the buffers, if
 	// that copies less than copying the members back.
@@ -180,6 +189,29 @@ func (e *encoder) reorder(ms []member) {
 	}
 	e.buf = append(e.buf[:begin], tmp...)
 	e.tmp = tmp[:0]
+}
+
+// firstMembers sorts enough of ms to return the first members, in order,
+// that hold its first n names (with the earlier members of these names,
+// which reorder drops). It sorts the least n members, then twice as many,
+// and so on, until n names are found.
+func firstMembers(b []byte, ms []member, n int) []member {
+	for sorted := n; ; sorted = min(len(ms), 2*sorted) {
+		sortMembers(b, ms, sorted)
+		names, i := 0, 0
+		for names < n && i < sorted {
+			// The members of a name are next to each other, and all
+			// sorted if the first is.
+			i++
+			for i < len(ms) && sameName(b, &ms[i-1], &ms[i]) {
+				i++
+			}
+			names++
+		}
+		if names == n || sorted == len(ms) {
+			return ms[:i]
+		}
+	}
 }
 
 // sortMembers sorts ms by name (b holds the names). Of equal names, the
@@ -233,7 +265,8 @@ func radixSort(b []byte, ms []member, level, limit int) {
 }
 
 // sortRun sorts a run of members whose names agree on their first
-// 8×(level+1) bytes, zero-padded, by the bytes that follow.
+// 8×(level+1) bytes, zero-padded, by the bytes that follow. It leaves each
+// member's words as they were (their prefixes are all equal).
 func sortRun(b []byte, run []member, level, limit int) {
 	if len(run) <= runMax || b[run[0].start] != tagString {
 		// Few members, or names that are not UTF-8 (their prefixes are
@@ -241,6 +274,12 @@ func sortRun(b []byte, run []member, level, limit int) {
 		compareSort(b, run)
 		return
 	}
+	word := run[0].prefix
+	defer func() {
+		for i := range run {
+			run[i].prefix = word
+		}
+	}()
 	off := 8 * (level + 1) // of the bytes that follow
 	goesOn := false
 	if level == 0 {
