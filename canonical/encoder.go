@@ -194,16 +194,33 @@ func (e *encoder) sizeFor(src []byte) {
 	}
 }
 
-// grow doubles buf and members when they are full, as it reads each
-// element and member: append grows big slices by a quarter, so that they
-// would be copied four times over as they grow.
-func (e *encoder) grow() {
-	if cap(e.buf)-len(e.buf) < 64 {
-		e.buf = slices.Grow(e.buf, max(64, len(e.buf)))
+// reserve makes room in buf for n more bytes, for writes that do not
+// check. The JSON reader reserves room for each element and member, so
+// that buf doubles as it grows (append grows big slices by a quarter, so
+// that they would be copied four times over).
+func (e *encoder) reserve(n int) {
+	if cap(e.buf)-len(e.buf) < n {
+		e.growBuf(n)
 	}
+}
+
+//go:noinline
+func (e *encoder) growBuf(n int) {
+	e.buf = slices.Grow(e.buf, max(n, len(e.buf)))
+}
+
+// addMemberWords records the member that starts at buf[start], whose name
+// has the words prefix and next, and whose value ends at the end of buf.
+func (e *encoder) addMemberWords(start int, prefix, next uint64) {
 	if len(e.members) == cap(e.members) {
-		e.members = slices.Grow(e.members, max(8, len(e.members)))
+		e.growMembers()
 	}
+	e.members = append(e.members, member{start, len(e.buf), prefix, next})
+}
+
+//go:noinline
+func (e *encoder) growMembers() {
+	e.members = slices.Grow(e.members, max(8, len(e.members)))
 }
 
 // expect is told that the container just opened has n elements or

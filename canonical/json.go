@@ -4,9 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/bits"
-	"strconv"
 	"unicode/utf8"
-	"unsafe"
 )
 
 // This file reads JSON text (RFC 8259) into the canonical encoding. Strings
@@ -25,8 +23,10 @@ var strSafe = func() (t [256]bool) {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
 
+// skipSpace returns the index of the first byte at or after src[i] that is
+// not whitespace, or len(src).
 func skipSpace(src []byte, i int) int {
-	for i < len(src) && isSpace(src[i]) {
+	for i < len(src) && src[i] <= ' ' && isSpace(src[i]) {
 		i++
 	}
 	return i
@@ -48,18 +48,22 @@ func (e *encoder) jsonText(src []byte) bool {
 	return false
 }
 
+// The functions below read a value at src[i] into buf and return the index
+// after it, and whether it is valid. They run in the quick pass only (see
+// jsonTextCut), where next never reports false: it panics.
+
 func (e *encoder) jsonValue(src []byte, i int) (int, bool) {
 	if i >= len(src) {
 		return i, false
 	}
 	switch c := src[i]; c {
+	case '"':
+		e.count++
+		return e.jsonString(src, i)
 	case '{':
 		return e.jsonObject(src, i)
 	case '[':
 		return e.jsonArray(src, i)
-	case '"':
-		e.count++
-		return e.jsonString(src, i)
 	case 't':
 		e.scalar(tagTrue)
 		return literal(src, i, "true")
@@ -70,10 +74,7 @@ func (e *encoder) jsonValue(src []byte, i int) (int, bool) {
 		e.scalar(tagNull)
 		return literal(src, i, "null")
 	default:
-		if c == '-' || '0' <= c && c <= '9' {
-			return e.jsonNumber(src, i)
-		}
-		return i, false
+		return e.jsonNumber(src, i)
 	}
 }
 
@@ -97,23 +98,23 @@ func (e *encoder) jsonArray(src []byte, i int) (int, bool) {
 		return i + 1, true
 	}
 	for {
-		if !e.next() {
-			e.depth--
-			e.buf = append(e.buf, tagArrayEnd)
-			return e.skipRest(src, i, e.depth+1, ']')
-		}
-		e.grow()
+		e.next()
+		e.reserve(64)
 		var ok bool
 		if i, ok = e.jsonValue(src, i); !ok {
 			return i, false
 		}
-		i = skipSpace(src, i)
+		if i < len(src) && src[i] <= ' ' {
+			i = skipSpace(src, i)
+		}
 		if i >= len(src) {
 			return i, false
 		}
 		switch src[i] {
 		case ',':
-			i = skipSpace(src, i+1)
+			if i++; i < len(src) && src[i] <= ' ' {
+				i = skipSpace(src, i)
+			}
 		case ']':
 			e.depth--
 			e.buf = append(e.buf, tagArrayEnd)
@@ -141,34 +142,38 @@ func (e *encoder) jsonObject(src []byte, i int) (int, bool) {
 		if i >= len(src) || src[i] != '"' {
 			return i, false
 		}
-		if !e.next() {
-			e.buf = e.buf[:len(e.buf)-1] // endObject writes the marker
-			e.depth--
-			e.endObject(mark, true)
-			return e.skipRest(src, i, e.depth+1, '}')
-		}
-		e.grow()
+		e.next()
+		e.reserve(64)
 		start := len(e.buf)
 		var ok bool
 		var prefix, next uint64
 		if i, prefix, next, ok = e.jsonKey(src, i); !ok {
 			return i, false
 		}
-		i = skipSpace(src, i)
+		if i < len(src) && src[i] <= ' ' {
+			i = skipSpace(src, i)
+		}
 		if i >= len(src) || src[i] != ':' {
 			return i, false
 		}
-		if i, ok = e.jsonValue(src, skipSpace(src, i+1)); !ok {
+		if i++; i < len(src) && src[i] <= ' ' {
+			i = skipSpace(src, i)
+		}
+		if i, ok = e.jsonValue(src, i); !ok {
 			return i, false
 		}
-		e.members = append(e.members, member{start, len(e.buf), prefix, next})
-		i = skipSpace(src, i)
+		e.addMemberWords(start, prefix, next)
+		if i < len(src) && src[i] <= ' ' {
+			i = skipSpace(src, i)
+		}
 		if i >= len(src) {
 			return i, false
 		}
 		switch src[i] {
 		case ',':
-			i = skipSpace(src, i+1)
+			if i++; i < len(src) && src[i] <= ' ' {
+				i = skipSpace(src, i)
+			}
 		case '}':
 			e.depth--
 			e.endObject(mark, false)
@@ -180,20 +185,34 @@ func (e *encoder) jsonObject(src []byte, i int) (int, bool) {
 }
 
 // jsonKey is jsonString for a member name, which also returns the name's
-// words (see nameWords).
+// words (see nameWords). buf must have room for 18 bytes.
 func (e *encoder) jsonKey(src []byte, i int) (int, uint64, uint64, bool) {
-	// The common case: ASCII without escapes, and 16 bytes to read.
-	if j := skipSafe(src, i+1); j < len(src) && src[j] == '"' && i+17 <= len(src) {
-		p, q := binary.BigEndian.Uint64(src[i+1:]), binary.BigEndian.Uint64(src[i+9:])
-		switch n := j - i - 1; {
-		case n < 8:
-			p &^= math.MaxUint64 >> (8 * n)
-			q = 0
-		case n < 16:
-			q &^= math.MaxUint64 >> (8 * (n - 8))
+	// The common case: a name of ASCII without escapes, shorter than 16
+	// bytes, found 8 bytes at a time. The words are stored whole: the
+	// bytes after the name are overwritten next.
+	if j := i + 1; j+16 <= len(src) {
+		n := len(e.buf)
+		b := e.buf[:n+18]
+		b[n] = tagString
+		w := binary.LittleEndian.Uint64(src[j:])
+		binary.LittleEndian.PutUint64(b[n+1:], w)
+		if m := unsafeBytes(w); m != 0 {
+			if k := bits.TrailingZeros64(m) >> 3; src[j+k] == '"' {
+				b[n+1+k] = stringEnd
+				e.buf = b[:n+2+k]
+				return j + k + 1, bits.ReverseBytes64(w) &^ (math.MaxUint64 >> (8 * k)), 0, true
+			}
+		} else {
+			w2 := binary.LittleEndian.Uint64(src[j+8:])
+			binary.LittleEndian.PutUint64(b[n+9:], w2)
+			if m := unsafeBytes(w2); m != 0 {
+				if k := bits.TrailingZeros64(m) >> 3; src[j+8+k] == '"' {
+					b[n+9+k] = stringEnd
+					e.buf = b[:n+10+k]
+					return j + 9 + k, bits.ReverseBytes64(w), bits.ReverseBytes64(w2) &^ (math.MaxUint64 >> (8 * k)), true
+				}
+			}
 		}
-		e.buf = append(append(append(e.buf, tagString), src[i+1:j]...), stringEnd)
-		return j + 1, p, q, true
 	}
 	start := len(e.buf)
 	i, ok := e.jsonString(src, i)
@@ -209,28 +228,25 @@ func (e *encoder) jsonKey(src []byte, i int) (int, uint64, uint64, bool) {
 func (e *encoder) jsonString(src []byte, i int) (int, bool) {
 	e.buf = append(e.buf, tagString)
 	i++
-	run := i // start of bytes not yet copied
 	for {
-		if i = skipSafe(src, i); i >= len(src) {
+		i = e.copySafe(src, i)
+		if i >= len(src) {
 			return i, false
 		}
 		switch c := src[i]; {
 		case c == '"':
-			e.buf = append(e.buf, src[run:i]...)
 			e.buf = append(e.buf, stringEnd)
 			return i + 1, true
 		case c == '\\':
-			e.buf = append(e.buf, src[run:i]...)
 			if i+1 < len(src) && unescape[src[i+1]] != 0 {
 				e.buf = append(e.buf, unescape[src[i+1]]) // inline: common
 				i += 2
-			} else {
-				var ok bool
-				if i, ok = e.escape(src, i); !ok {
-					return i, false
-				}
+				continue
 			}
-			run = i
+			var ok bool
+			if i, ok = e.escape(src, i); !ok {
+				return i, false
+			}
 		case c < 0x20:
 			return i, false
 		default:
@@ -238,6 +254,7 @@ func (e *encoder) jsonString(src []byte, i int) (int, bool) {
 			if r == utf8.RuneError && size == 1 {
 				return i, false
 			}
+			e.buf = append(e.buf, src[i:i+size]...)
 			i += size
 		}
 	}
@@ -249,38 +266,36 @@ const (
 )
 
 // unsafeBytes returns a word with the top bit set in the lowest byte of w
-// that needs care in a JSON string, if any (and perhaps in higher bytes).
+// (little-endian) that needs care in a JSON string, if any (and perhaps in
+// higher bytes): for ASCII bytes, x - 0x20 and y - 1 (y = x^'"' or x^'\\',
+// zero for those) set the top bit for the bytes sought, and above them
+// through borrows, so that the lowest top bit set is exact; x itself sets
+// it for bytes above 0x7F.
 func unsafeBytes(w uint64) uint64 {
 	q, b := w^(lsb*'"'), w^(lsb*'\\')
 	return ((w - lsb*0x20) | (q - lsb) | (b - lsb) | w) & msb
 }
 
-// skipSafe returns the index of the first byte at or after src[i] that does
-// not stand for itself in a JSON string (below 0x20, above 0x7F, '"' or
-// '\\'), or len(src).
-func skipSafe(src []byte, i int) int {
-	// 8 bytes at a time. For ASCII bytes, x - 0x20 and y - 1 (y = x^'"' or
-	// x^'\\', zero for those) set the top bit for the bytes sought, and
-	// above them through borrows, so the lowest top bit set is exact; x
-	// itself sets it for bytes above 0x7F.
-	for i+16 <= len(src) {
-		m1 := unsafeBytes(binary.LittleEndian.Uint64(src[i:]))
-		m2 := unsafeBytes(binary.LittleEndian.Uint64(src[i+8:]))
-		if m1|m2 != 0 {
-			if m1 != 0 {
-				return i + bits.TrailingZeros64(m1)>>3
-			}
-			return i + 8 + bits.TrailingZeros64(m2)>>3
+// copySafe copies the bytes from src[i] that stand for themselves in a JSON
+// string (not below 0x20, above 0x7F, '"' or '\\') to buf, 8 at a time, and
+// returns the index of the first other byte, or len(src).
+func (e *encoder) copySafe(src []byte, i int) int {
+	for i+8 <= len(src) {
+		e.reserve(8)
+		n := len(e.buf)
+		b := e.buf[:n+8]
+		w := binary.LittleEndian.Uint64(src[i:])
+		binary.LittleEndian.PutUint64(b[n:], w)
+		if m := unsafeBytes(w); m != 0 {
+			k := bits.TrailingZeros64(m) >> 3
+			e.buf = b[:n+k]
+			return i + k
 		}
-		i += 16
-	}
-	if i+8 <= len(src) {
-		if m := unsafeBytes(binary.LittleEndian.Uint64(src[i:])); m != 0 {
-			return i + bits.TrailingZeros64(m)>>3
-		}
+		e.buf = b
 		i += 8
 	}
 	for i < len(src) && strSafe[src[i]] {
+		e.buf = append(e.buf, src[i])
 		i++
 	}
 	return i
@@ -342,96 +357,6 @@ func hex4(src []byte, i int) rune {
 		r = r<<4 | rune(c)
 	}
 	return r
-}
-
-// pow10 holds the powers of ten that float64 represents exactly.
-var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
-	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
-
-// jsonNumber reads the number at src[i] and writes its float64 value.
-func (e *encoder) jsonNumber(src []byte, i int) (int, bool) {
-	start := i
-	neg := src[i] == '-'
-	if neg {
-		i++
-	}
-	// Integer part: 0 or [1-9][0-9]*.
-	var mant uint64
-	digits := 0 // significant digits in mant
-	exp := 0    // decimal exponent to apply to mant
-	if i >= len(src) {
-		return i, false
-	}
-	if src[i] == '0' {
-		i++
-	} else if '1' <= src[i] && src[i] <= '9' {
-		for ; i < len(src) && '0' <= src[i] && src[i] <= '9'; i++ {
-			if digits < 19 {
-				mant = mant*10 + uint64(src[i]-'0')
-				digits++
-			} else {
-				exp++
-				digits = 99 // too many digits for the fast path
-			}
-		}
-	} else {
-		return i, false
-	}
-	exact := true
-	if i < len(src) && src[i] == '.' {
-		i++
-		if i >= len(src) || src[i] < '0' || src[i] > '9' {
-			return i, false
-		}
-		for ; i < len(src) && '0' <= src[i] && src[i] <= '9'; i++ {
-			if digits < 19 {
-				if mant == 0 && src[i] == '0' {
-					exp-- // leading zeros of 0.000123
-					continue
-				}
-				mant = mant*10 + uint64(src[i]-'0')
-				digits++
-				exp--
-			} else {
-				digits = 99
-			}
-		}
-	}
-	if i < len(src) && (src[i] == 'e' || src[i] == 'E') {
-		i++
-		if i < len(src) && (src[i] == '+' || src[i] == '-') {
-			i++
-		}
-		if i >= len(src) || src[i] < '0' || src[i] > '9' {
-			return i, false
-		}
-		for ; i < len(src) && '0' <= src[i] && src[i] <= '9'; i++ {
-		}
-		exact = false
-	}
-	var f float64
-	switch {
-	case exact && mant < 1<<53 && -22 <= exp && exp <= 22 && digits <= 19:
-		// Both mant and 10^|exp| are exact doubles, so one correctly
-		// rounded operation gives the correctly rounded result.
-		f = float64(mant)
-		if exp < 0 {
-			f /= pow10[-exp]
-		} else {
-			f *= pow10[exp]
-		}
-		if neg {
-			f = -f
-		}
-	default:
-		var err error
-		f, err = strconv.ParseFloat(unsafe.String(&src[start], i-start), 64)
-		if err != nil {
-			return i, false // out of the range of float64
-		}
-	}
-	e.number(f)
-	return i, true
 }
 
 // skipContainer validates the array or object at src[i] without encoding

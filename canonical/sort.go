@@ -144,8 +144,12 @@ func (e *encoder) endObject(mark int, truncated bool) {
 		limit = min(limit, e.rootMembers)
 	}
 	for i := 1; i < len(ms); i++ {
-		if compareNames(e.buf, &ms[i-1], &ms[i]) >= 0 {
-			e.reorder(ms, limit)
+		if x, y := &ms[i-1], &ms[i]; x.prefix > y.prefix || x.prefix == y.prefix && compareNames(e.buf, x, y) >= 0 {
+			if len(ms) <= insertionMax {
+				e.reorderFew(ms)
+			} else {
+				e.reorder(ms, limit)
+			}
 			break
 		}
 	}
@@ -189,6 +193,38 @@ func (e *encoder) reorder(ms []member, limit int) {
 	}
 	e.buf = append(e.buf[:begin], tmp...)
 	e.tmp = tmp[:0]
+}
+
+// reorderFew is reorder for at most insertionMax members, which it sorts by
+// their prefixes with their indexes (a quarter of the bytes to move), and
+// copies back into place through tmp.
+func (e *encoder) reorderFew(ms []member) {
+	var prefixes [insertionMax]uint64
+	var order [insertionMax]uint8
+	for i := range ms {
+		p := ms[i].prefix
+		j := i
+		for ; j > 0 && (prefixes[j-1] > p || prefixes[j-1] == p && compareStarts(e.buf, &ms[order[j-1]], &ms[i]) > 0); j-- {
+			prefixes[j], order[j] = prefixes[j-1], order[j-1]
+		}
+		prefixes[j], order[j] = p, uint8(i)
+	}
+	var drop uint32 // members that a later member of the same name replaces
+	for k := 1; k < len(ms); k++ {
+		if prefixes[k-1] == prefixes[k] && sameName(e.buf, &ms[order[k-1]], &ms[order[k]]) {
+			drop |= 1 << (k - 1)
+		}
+	}
+	begin := ms[0].start
+	tmp := append(e.tmp[:0], e.buf[begin:]...)
+	w := begin
+	for k := range ms {
+		if drop&(1<<k) == 0 {
+			m := &ms[order[k]]
+			w += copy(e.buf[w:], tmp[m.start-begin:m.end-begin])
+		}
+	}
+	e.buf, e.tmp = e.buf[:w], tmp
 }
 
 // firstMembers sorts enough of ms to return the first members, in order,
