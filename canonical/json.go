@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/bits"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -145,10 +146,33 @@ func (e *encoder) jsonObject(src []byte, i int) (int, bool) {
 		e.next()
 		e.reserve(64)
 		start := len(e.buf)
-		var ok bool
 		var prefix, next uint64
-		if i, prefix, next, ok = e.jsonKey(src, i); !ok {
-			return i, false
+		if j := i + 1; j+16 <= len(src) {
+			// The common case, inline: a name of ASCII without escapes,
+			// shorter than 8 bytes. Its word is stored whole: the bytes
+			// after the name are overwritten next.
+			w := binary.LittleEndian.Uint64(src[j:])
+			m := unsafeBytes(w)
+			k := bits.TrailingZeros64(m) >> 3
+			if m != 0 && src[j+k] == '"' {
+				b := e.buf[start : start+10]
+				b[0] = tagString
+				binary.LittleEndian.PutUint64(b[1:], w)
+				b[1+k] = stringEnd
+				e.buf = e.buf[:start+2+k]
+				prefix = bits.ReverseBytes64(w) &^ (math.MaxUint64 >> (8 * k & 63))
+				i = j + k + 1
+			} else {
+				var ok bool
+				if i, prefix, next, ok = e.jsonKey(src, i); !ok {
+					return i, false
+				}
+			}
+		} else {
+			var ok bool
+			if i, prefix, next, ok = e.jsonKey(src, i); !ok {
+				return i, false
+			}
 		}
 		if i < len(src) && src[i] <= ' ' {
 			i = skipSpace(src, i)
@@ -159,10 +183,26 @@ func (e *encoder) jsonObject(src []byte, i int) (int, bool) {
 		if i++; i < len(src) && src[i] <= ' ' {
 			i = skipSpace(src, i)
 		}
-		if i, ok = e.jsonValue(src, i); !ok {
+		var ok bool
+		if i >= len(src) {
 			return i, false
 		}
-		e.addMemberWords(start, prefix, next)
+		switch c := src[i]; {
+		case c == '"':
+			e.count++
+			i, ok = e.jsonString(src, i)
+		case c-'0' <= 9 || c == '-':
+			i, ok = e.jsonNumber(src, i)
+		default:
+			i, ok = e.jsonValue(src, i)
+		}
+		if !ok {
+			return i, false
+		}
+		if len(e.members) == cap(e.members) {
+			e.growMembers()
+		}
+		e.members = append(e.members, member{start, len(e.buf), prefix, next})
 		if i < len(src) && src[i] <= ' ' {
 			i = skipSpace(src, i)
 		}
@@ -187,29 +227,23 @@ func (e *encoder) jsonObject(src []byte, i int) (int, bool) {
 // jsonKey is jsonString for a member name, which also returns the name's
 // words (see nameWords). buf must have room for 18 bytes.
 func (e *encoder) jsonKey(src []byte, i int) (int, uint64, uint64, bool) {
-	// The common case: a name of ASCII without escapes, shorter than 16
-	// bytes, found 8 bytes at a time. The words are stored whole: the
-	// bytes after the name are overwritten next.
+	// A name of ASCII without escapes, shorter than 16 bytes, found 8
+	// bytes at a time. The words are stored whole: the bytes after the name
+	// are overwritten next.
 	if j := i + 1; j+16 <= len(src) {
 		n := len(e.buf)
-		b := e.buf[:n+18]
-		b[n] = tagString
+		b := e.buf[n : n+18]
+		b[0] = tagString
 		w := binary.LittleEndian.Uint64(src[j:])
-		binary.LittleEndian.PutUint64(b[n+1:], w)
-		if m := unsafeBytes(w); m != 0 {
-			if k := bits.TrailingZeros64(m) >> 3; src[j+k] == '"' {
-				b[n+1+k] = stringEnd
-				e.buf = b[:n+2+k]
-				return j + k + 1, bits.ReverseBytes64(w) &^ (math.MaxUint64 >> (8 * k)), 0, true
-			}
-		} else {
+		binary.LittleEndian.PutUint64(b[1:], w)
+		if unsafeBytes(w) == 0 {
 			w2 := binary.LittleEndian.Uint64(src[j+8:])
-			binary.LittleEndian.PutUint64(b[n+9:], w2)
+			binary.LittleEndian.PutUint64(b[9:], w2)
 			if m := unsafeBytes(w2); m != 0 {
 				if k := bits.TrailingZeros64(m) >> 3; src[j+8+k] == '"' {
-					b[n+9+k] = stringEnd
-					e.buf = b[:n+10+k]
-					return j + 9 + k, bits.ReverseBytes64(w), bits.ReverseBytes64(w2) &^ (math.MaxUint64 >> (8 * k)), true
+					b[9+k] = stringEnd
+					e.buf = e.buf[:n+10+k]
+					return j + 9 + k, bits.ReverseBytes64(w), bits.ReverseBytes64(w2) &^ (math.MaxUint64 >> (8 * k & 63)), true
 				}
 			}
 		}
@@ -224,38 +258,69 @@ func (e *encoder) jsonKey(src []byte, i int) (int, uint64, uint64, bool) {
 }
 
 // jsonString decodes the string at src[i] (a quote) into buf as 's' + UTF-8
-// + 0xFF.
+// + 0xFF. Bytes that stand for themselves are copied 8 at a time, as they
+// are checked.
 func (e *encoder) jsonString(src []byte, i int) (int, bool) {
-	e.buf = append(e.buf, tagString)
+	buf := append(e.buf, tagString)
 	i++
 	for {
-		i = e.copySafe(src, i)
+		for i+8 <= len(src) {
+			n := len(buf)
+			if cap(buf)-n < 8 {
+				buf = slices.Grow(buf, max(8, n))
+			}
+			b := buf[n : n+8]
+			w := binary.LittleEndian.Uint64(src[i:])
+			binary.LittleEndian.PutUint64(b, w)
+			if m := unsafeBytes(w); m != 0 {
+				k := bits.TrailingZeros64(m) >> 3
+				buf = buf[:n+k]
+				i += k
+				break
+			}
+			buf = buf[:n+8]
+			i += 8
+		}
+		for i < len(src) && strSafe[src[i]] {
+			buf = append(buf, src[i])
+			i++
+		}
 		if i >= len(src) {
+			e.buf = buf
 			return i, false
 		}
 		switch c := src[i]; {
 		case c == '"':
-			e.buf = append(e.buf, stringEnd)
+			e.buf = append(buf, stringEnd)
 			return i + 1, true
 		case c == '\\':
 			if i+1 < len(src) && unescape[src[i+1]] != 0 {
-				e.buf = append(e.buf, unescape[src[i+1]]) // inline: common
+				buf = append(buf, unescape[src[i+1]])
 				i += 2
 				continue
 			}
+			e.buf = buf
 			var ok bool
 			if i, ok = e.escape(src, i); !ok {
 				return i, false
 			}
+			buf = e.buf
 		case c < 0x20:
+			e.buf = buf
 			return i, false
 		default:
-			r, size := utf8.DecodeRune(src[i:])
-			if r == utf8.RuneError && size == 1 {
-				return i, false
+			// UTF-8: a run of characters past ASCII, checked, then copied.
+			j := i
+			for j < len(src) && src[j] >= utf8.RuneSelf {
+				r, size := utf8.DecodeRune(src[j:])
+				if r == utf8.RuneError && size == 1 {
+					e.buf = buf
+					return j, false
+				}
+				j += size
 			}
-			e.buf = append(e.buf, src[i:i+size]...)
-			i += size
+			buf = append(buf, src[i:j]...)
+			i = j
 		}
 	}
 }
@@ -274,31 +339,6 @@ const (
 func unsafeBytes(w uint64) uint64 {
 	q, b := w^(lsb*'"'), w^(lsb*'\\')
 	return ((w - lsb*0x20) | (q - lsb) | (b - lsb) | w) & msb
-}
-
-// copySafe copies the bytes from src[i] that stand for themselves in a JSON
-// string (not below 0x20, above 0x7F, '"' or '\\') to buf, 8 at a time, and
-// returns the index of the first other byte, or len(src).
-func (e *encoder) copySafe(src []byte, i int) int {
-	for i+8 <= len(src) {
-		e.reserve(8)
-		n := len(e.buf)
-		b := e.buf[:n+8]
-		w := binary.LittleEndian.Uint64(src[i:])
-		binary.LittleEndian.PutUint64(b[n:], w)
-		if m := unsafeBytes(w); m != 0 {
-			k := bits.TrailingZeros64(m) >> 3
-			e.buf = b[:n+k]
-			return i + k
-		}
-		e.buf = b
-		i += 8
-	}
-	for i < len(src) && strSafe[src[i]] {
-		e.buf = append(e.buf, src[i])
-		i++
-	}
-	return i
 }
 
 // unescape maps the byte after a backslash to the byte it stands for, for

@@ -23,12 +23,29 @@ func (e *encoder) jsonNumber(src []byte, i int) (int, bool) {
 	if i >= len(src) {
 		return i, false
 	}
-	var d decimal
+	// The number is mant × 10^exp; mant holds the first 19 significant
+	// digits (n of them), so that it is exact.
+	var mant uint64
+	n, exp, dropped := 0, 0, false
 	switch c := src[i]; {
 	case c == '0':
 		i++
 	case c-'1' < 9:
-		i = d.digits(src, i, false)
+		mant = uint64(c - '0')
+		n = 1
+		for i++; i < len(src); i++ {
+			c := src[i] - '0'
+			if c > 9 {
+				break
+			}
+			if n < 19 {
+				mant = mant*10 + uint64(c)
+				n++
+			} else {
+				dropped = dropped || c != 0
+				exp++
+			}
+		}
 	default:
 		return i, false
 	}
@@ -37,7 +54,36 @@ func (e *encoder) jsonNumber(src []byte, i int) (int, bool) {
 		if i >= len(src) || src[i]-'0' > 9 {
 			return i, false
 		}
-		i = d.digits(src, i, true)
+		if mant == 0 {
+			// Leading zeros of 0.000123 count for nothing.
+			for i < len(src) && src[i] == '0' {
+				exp--
+				i++
+			}
+		}
+		for n <= 19-8 && i+8 <= len(src) { // 8 digits at a time
+			w := binary.LittleEndian.Uint64(src[i:])
+			if (w&0xF0F0F0F0F0F0F0F0)|((w+0x0606060606060606)&0xF0F0F0F0F0F0F0F0)>>4 != 0x3333333333333333 {
+				break
+			}
+			mant = mant*100_000_000 + eightDigits(w)
+			n += 8
+			exp -= 8
+			i += 8
+		}
+		for ; i < len(src); i++ {
+			c := src[i] - '0'
+			if c > 9 {
+				break
+			}
+			if n < 19 {
+				mant = mant*10 + uint64(c)
+				n++
+				exp--
+			} else {
+				dropped = dropped || c != 0
+			}
+		}
 	}
 	if i < len(src) && src[i]|0x20 == 'e' {
 		i++
@@ -58,73 +104,33 @@ func (e *encoder) jsonNumber(src []byte, i int) (int, bool) {
 		if negExp {
 			x = -x
 		}
-		d.exp += x
+		exp += x
 	}
-	f, ok := d.float()
-	if !ok {
-		var err error
-		if f, err = strconv.ParseFloat(unsafe.String(&src[start], i-start), 64); err != nil {
-			return i, false // out of the range of float64
+	var f float64
+	if mant < 1<<53 && -22 <= exp && exp <= 22 && !dropped {
+		// mant and 10^|exp| are exact doubles: one correctly rounded
+		// operation gives the correctly rounded result.
+		f = float64(mant)
+		if exp < 0 {
+			f /= pow10[-exp]
+		} else {
+			f *= pow10[exp]
 		}
-	} else if neg {
+	} else {
+		var ok bool
+		if f, ok = decimalFloat(mant, exp, dropped); !ok {
+			var err error
+			if f, err = strconv.ParseFloat(unsafe.String(&src[start], i-start), 64); err != nil {
+				return i, false // out of the range of float64
+			}
+			neg = false // f has its sign
+		}
+	}
+	if neg {
 		f = -f
 	}
 	e.number(f)
 	return i, true
-}
-
-// decimal is a number mant × 10^exp as read from JSON text.
-type decimal struct {
-	mant    uint64
-	n       int  // digits in mant, at most 19, so that it is exact (leading zeros of a fraction are not counted)
-	exp     int  // decimal exponent
-	dropped bool // digits were dropped, past 19
-}
-
-// digits reads the digits at src[i] (one at least) into d, as digits after
-// the decimal point if frac, and returns the index after them.
-func (d *decimal) digits(src []byte, i int, frac bool) int {
-	if frac && d.mant == 0 {
-		// Leading zeros of 0.000123 count for nothing.
-		for i < len(src) && src[i] == '0' {
-			d.exp--
-			i++
-		}
-	}
-	start, room, mant := i, 19-d.n, d.mant
-	for room >= 8 && i+8 <= len(src) { // 8 digits at a time
-		w := binary.LittleEndian.Uint64(src[i:])
-		if (w&0xF0F0F0F0F0F0F0F0)|((w+0x0606060606060606)&0xF0F0F0F0F0F0F0F0)>>4 != 0x3333333333333333 {
-			break
-		}
-		mant = mant*100_000_000 + eightDigits(w)
-		room -= 8
-		i += 8
-	}
-	for ; room > 0 && i < len(src); i++ {
-		c := src[i] - '0'
-		if c > 9 {
-			break
-		}
-		mant = mant*10 + uint64(c)
-		room--
-	}
-	d.mant = mant
-	d.n += i - start
-	if frac {
-		d.exp -= i - start
-	}
-	for ; i < len(src); i++ { // past 19 digits
-		c := src[i] - '0'
-		if c > 9 {
-			break
-		}
-		d.dropped = d.dropped || c != 0
-		if !frac {
-			d.exp++
-		}
-	}
-	return i
 }
 
 // eightDigits returns the value of the 8 ASCII digits in w, the first in
@@ -143,18 +149,16 @@ var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
 var pow10u = [...]uint64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
 	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19}
 
-// float returns the float64 nearest to d (ties to even), if it can be
-// computed exactly here.
-func (d *decimal) float() (float64, bool) {
-	m, exp := d.mant, d.exp
+// decimalFloat returns the float64 nearest to m × 10^exp (ties to even), if
+// it can be computed exactly here: m must hold all the digits (dropped is
+// false).
+func decimalFloat(m uint64, exp int, dropped bool) (float64, bool) {
 	switch {
-	case d.dropped:
+	case dropped:
 		return 0, false
 	case m == 0:
 		return 0, true
 	case m < 1<<53 && -22 <= exp && exp <= 22:
-		// m and 10^|exp| are exact doubles: one correctly rounded
-		// operation gives the correctly rounded result.
 		if exp < 0 {
 			return float64(m) / pow10[-exp], true
 		}
