@@ -45,10 +45,22 @@ func nameWords(b []byte, start, keyEnd int) (prefix, next uint64) {
 	if b[start] != tagString {
 		return math.MaxUint64, math.MaxUint64
 	}
-	name := b[start+1 : keyEnd-1]
-	if len(name) >= 16 {
-		return utf16Order(binary.BigEndian.Uint64(name)), utf16Order(binary.BigEndian.Uint64(name[8:]))
+	n := keyEnd - start - 2 // the name's length
+	if b = b[:cap(b)]; start+17 <= len(b) {
+		// Load 16 bytes (what follows the name is in the slice, if only
+		// in its capacity) and keep n of them.
+		prefix = binary.BigEndian.Uint64(b[start+1:])
+		next = binary.BigEndian.Uint64(b[start+9:])
+		switch {
+		case n < 8:
+			prefix &^= math.MaxUint64 >> (8 * n & 63)
+			next = 0
+		case n < 16:
+			next &^= math.MaxUint64 >> (8 * (n - 8) & 63)
+		}
+		return utf16Order(prefix), utf16Order(next)
 	}
+	name := b[start+1 : keyEnd-1]
 	return nameWord(name, 0), nameWord(name, 8)
 }
 

@@ -3,6 +3,7 @@ package canonical
 import (
 	"encoding"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -61,12 +62,27 @@ func (e *encoder) str(s string) { e.buf = appendStr(e.buf, s) }
 // appendStr appends the encoding of the string s, or of opaque bytes if it
 // is not UTF-8.
 func appendStr(b []byte, s string) []byte {
-	if !utf8.ValidString(s) {
+	if !isASCII(s) && !utf8.ValidString(s) {
 		return appendOpaque(b, tagInvalidUTF8, unsafe.Slice(unsafe.StringData(s), len(s)))
 	}
 	b = append(b, tagString)
 	b = append(b, s...)
 	return append(b, stringEnd)
+}
+
+// isASCII reports whether s is ASCII: quicker than utf8.ValidString for the
+// short strings of names.
+func isASCII(s string) bool {
+	p := unsafe.Slice(unsafe.StringData(s), len(s))
+	var or uint64
+	for len(p) >= 8 {
+		or |= binary.LittleEndian.Uint64(p)
+		p = p[8:]
+	}
+	for _, c := range p {
+		or |= uint64(c)
+	}
+	return or&msb == 0
 }
 
 // strBytes is str for a byte slice.
