@@ -97,10 +97,11 @@ type encoder struct {
 	tmp     []byte
 	members []member
 
-	// The careful pass reads a map's names (and values) before it sorts
-	// them: the names go to keys, the values to vals (stacks, as members
-	// is).
+	// The careful pass reads a map's names and values before it sorts
+	// them: the names go to keys, the values to anys or vals (stacks, as
+	// members is).
 	keys []byte
+	anys []any
 	vals []reflect.Value
 	refs []ref
 
@@ -126,7 +127,7 @@ func getEncoder() *encoder {
 
 func putEncoder(e *encoder) {
 	if cap(e.buf) > 1<<20 || cap(e.tmp) > 1<<20 || cap(e.members) > 1<<14 ||
-		cap(e.keys) > 1<<20 || cap(e.vals) > 1<<14 {
+		cap(e.keys) > 1<<20 || cap(e.anys) > 1<<14 || cap(e.vals) > 1<<14 {
 		return // let the garbage collector have big buffers
 	}
 	encoderPool.Put(e)
@@ -310,6 +311,9 @@ func (e *encoder) popRef() { e.refs = e.refs[:len(e.refs)-1] }
 // at buf[keyEnd] and whose value ends at the end of buf.
 func (e *encoder) addMember(start, keyEnd int) {
 	p, q := nameWords(e.buf, start, keyEnd)
+	if len(e.members) == cap(e.members) {
+		e.growMembers()
+	}
 	e.members = append(e.members, member{start, len(e.buf), p, q})
 }
 

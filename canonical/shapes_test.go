@@ -216,17 +216,19 @@ func BenchmarkShapes(b *testing.B) {
 
 // TestShapesLinear fails if hashing a shape costs more per byte at its
 // large size than at its small one (10 or 16 times smaller), beyond what
-// caches explain: the cost of a super-linear step (a quadratic duplicate
-// check, a sort of O(n log² n)) grows by its extra factor.
+// caches explain (up to about 2 times, on a loaded machine): the cost of a
+// super-linear step (a quadratic duplicate check, a sort of O(n log² n),
+// reading values again past MaxValues) grows by its extra factor. Before
+// issue 12 §4, a byte cost 3.6 to 11 times more at 1M values than at 100k.
 func TestShapesLinear(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("timing test: skipped with -short and under the race detector")
 	}
-	const maxRatio = 2.5
+	const maxRatio = 3
 	for _, s := range shapes {
 		for _, kind := range []string{"HashJSON", "Hash"} {
 			srcSmall, small := shapeInputs(s, s.small, kind)
-			ts := bestCPUTime(3, small[kind])
+			ts := bestCPUTime(5, small[kind])
 			small = nil
 			srcLarge, large := shapeInputs(s, s.large, kind)
 			tl := bestCPUTime(3, large[kind])

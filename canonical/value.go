@@ -138,6 +138,7 @@ func (e *encoder) mapStringAny(m map[string]any) {
 	e.expect(len(m))
 	for k, v := range m {
 		e.next()
+		e.reserve(64)
 		start := len(e.buf)
 		e.str(k)
 		keyEnd := len(e.buf)
@@ -169,6 +170,7 @@ func (e *encoder) sliceAny(s []any) {
 		if !e.next() {
 			break
 		}
+		e.reserve(64)
 		e.value(v)
 	}
 	e.depth--
@@ -444,6 +446,7 @@ func (e *encoder) mapValue(v reflect.Value, ti *typeInfo) {
 	e.expect(v.Len())
 	for it := v.MapRange(); it.Next(); {
 		e.next()
+		e.reserve(64)
 		kstart := len(e.buf)
 		if !e.mapKey(it.Key()) {
 			e.mapFailed(start, mark)
@@ -466,12 +469,19 @@ func (e *encoder) mapFailed(start, mark int) {
 // sortedMapStringAny writes the members of m in canonical order, reading
 // the values only as the value limit allows. The object is open.
 func (e *encoder) sortedMapStringAny(m map[string]any) {
-	keys, mark := len(e.keys), len(e.members)
+	keys, anys, mark := len(e.keys), len(e.anys), len(e.members)
 	e.members = slices.Grow(e.members, len(m))
+	e.anys = slices.Grow(e.anys, len(m))
+	size := 0
 	for k := range m {
+		size += len(k) + 2 // one more pass, rather than a growing buffer
+	}
+	e.keys = slices.Grow(e.keys, size)
+	for k, v := range m {
 		start := len(e.keys)
 		e.keys = appendStr(e.keys, k)
-		e.members = append(e.members, member{start: start})
+		e.members = append(e.members, member{start: start, end: len(e.anys)})
+		e.anys = append(e.anys, v)
 	}
 	// Each member read counts a value at least: no more than the limit
 	// allows need be sorted.
@@ -483,13 +493,13 @@ func (e *encoder) sortedMapStringAny(m map[string]any) {
 			e.buf = e.buf[:len(e.buf)-1] // written below
 			break
 		}
-		// Nested values may grow keys, but never change what is below
-		// its length here.
-		key := ms[i].name(e.keys)
-		e.buf = append(e.buf, key...)
-		e.value(m[nameOf(key)])
+		// Nested values may grow keys and anys, but never change what is
+		// below their lengths here.
+		e.buf = append(e.buf, ms[i].name(e.keys)...)
+		e.value(e.anys[ms[i].end])
 	}
-	e.keys, e.members = e.keys[:keys], e.members[:mark]
+	clear(e.anys[anys:]) // the pool must not keep the caller's values
+	e.keys, e.anys, e.members = e.keys[:keys], e.anys[:anys], e.members[:mark]
 	e.closeSorted(truncated)
 }
 
@@ -518,9 +528,18 @@ func (e *encoder) sortedMap(v reflect.Value) bool {
 			return false
 		}
 		start := len(e.keys)
+		if cap(e.keys)-start < len(e.buf)-n {
+			e.keys = slices.Grow(e.keys, max(len(e.buf)-n, start)) // doubling
+		}
 		e.keys = append(e.keys, e.buf[n:]...)
 		e.buf = e.buf[:n]
+		if len(e.members) == cap(e.members) {
+			e.growMembers()
+		}
 		e.members = append(e.members, member{start: start, end: len(e.vals)})
+		if len(e.vals) == cap(e.vals) {
+			e.vals = slices.Grow(e.vals, len(e.vals)) // doubling
+		}
 		e.vals = append(e.vals, it.Value())
 	}
 	ms := e.sortKeys(mark, len(e.vals)-vals) // sorted whole: names may repeat
