@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"slices"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // This file reads JSON text (RFC 8259) into the canonical encoding. Strings
@@ -151,15 +152,15 @@ func (e *encoder) jsonObject(src []byte, i int) (int, bool) {
 			// The common case, inline: a name of ASCII without escapes,
 			// shorter than 8 bytes. Its word is stored whole: the bytes
 			// after the name are overwritten next.
-			w := binary.LittleEndian.Uint64(src[j:])
+			w := load8(src, j)
 			m := unsafeBytes(w)
 			k := bits.TrailingZeros64(m) >> 3
 			if m != 0 && src[j+k] == '"' {
-				b := e.buf[start : start+10]
-				b[0] = tagString
-				binary.LittleEndian.PutUint64(b[1:], w)
-				b[1+k] = stringEnd
-				e.buf = e.buf[:start+2+k]
+				b := e.buf[:start+10]
+				b[start] = tagString
+				store8(b, start+1, w)
+				b[start+1+k] = stringEnd
+				e.buf = b[:start+2+k]
 				prefix = bits.ReverseBytes64(w) &^ (math.MaxUint64 >> (8 * k & 63))
 				i = j + k + 1
 			} else {
@@ -264,30 +265,31 @@ func (e *encoder) jsonString(src []byte, i int) (int, bool) {
 	buf := append(e.buf, tagString)
 	i++
 	for {
-		for i+8 <= len(src) {
+		if i+8 <= len(src) {
 			n := len(buf)
 			if cap(buf)-n < 8 {
 				buf = slices.Grow(buf, max(8, n))
 			}
-			b := buf[n : n+8]
-			w := binary.LittleEndian.Uint64(src[i:])
-			binary.LittleEndian.PutUint64(b, w)
-			if m := unsafeBytes(w); m != 0 {
-				k := bits.TrailingZeros64(m) >> 3
-				buf = buf[:n+k]
-				i += k
-				break
+			w := load8(src, i)
+			store8(buf, n, w)
+			m := unsafeBytes(w)
+			if m == 0 {
+				buf = buf[:n+8]
+				i += 8
+				continue
 			}
-			buf = buf[:n+8]
-			i += 8
-		}
-		for i < len(src) && strSafe[src[i]] {
-			buf = append(buf, src[i])
-			i++
-		}
-		if i >= len(src) {
-			e.buf = buf
-			return i, false
+			k := bits.TrailingZeros64(m) >> 3
+			buf = buf[:n+k]
+			i += k
+		} else {
+			for i < len(src) && strSafe[src[i]] {
+				buf = append(buf, src[i])
+				i++
+			}
+			if i >= len(src) {
+				e.buf = buf
+				return i, false
+			}
 		}
 		switch c := src[i]; {
 		case c == '"':
@@ -323,6 +325,17 @@ func (e *encoder) jsonString(src []byte, i int) (int, bool) {
 			i = j
 		}
 	}
+}
+
+// load8 returns the 8 bytes at p[i:], little-endian, and store8 stores v
+// there, beyond len(p) if need be: the callers have checked that i+8 is at
+// most len(p) for load8, cap(p) for store8. They compile to one move.
+func load8(p []byte, i int) uint64 {
+	return binary.LittleEndian.Uint64((*[8]byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(p)), i))[:])
+}
+
+func store8(p []byte, i int, v uint64) {
+	binary.LittleEndian.PutUint64((*[8]byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(p)), i))[:], v)
 }
 
 const (

@@ -62,7 +62,7 @@ func (e *encoder) str(s string) { e.buf = appendStr(e.buf, s) }
 // appendStr appends the encoding of the string s, or of opaque bytes if it
 // is not UTF-8.
 func appendStr(b []byte, s string) []byte {
-	if !isASCII(s) && !utf8.ValidString(s) {
+	if !(len(s) <= 16 && isASCII(s)) && !utf8.ValidString(s) {
 		return appendOpaque(b, tagInvalidUTF8, unsafe.Slice(unsafe.StringData(s), len(s)))
 	}
 	b = append(b, tagString)
@@ -70,8 +70,8 @@ func appendStr(b []byte, s string) []byte {
 	return append(b, stringEnd)
 }
 
-// isASCII reports whether s is ASCII: quicker than utf8.ValidString for the
-// short strings of names.
+// isASCII reports whether s is ASCII: quicker than utf8.ValidString for
+// short strings, such as names.
 func isASCII(s string) bool {
 	p := unsafe.Slice(unsafe.StringData(s), len(s))
 	var or uint64
