@@ -223,3 +223,48 @@ func firstDiff(got, want []byte) string {
 	return fmt.Sprintf("they differ at byte %d of %d/%d:\n got …%q\nwant …%q",
 		i, len(got), len(want), got[from:min(len(got), i+40)], want[from:min(len(want), i+40)])
 }
+
+// TestPropertyRecords: arrays of objects whose names repeat, in the same
+// order or another, some with the same name twice (the order found for one
+// object is kept for the next with the same prefixes; see reorderFew).
+func TestPropertyRecords(t *testing.T) {
+	pool := []string{"id", "name", "role", "a", "b", "aaaaaaaa1", "aaaaaaaa2", "é", "\uffff", "\U0001F602"}
+	rapid.Check(t, func(t *rapid.T) {
+		templates := rapid.SliceOfN(rapid.SliceOfN(rapid.SampledFrom(pool), 2, insertionMax+2), 1, 3).Draw(t, "templates")
+		n := rapid.IntRange(1, 30).Draw(t, "records")
+		var src strings.Builder
+		var want []any
+		src.WriteByte('[')
+		for r := range n {
+			if r > 0 {
+				src.WriteByte(',')
+			}
+			names := slices.Clone(rapid.SampledFrom(templates).Draw(t, "template"))
+			switch rapid.IntRange(0, 3).Draw(t, "change") {
+			case 0: // another name in one place
+				names[rapid.IntRange(0, len(names)-1).Draw(t, "at")] = rapid.SampledFrom(pool).Draw(t, "name")
+			case 1: // two names swapped
+				i, j := rapid.IntRange(0, len(names)-1).Draw(t, "i"), rapid.IntRange(0, len(names)-1).Draw(t, "j")
+				names[i], names[j] = names[j], names[i]
+			}
+			obj := map[string]any{}
+			src.WriteByte('{')
+			for i, k := range names {
+				if i > 0 {
+					src.WriteByte(',')
+				}
+				src.Write(Append(nil, k))
+				src.WriteString(":" + strconv.Itoa(i))
+				obj[k] = float64(i)
+			}
+			src.WriteByte('}')
+			want = append(want, obj)
+		}
+		src.WriteByte(']')
+		ref := refEncode(want, math.MaxInt)
+		got := encodeWithLimit(math.MaxInt, func(e *encoder) { e.jsonTextCut([]byte(src.String())) })
+		if !bytes.Equal(got, ref) {
+			t.Fatalf("%s: %s", src.String(), firstDiff(got, ref))
+		}
+	})
+}

@@ -112,6 +112,14 @@ type encoder struct {
 	maxValues int  // values past this are cut
 	careful   bool // visit members in canonical order, so cuts are exact
 
+	// lastOrder[n] is the order of the last object of n members whose
+	// prefixes were all distinct (see reorderFew).
+	lastOrder [insertionMax + 1]struct {
+		ok       bool
+		prefixes [insertionMax]uint64
+		order    [insertionMax]uint8
+	}
+
 	// When JSON text is cut (see jsonTextCut), only the first rootMembers
 	// members of an object at depth rootDepth (the text's root) are kept.
 	rootDepth, rootMembers int

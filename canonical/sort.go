@@ -211,32 +211,74 @@ func (e *encoder) reorder(ms []member, limit int) {
 // their prefixes with their indexes (a quarter of the bytes to move), and
 // copies back into place through tmp.
 func (e *encoder) reorderFew(ms []member) {
-	var prefixes [insertionMax]uint64
 	var order [insertionMax]uint8
-	for i := range ms {
-		p := ms[i].prefix
-		j := i
-		for ; j > 0 && (prefixes[j-1] > p || prefixes[j-1] == p && compareStarts(e.buf, &ms[order[j-1]], &ms[i]) > 0); j-- {
-			prefixes[j], order[j] = prefixes[j-1], order[j-1]
-		}
-		prefixes[j], order[j] = p, uint8(i)
-	}
 	var drop uint32 // members that a later member of the same name replaces
-	for k := 1; k < len(ms); k++ {
-		if prefixes[k-1] == prefixes[k] && sameName(e.buf, &ms[order[k-1]], &ms[order[k]]) {
-			drop |= 1 << (k - 1)
+	// Arrays of records repeat their objects' names: the order found for
+	// the last object of as many members with the same prefixes is kept.
+	last := &e.lastOrder[len(ms)]
+	hit := last.ok
+	for i := 0; hit && i < len(ms); i++ {
+		hit = ms[i].prefix == last.prefixes[i]
+	}
+	if hit {
+		order = last.order
+	} else {
+		var prefixes [insertionMax]uint64
+		for i := range ms {
+			p := ms[i].prefix
+			j := i
+			for ; j > 0 && (prefixes[j-1] > p || prefixes[j-1] == p && compareStarts(e.buf, &ms[order[j-1]], &ms[i]) > 0); j-- {
+				prefixes[j], order[j] = prefixes[j-1], order[j-1]
+			}
+			prefixes[j], order[j] = p, uint8(i)
+		}
+		distinct := true
+		for k := 1; k < len(ms); k++ {
+			if prefixes[k-1] == prefixes[k] {
+				distinct = false
+				if sameName(e.buf, &ms[order[k-1]], &ms[order[k]]) {
+					drop |= 1 << (k - 1)
+				}
+			}
+		}
+		// Prefixes that are all distinct decide the order alone.
+		if last.ok = distinct; distinct {
+			for i := range ms {
+				last.prefixes[i] = ms[i].prefix
+			}
+			last.order = order
 		}
 	}
-	begin := ms[0].start
-	tmp := append(e.tmp[:0], e.buf[begin:]...)
+	// Copy the object to tmp, then its members back in order. Members of
+	// up to 32 bytes are moved 16 or 32 bytes at once: both slices have
+	// room for 32 bytes more, and each member overwrites what the one
+	// before wrote past its end.
+	begin, end := ms[0].start, len(e.buf)
+	e.reserve(32)
+	tmp := append(slices.Grow(e.tmp[:0], end-begin+32), e.buf[begin:]...)
+	buf := e.buf[:cap(e.buf)]
 	w := begin
 	for k := range ms {
-		if drop&(1<<k) == 0 {
-			m := &ms[order[k]]
-			w += copy(e.buf[w:], tmp[m.start-begin:m.end-begin])
+		if drop&(1<<k) != 0 {
+			continue
 		}
+		m := &ms[order[k]]
+		from, n := m.start-begin, m.end-m.start
+		switch {
+		case n <= 16:
+			store8(buf, w, load8(tmp, from))
+			store8(buf, w+8, load8(tmp, from+8))
+		case n <= 32:
+			store8(buf, w, load8(tmp, from))
+			store8(buf, w+8, load8(tmp, from+8))
+			store8(buf, w+16, load8(tmp, from+16))
+			store8(buf, w+24, load8(tmp, from+24))
+		default:
+			copy(buf[w:], tmp[from:from+n])
+		}
+		w += n
 	}
-	e.buf, e.tmp = e.buf[:w], tmp
+	e.buf, e.tmp = buf[:w], tmp
 }
 
 // firstMembers sorts enough of ms to return the first members, in order,
