@@ -395,22 +395,29 @@ func hex4(src []byte, i int) rune {
 	if i+4 > len(src) {
 		return -1
 	}
-	var r rune
-	for _, c := range src[i : i+4] {
+	a, b, c, d := hexValue[src[i]], hexValue[src[i+1]], hexValue[src[i+2]], hexValue[src[i+3]]
+	if a|b|c|d < 0 {
+		return -1
+	}
+	return rune(a)<<12 | rune(b)<<8 | rune(c)<<4 | rune(d)
+}
+
+// hexValue maps hexadecimal digits to their values, other bytes to -1.
+var hexValue = func() (t [256]int8) {
+	for c := range t {
 		switch {
 		case '0' <= c && c <= '9':
-			c -= '0'
+			t[c] = int8(c - '0')
 		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
+			t[c] = int8(c - 'a' + 10)
 		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
+			t[c] = int8(c - 'A' + 10)
 		default:
-			return -1
+			t[c] = -1
 		}
-		r = r<<4 | rune(c)
 	}
-	return r
-}
+	return t
+}()
 
 // skipContainer validates the array or object at src[i] without encoding
 // it; depth is its nesting level.

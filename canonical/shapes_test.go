@@ -178,6 +178,12 @@ func shapeInputs(s shape, n int, kinds ...string) ([]byte, map[string]func()) {
 		case "Hash":
 			v := decode(src)
 			fs[kind] = func() { Hash(v) }
+		case "Transform":
+			fs[kind] = func() {
+				if _, err := Transform(src); err != nil {
+					panic(err)
+				}
+			}
 		}
 	}
 	return src, fs
@@ -195,19 +201,15 @@ func sizeName(n int) string {
 }
 
 // BenchmarkShapes measures each shape at both sizes; its MB/s are of JSON
-// text, also for Hash of the decoded value.
+// text, also for Hash of the decoded value. Transform is never cut at
+// MaxValues: it shows the cost of sorting all the members.
 func BenchmarkShapes(b *testing.B) {
 	for _, s := range shapes {
 		for _, n := range []int{s.small, s.large} {
-			for _, kind := range []string{"HashJSON", "Hash"} {
+			for _, kind := range []string{"HashJSON", "Hash", "Transform"} {
 				b.Run(kind+"/"+s.name+"/"+sizeName(n), func(b *testing.B) {
 					src, fs := shapeInputs(s, n, kind)
-					f := fs[kind]
-					b.SetBytes(int64(len(src)))
-					b.ReportAllocs()
-					for b.Loop() {
-						f()
-					}
+					bench(b, int64(len(src)), fs[kind])
 				})
 			}
 		}
