@@ -218,15 +218,6 @@ func (e *encoder) growBuf(n int) {
 	e.buf = slices.Grow(e.buf, max(n, len(e.buf)))
 }
 
-// addMemberWords records the member that starts at buf[start], whose name
-// has the words prefix and next, and whose value ends at the end of buf.
-func (e *encoder) addMemberWords(start int, prefix, next uint64) {
-	if len(e.members) == cap(e.members) {
-		e.growMembers()
-	}
-	e.members = append(e.members, member{start, len(e.buf), prefix, next})
-}
-
 //go:noinline
 func (e *encoder) growMembers() {
 	e.members = slices.Grow(e.members, max(8, len(e.members)))

@@ -503,17 +503,6 @@ func (e *encoder) sortedMapStringAny(m map[string]any) {
 	e.closeSorted(truncated)
 }
 
-// nameOf returns the string whose encoding is key (see appendStr), without
-// copying it: it may be used only while key is.
-func nameOf(key []byte) string {
-	if key[0] == tagString {
-		key = key[1 : len(key)-1]
-	} else {
-		key = key[9:]
-	}
-	return unsafe.String(unsafe.SliceData(key), len(key))
-}
-
 // sortedMap writes the members of a map in canonical order, reading the
 // values only as the value limit allows. The object is open.
 func (e *encoder) sortedMap(v reflect.Value) bool {
