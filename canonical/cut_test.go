@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf16"
+	"unicode/utf8"
 
 	"pgregory.net/rapid"
 )
@@ -265,6 +266,34 @@ func TestPropertyRecords(t *testing.T) {
 		got := encodeWithLimit(math.MaxInt, func(e *encoder) { e.jsonTextCut([]byte(src.String())) })
 		if !bytes.Equal(got, ref) {
 			t.Fatalf("%s: %s", src.String(), firstDiff(got, ref))
+		}
+	})
+}
+
+// FuzzCut: at any limit, JSON text and the value it decodes into are cut as
+// the reference cuts the decoded value.
+func FuzzCut(f *testing.F) {
+	for _, s := range []string{
+		`{"b":[1,2,3],"a":{"y":1,"x":[true,null]},"a":{"z":"last"}}`,
+		`[[1,[2,[3,[4]]]],{"k":{"k":{"k":[]}}},"s",1.5e3]`,
+		`{"😂":1,"\uffff":2,"é":{"a":[1,2],"b":{}},"":[[],{}]}`,
+	} {
+		for _, limit := range []uint16{0, 1, 2, 3, 5, 8, 13, 100} {
+			f.Add([]byte(s), limit)
+		}
+	}
+	f.Fuzz(func(t *testing.T, src []byte, limit uint16) {
+		v, ok := decodes(src)
+		if !ok || !utf8.Valid(src) {
+			return
+		}
+		l := int(limit % 1024)
+		want := refEncode(v, l)
+		if got := encodeWithLimit(l, func(e *encoder) { e.jsonTextCut(src) }); !bytes.Equal(got, want) {
+			t.Fatalf("HashJSON(%q), limit %d: %s", src, l, firstDiff(got, want))
+		}
+		if got := encodeWithLimit(l, func(e *encoder) { e.value(v) }); !bytes.Equal(got, want) {
+			t.Fatalf("Hash(decoded %q), limit %d: %s", src, l, firstDiff(got, want))
 		}
 	})
 }
