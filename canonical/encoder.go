@@ -112,10 +112,10 @@ type encoder struct {
 	maxValues int  // values past this are cut
 	careful   bool // visit members in canonical order, so cuts are exact
 
-	// lastOrder[n] is the order of the last object of n members whose
-	// prefixes were all distinct (see reorderFew).
-	lastOrder [insertionMax + 1]struct {
-		ok       bool
+	// orders holds orders found for objects of n members whose prefixes
+	// were all distinct (n is 0 for an empty slot; see reorderFew).
+	orders [64]struct {
+		n        int
 		prefixes [insertionMax]uint64
 		order    [insertionMax]uint8
 	}

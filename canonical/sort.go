@@ -213,16 +213,18 @@ func (e *encoder) reorder(ms []member, limit int) {
 func (e *encoder) reorderFew(ms []member) {
 	var order [insertionMax]uint8
 	var drop uint32 // members that a later member of the same name replaces
-	// Arrays of records repeat their objects' names: the order found for
-	// the last object of as many members with the same prefixes is kept.
-	last := &e.lastOrder[len(ms)]
-	hit := last.ok
+	// Arrays of records repeat their objects' names: the orders found are
+	// kept, with their prefixes, in a small table indexed by the number of
+	// members and the first two prefixes (kinds of records may alternate).
+	last := &e.orders[(uint64(len(ms))*0x9E3779B97F4A7C15^ms[0].prefix^ms[1].prefix*0xC2B2AE3D27D4EB4F)>>(64-6)]
+	hit := last.n == len(ms)
 	for i := 0; hit && i < len(ms); i++ {
 		hit = ms[i].prefix == last.prefixes[i]
 	}
 	if hit {
 		order = last.order
-	} else {
+	}
+	if !hit {
 		var prefixes [insertionMax]uint64
 		for i := range ms {
 			p := ms[i].prefix
@@ -242,7 +244,8 @@ func (e *encoder) reorderFew(ms []member) {
 			}
 		}
 		// Prefixes that are all distinct decide the order alone.
-		if last.ok = distinct; distinct {
+		if distinct {
+			last.n = len(ms)
 			for i := range ms {
 				last.prefixes[i] = ms[i].prefix
 			}
