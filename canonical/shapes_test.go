@@ -154,14 +154,18 @@ type shape struct {
 	small int // the sizes the linearity test compares
 	large int
 	text  func(n int) []byte
+	// maxRatio bounds how many times more a byte may cost at the large
+	// size than at the small one: caches make even a linear pass slower
+	// on 16 MiB than on 1 MiB, up to 2.7 times on the loaded test machine.
+	maxRatio float64
 }
 
 var shapes = []shape{
-	{name: "object", small: 100_000, large: 1_000_000, text: func(n int) []byte { return objectShape(n, 0) }},
-	{name: "objectDup", small: 100_000, large: 1_000_000, text: func(n int) []byte { return objectShape(n, 4) }},
-	{name: "array", small: 100_000, large: 1_000_000, text: arrayShape},
-	{name: "deep", small: 100_000, large: 1_000_000, text: deepShape},
-	{name: "string", small: 1 << 20, large: 16 << 20, text: stringShape},
+	{name: "object", small: 100_000, large: 1_000_000, text: func(n int) []byte { return objectShape(n, 0) }, maxRatio: 3},
+	{name: "objectDup", small: 100_000, large: 1_000_000, text: func(n int) []byte { return objectShape(n, 4) }, maxRatio: 3},
+	{name: "array", small: 100_000, large: 1_000_000, text: arrayShape, maxRatio: 3},
+	{name: "deep", small: 100_000, large: 1_000_000, text: deepShape, maxRatio: 4},
+	{name: "string", small: 1 << 20, large: 16 << 20, text: stringShape, maxRatio: 4},
 }
 
 // shapeInputs returns the shape's text at size n, and the functions that
@@ -218,32 +222,53 @@ func BenchmarkShapes(b *testing.B) {
 
 // TestShapesLinear fails if hashing a shape costs more per byte at its
 // large size than at its small one (10 or 16 times smaller), beyond what
-// caches explain (up to about 2 times, on a loaded machine): the cost of a
-// super-linear step (a quadratic duplicate check, a sort of O(n log² n),
-// reading values again past MaxValues) grows by its extra factor. Before
-// issue 12 §4, a byte cost 3.6 to 11 times more at 1M values than at 100k.
+// caches explain (see shape.maxRatio): the cost of a super-linear step (a
+// quadratic duplicate check, a sort of O(n log² n), reading values again
+// past MaxValues) grows by its extra factor. Before issue 12 §4, a byte cost
+// 3.3 to 22 times more at 1M values than at 100k. A ratio over the bound is
+// measured twice more before the test fails, as other processes may have
+// slowed one measurement.
 func TestShapesLinear(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("timing test: skipped with -short and under the race detector")
 	}
-	const maxRatio = 3
 	for _, s := range shapes {
 		for _, kind := range []string{"HashJSON", "Hash"} {
-			srcSmall, small := shapeInputs(s, s.small, kind)
-			ts := bestCPUTime(5, small[kind])
-			small = nil
-			srcLarge, large := shapeInputs(s, s.large, kind)
-			tl := bestCPUTime(3, large[kind])
-			large = nil
-			perByteSmall := float64(ts) / float64(len(srcSmall))
-			perByteLarge := float64(tl) / float64(len(srcLarge))
-			ratio := perByteLarge / perByteSmall
-			t.Logf("%s/%s: %.0f MB/s at %s (%v), %.0f MB/s at %s (%v), cost per byte ×%.2f",
-				kind, s.name, 1e3/perByteSmall, sizeName(s.small), ts, 1e3/perByteLarge, sizeName(s.large), tl, ratio)
-			if ratio > maxRatio {
-				t.Errorf("%s/%s: a byte costs %.1f times more at %s than at %s (at most %v)",
-					kind, s.name, ratio, sizeName(s.large), sizeName(s.small), maxRatio)
+			var ratio float64
+			for attempt := 0; attempt < 3 && (attempt == 0 || ratio > s.maxRatio); attempt++ {
+				srcSmall, small := shapeInputs(s, s.small, kind)
+				ts := bestCPUTime(5, small[kind])
+				small = nil
+				srcLarge, large := shapeInputs(s, s.large, kind)
+				tl := bestCPUTime(3, large[kind])
+				large = nil
+				perByteSmall := float64(ts) / float64(len(srcSmall))
+				perByteLarge := float64(tl) / float64(len(srcLarge))
+				ratio = perByteLarge / perByteSmall
+				t.Logf("%s/%s: %.0f MB/s at %s (%v), %.0f MB/s at %s (%v), cost per byte ×%.2f",
+					kind, s.name, 1e3/perByteSmall, sizeName(s.small), ts, 1e3/perByteLarge, sizeName(s.large), tl, ratio)
 			}
+			if ratio > s.maxRatio {
+				t.Errorf("%s/%s: a byte costs %.1f times more at %s than at %s (at most %v)",
+					kind, s.name, ratio, sizeName(s.large), sizeName(s.small), s.maxRatio)
+			}
+		}
+	}
+}
+
+// TestBigValuesAllocs: past MaxValues, neither JSON text nor Go maps are
+// read again through encoding/json and reflection, which allocated for
+// every value (5.6 million allocations for a million-member object).
+func TestBigValuesAllocs(t *testing.T) {
+	skipBig(t)
+	src := objectShape(300_000, 5)
+	v := decode(src)
+	for name, f := range map[string]func(){
+		"HashJSON": func() { HashJSON(src) },
+		"Hash":     func() { Hash(v) },
+	} {
+		if n := testing.AllocsPerRun(2, f); n > 64 {
+			t.Errorf("%s of a 300,000-member object: %v allocations, want at most 64", name, n)
 		}
 	}
 }
