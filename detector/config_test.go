@@ -167,3 +167,59 @@ func TestConfigGuardOptions(t *testing.T) {
 		t.Errorf("History holds %d steps, want 2", n)
 	}
 }
+
+// TestZeroConfigIsTheStandardSet: a Config left unset is not a guard that
+// watches nothing. It builds what {} builds, which is Defaults(), while a
+// document that switches every detector off still builds none.
+func TestZeroConfigIsTheStandardSet(t *testing.T) {
+	names := func(cfg detector.Config) []string {
+		t.Helper()
+		dets, err := cfg.Detectors()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, d := range dets {
+			out = append(out, d.Name())
+		}
+		return out
+	}
+	var want []string
+	for _, d := range detector.Defaults() {
+		want = append(want, d.Name())
+	}
+	if diff := cmp.Diff(want, names(detector.Config{})); diff != "" {
+		t.Errorf("the zero Config's detectors (-Defaults +zero):\n%s", diff)
+	}
+	std, err := detector.FromJSON([]byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Same detectors with the same options: a run of one restores into the other.
+	g, err := detector.Config{}.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := guard.Step{ToolCalls: []guard.ToolCall{{Name: "search", Args: json.RawMessage(`{"q":1}`)}}, FinishReason: "tool-calls"}
+	var got []bool
+	for range 4 {
+		got = append(got, g.Check(same).Stop)
+	}
+	if diff := cmp.Diff([]bool{false, false, true, true}, got); diff != "" {
+		t.Errorf("the zero Config's guard on a repeated call (-want +got):\n%s", diff)
+	}
+	data, err := g.Snapshot(guard.SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := std.Restore(data); err != nil {
+		t.Errorf("FromJSON({}) does not restore the zero Config's run: %v", err)
+	}
+	off, err := detector.FromJSON([]byte(`{"finishReason": false, "maxSteps": false, "repeatedRefusal": false, "repeatedToolCall": false, "repeatedFailure": false, "oscillation": false, "noProgress": false, "repeatedText": false}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(off); len(got) != 0 {
+		t.Errorf("a document that switches everything off builds %v", got)
+	}
+}

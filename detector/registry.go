@@ -209,7 +209,8 @@ func (r *Registry) Names() []string { return slices.Clone(r.names) }
 //	g, err := cfg.New() // for each run
 //
 // A Config is a value that is safe for concurrent use once built; change
-// its Guard options before sharing it, not while it builds.
+// its Guard options before sharing it, not while it builds. The zero Config
+// builds the standard set, as FromJSON of {} does: [Defaults].
 type Config struct {
 	// Guard holds the guard's options: Ignore lists the tools whose
 	// policy says "ignore": true, sorted; DropArgs the top-level
@@ -218,6 +219,7 @@ type Config struct {
 	Guard guard.Options
 
 	parts []part // the detectors the document switches on, in order
+	built bool   // made by Build; the zero Config stands for FromJSON({})
 }
 
 // part is how a Config builds one detector.
@@ -253,6 +255,15 @@ func (c Config) Restore(data []byte) (*guard.Guard, error) {
 // each guard its own. The error is only ever that of an entry whose Build
 // fails on options it once accepted.
 func (c Config) Detectors() ([]guard.Detector, error) {
+	if !c.built {
+		// A zero Config (a field someone left unset) is not a guard that
+		// watches nothing: it is the standard set, as {} builds it.
+		std, err := Standard().Build([]byte("{}"), BuildOptions{})
+		if err != nil {
+			return nil, err
+		}
+		c.parts = std.parts
+	}
 	dets := make([]guard.Detector, 0, len(c.parts))
 	var errs []error
 	for _, p := range c.parts {
@@ -363,7 +374,7 @@ func (r *Registry) Build(doc []byte, o BuildOptions) (Config, error) {
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, err
 	}
-	return Config{Guard: gopts, parts: parts}, nil
+	return Config{Guard: gopts, parts: parts, built: true}, nil
 }
 
 // readDropArgs reads a list of argument fields to drop: an array of

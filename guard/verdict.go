@@ -171,6 +171,9 @@ var hints = map[Reason]string{
 	ReasonNoProgress:       "the agent repeats itself while nothing new comes back",
 	ReasonFinishReason:     "the provider ended the turn; the loop should not ask again",
 	ReasonBudget:           "a token, cost or time budget is spent",
+	"repeated-refusal":     "the agent keeps asking for a call it was refused; tell it what to do instead",
+	"repeated-failure":     "the same tool keeps failing the same way, whatever the arguments",
+	"repeated-text":        "the agent gives the same answer whatever it is told",
 	"stall":                "steps keep coming back with nothing new, whatever the text",
 	"windowed-repeat":      "the agent keeps coming back to the same call between others",
 }

@@ -86,8 +86,8 @@ type Keyed struct {
 // ServerDefaults returns the guards a server gets when it names none:
 // detector.Defaults() without the step limit (the options document
 // {"maxSteps": false}). A server's run (a session, a user, a run ID) has no
-// natural length, and a limit of 50 steps would refuse every call of a long
-// session after the 50th; configure one (with maxSteps in the options
+// natural length, and a limit of 150 steps would refuse every call of a long
+// session after the 150th; configure one (with maxSteps in the options
 // document) where you want it.
 func ServerDefaults() detector.Config {
 	cfg, err := detector.FromJSON([]byte(`{"maxSteps": false}`))

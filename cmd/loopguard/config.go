@@ -44,12 +44,30 @@ func loadConfig(path string) (*guardConfig, error) {
 	}
 	if _, err := c.build(); err != nil {
 		if path != "" {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, &fileError{path: path, err: err}
 		}
 		return nil, err
 	}
 	return c, nil
 }
+
+// A fileError is the problems of an options file: each of its lines names
+// the file, as a compiler's do, so that none of them is read as another
+// file's.
+type fileError struct {
+	path string
+	err  error
+}
+
+func (e *fileError) Error() string {
+	lines := strings.Split(e.err.Error(), "\n")
+	for i, l := range lines {
+		lines[i] = e.path + ": " + l
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (e *fileError) Unwrap() error { return e.err }
 
 // build returns fresh detectors and guard options, with the frozen clock.
 func (c *guardConfig) build() (detector.Config, error) {

@@ -257,6 +257,7 @@ func TestExitPaths(t *testing.T) {
 			"loopguard replay: invalid value \"lots\" for flag --max-size: want a number of bytes such as 1048576, 512K, 64M or 2G (0: no limit), not \"lots\"" + help("replay")},
 		{"replay of a missing file", []string{"replay", filepath.Join(dir, "missing.jsonl")}, "", exitUsage, "",
 			filepath.Join(dir, "missing.jsonl") + ": no such file or directory\n"},
+		{"replay of blank and control lines only", []string{"replay", "-"}, "\n" + `{"reset": true}` + "\n", exitUsage, "line 2: reset\n", "<stdin>: empty: no steps\n"},
 		{"replay of a directory", []string{"replay", dir}, "", exitUsage, "",
 			dir + ": is a directory (replay reads one trace; audit reads directories)\n"},
 		{"a missing config", []string{"replay", "--config", filepath.Join(dir, "missing.json"), "-"}, "", exitUsage, "",
@@ -265,7 +266,7 @@ func TestExitPaths(t *testing.T) {
 			"config: " + notJSON + ": invalid option: the options are not a JSON object: invalid character 'm' looking for beginning of value\n"},
 		{"a config with two problems", []string{"replay", "--config", twoProblems, "-"}, "", exitUsage, "",
 			"config: " + twoProblems + ": option maxStep: unknown option (did you mean \"maxSteps\"?)\n" +
-				"config: toollimit: option tools.search.maxCalls: must be a whole number >= 0, not -1\n"},
+				"config: " + twoProblems + ": toollimit: option tools.search.maxCalls: must be a whole number >= 0, not -1\n"},
 		{"a good config", []string{"replay", "--config", good, "-"}, "{}\n{}\n{}\n", exitOK,
 			"line 1: step 0: go on\nline 2: step 1: stop: max-steps (MAX_STEPS): ~", ""},
 
@@ -319,8 +320,8 @@ func TestExitPaths(t *testing.T) {
 		{"a file within --max-size", []string{"replay", "--max-size", "1K", trace}, "", exitUsage, "line 1: step 0: go on\n", "~" + trace + ":3:"},
 		{"no limit", []string{"replay", "--max-size", "0", "-"}, "{}\n", exitOK, "line 1: step 0: go on\n", ""},
 
-		{"an empty trace", []string{"replay", "-"}, "", exitOK, "", ""},
-		{"only blank lines", []string{"replay", "-"}, "\n  \n\t\n", exitOK, "", ""},
+		{"an empty trace", []string{"replay", "-"}, "", exitUsage, "", "<stdin>: empty: no steps\n"},
+		{"only blank lines", []string{"replay", "-"}, "\n  \n\t\n", exitUsage, "", "<stdin>: empty: no steps\n"},
 		{"odd values are ignored", []string{"replay", "-"},
 			`{"text": 5, "toolCalls": "x", "finishReason": 7, "usage": {"inputTokens": -1, "costUsd": "free", "durationMs": 1e999}}` + "\n" +
 				`{"toolCalls": [1, "a", null, {"name": 3}, {"args": {}}, {"name": "ok", "args": "not json", "error": {"code": 1}}], "usage": []}` + "\n" +

@@ -174,10 +174,16 @@ func (r *replayer) run(rd *trace.Reader, maxSize int64) int {
 		reportConfigError(r.stderr, err)
 		return exitUsage
 	}
-	run, stopped := "", false
+	run, stopped, steps := "", false, 0
 	for {
 		e, err := rd.Next()
 		if err == io.EOF {
+			if steps == 0 {
+				// As audit says: a trace without steps (or preflights) is
+				// a broken logging pipeline, not a clean run.
+				fmt.Fprintf(r.stderr, "%s: empty: no steps\n", escape(r.name))
+				return exitUsage
+			}
 			return exitOK
 		}
 		if err != nil {
@@ -199,6 +205,9 @@ func (r *replayer) run(rd *trace.Reader, maxSize int64) int {
 		if err != nil {
 			fmt.Fprintf(r.stderr, "%s:%d: %s\n", escape(r.name), e.Line, escape(err.Error()))
 			return exitFailed
+		}
+		if rec.Kind == kindCheck || rec.Kind == kindPreflight {
+			steps++ // a trace of preflights alone is not empty
 		}
 		if err := r.emit(rec); err != nil {
 			fmt.Fprintf(r.stderr, "loopguard replay: writing the output: %v\n", err)

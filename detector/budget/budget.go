@@ -75,7 +75,7 @@ type Limit struct {
 type Options struct {
 	// MaxSteps is the most steps in a run: the step that reaches it stops
 	// the run. Zero means no step limit (the standard set of package
-	// detector uses 50).
+	// detector uses 150, detector.DefaultMaxSteps).
 	MaxSteps int `json:"maxSteps"`
 	// MaxTotalTokens limits the summed total tokens (metric totalTokens).
 	MaxTotalTokens Limit `json:"maxTotalTokens"`
