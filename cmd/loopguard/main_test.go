@@ -535,3 +535,14 @@ func TestFrozenClock(t *testing.T) {
 		t.Errorf("step 2 = %s, want a BUDGET_DURATION_MS stop", recs[2].Verdict)
 	}
 }
+
+// TestReplayErrorsInOrder: where standard output and standard error are the
+// same terminal, an error comes after the lines of the steps before it.
+func TestReplayErrorsInOrder(t *testing.T) {
+	var both bytes.Buffer
+	code := run([]string{"replay", "-"}, strings.NewReader("{}\n{}\nnot json\n"), &both, &both)
+	want := "line 1: step 0: go on\nline 2: step 1: go on\n<stdin>:3: invalid JSON: invalid character 'o' in literal null (expecting 'u')\n"
+	if diff := cmp.Diff(want, both.String()); diff != "" || code != exitUsage {
+		t.Errorf("exit %d, output (-want +got):\n%s", code, diff)
+	}
+}

@@ -142,7 +142,7 @@ func runReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
-	r := &replayer{conf: conf, all: *flags.all, name: name, stderr: stderr}
+	r := &replayer{conf: conf, all: *flags.all, name: name, stderr: flushFirst{out, stderr}}
 	if *flags.format == "json" {
 		enc := json.NewEncoder(out)
 		enc.SetEscapeHTML(false)
@@ -156,6 +156,18 @@ func runReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	return code
+}
+
+// flushFirst writes to w after flushing out, so that on a terminal, where
+// both go, an error comes after the lines that came before it.
+type flushFirst struct {
+	out *bufio.Writer
+	w   io.Writer
+}
+
+func (f flushFirst) Write(p []byte) (int, error) {
+	_ = f.out.Flush() // a failure to write the output is reported at the end
+	return f.w.Write(p)
 }
 
 // A replayer feeds one trace through a guard and prints every record.
