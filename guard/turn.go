@@ -60,6 +60,9 @@ type turnCall struct {
 // Begin starts a turn of the agent loop: the next step.
 func (g *Guard) Begin() *Turn { return &Turn{g: g} }
 
+// errNilRun is Turn.Run's error for a nil function.
+var errNilRun = errorString("loopguard: Turn.Run needs a function that runs the call, not nil")
+
 // ErrTurnEnded is returned by the methods of a turn that has ended.
 var ErrTurnEnded = errorString("loopguard: the turn has ended")
 
@@ -126,13 +129,17 @@ func (t *Turn) with(c ToolCall) []ToolCall {
 // it may not, fn is not called and Run returns a [*RefusedError] whose text
 // is the model-facing feedback to hand back in place of the tool's result.
 // If ctx is done before fn would start, fn is not called and Run returns
-// ctx.Err() (nothing is recorded); fn itself receives ctx.
+// ctx.Err() (nothing is recorded); fn itself receives ctx. A nil fn is an
+// error, and nothing is recorded.
 //
 // The observer, if any, is told of a decision Run makes after the turn's
 // lock is released: one that blocks holds up this call only, never the
 // turn's other calls. call.Result and call.Err are ignored: they are what fn
 // returns.
 func (t *Turn) Run(ctx context.Context, call ToolCall, fn func(ctx context.Context) (any, error)) (any, error) {
+	if fn == nil {
+		return nil, errNilRun // a bug of the caller's, not the tool's failure: nothing is recorded
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

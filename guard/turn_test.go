@@ -454,3 +454,20 @@ func TestTurnEndWhileACallRuns(t *testing.T) {
 		t.Errorf("a turn of one refusal recorded %+v (Step gave %+v)", last, s)
 	}
 }
+
+// TestTurnRunNilFunction: a nil function is the caller's bug, said so,
+// and not a tool that failed: the step records no call.
+func TestTurnRunNilFunction(t *testing.T) {
+	ctx := context.Background()
+	g := repeatGuard(t, guard.Options{})
+	turn := g.Begin()
+	_, err := turn.Run(ctx, testutil.Q("x"), nil)
+	if err == nil || !strings.Contains(err.Error(), "not nil") {
+		t.Fatalf("Run with a nil function: %v, want an error that says so", err)
+	}
+	turn.End(ctx, guard.Step{Text: "searching"})
+	h := g.History()
+	if len(h) != 1 || len(h[0].ToolCalls) != 0 || len(h[0].Refused) != 0 {
+		t.Errorf("the step after a nil function: %+v, want no calls", h)
+	}
+}
