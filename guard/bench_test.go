@@ -82,6 +82,27 @@ func BenchmarkPreflight(b *testing.B) {
 	cpu.Stop()
 }
 
+// BenchmarkReference is the yardstick of the other figures, run in the same
+// process: the standard library's json.Unmarshal of a typical step (see
+// typicalStep) into an any. BENCHMARKS.md gives each figure as a multiple of
+// it too, and CI compares those multiples, which do not depend on the
+// machine's speed or load as much as times do.
+func BenchmarkReference(b *testing.B) {
+	data, err := json.Marshal(typicalStep(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	cpu := benchcpu.Start(b)
+	for b.Loop() {
+		var v any
+		if err := json.Unmarshal(data, &v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cpu.Stop()
+}
+
 // TestHeapIsBoundedByOptions checks that the guard's memory does not grow
 // with the run: the heap in use after 1,000,000 steps of distinct calls is
 // no more than after 10,000 (within 10%).

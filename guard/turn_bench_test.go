@@ -22,6 +22,7 @@ func BenchmarkTurnPreflight4(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	calls := make([]guard.ToolCall, 4)
+	cpu := benchcpu.Start(b)
 	for b.Loop() {
 		for k := range calls {
 			c := steps[(i*4+k)%len(steps)].ToolCalls[0]
@@ -43,6 +44,7 @@ func BenchmarkTurnPreflight4(b *testing.B) {
 		}
 		i++
 	}
+	cpu.Stop()
 }
 
 // BenchmarkPair measures one step of one call judged before it runs and

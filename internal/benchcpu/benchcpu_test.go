@@ -31,3 +31,14 @@ func TestReportsCPUTime(t *testing.T) {
 		t.Errorf("cpu-ns/op = %v, want more than 0", got)
 	}
 }
+
+// The reference work takes some CPU time, and a loop that does the same work
+// is about one reference long.
+func TestReference(t *testing.T) {
+	if benchcpu.Reference() <= 0 {
+		if runtime.GOOS == "linux" {
+			t.Fatal("no reference time on Linux")
+		}
+		t.Skip("no CPU time on this system")
+	}
+}
