@@ -47,78 +47,42 @@ func decode(b []byte) any {
 }
 
 func BenchmarkHashJSONArgs(b *testing.B) {
-	b.SetBytes(int64(len(argsJSON)))
-	b.ReportAllocs()
-	for b.Loop() {
-		HashJSON(argsJSON)
-	}
+	bench(b, int64(len(argsJSON)), func() { HashJSON(argsJSON) })
 }
 
 func BenchmarkHashJSONDoc(b *testing.B) {
-	b.SetBytes(int64(len(docJSON)))
-	b.ReportAllocs()
-	for b.Loop() {
-		HashJSON(docJSON)
-	}
+	bench(b, int64(len(docJSON)), func() { HashJSON(docJSON) })
 }
 
 func BenchmarkHashJSONChat(b *testing.B) {
-	b.SetBytes(int64(len(chatJSON)))
-	b.ReportAllocs()
-	for b.Loop() {
-		HashJSON(chatJSON)
-	}
+	bench(b, int64(len(chatJSON)), func() { HashJSON(chatJSON) })
 }
 
 func BenchmarkUnmarshalChat(b *testing.B) {
-	b.SetBytes(int64(len(chatJSON)))
-	b.ReportAllocs()
-	for b.Loop() {
-		decode(chatJSON)
-	}
+	bench(b, int64(len(chatJSON)), func() { decode(chatJSON) })
 }
 
 func BenchmarkHashMapChat(b *testing.B) {
 	v := decode(chatJSON)
-	b.SetBytes(int64(len(chatJSON)))
-	b.ReportAllocs()
-	for b.Loop() {
-		Hash(v)
-	}
+	bench(b, int64(len(chatJSON)), func() { Hash(v) })
 }
 
 func BenchmarkUnmarshalArgs(b *testing.B) {
-	b.SetBytes(int64(len(argsJSON)))
-	b.ReportAllocs()
-	for b.Loop() {
-		decode(argsJSON)
-	}
+	bench(b, int64(len(argsJSON)), func() { decode(argsJSON) })
 }
 
 func BenchmarkUnmarshalDoc(b *testing.B) {
-	b.SetBytes(int64(len(docJSON)))
-	b.ReportAllocs()
-	for b.Loop() {
-		decode(docJSON)
-	}
+	bench(b, int64(len(docJSON)), func() { decode(docJSON) })
 }
 
 func BenchmarkHashMapArgs(b *testing.B) {
 	v := decode(argsJSON)
-	b.SetBytes(int64(len(argsJSON)))
-	b.ReportAllocs()
-	for b.Loop() {
-		Hash(v)
-	}
+	bench(b, int64(len(argsJSON)), func() { Hash(v) })
 }
 
 func BenchmarkHashMapDoc(b *testing.B) {
 	v := decode(docJSON)
-	b.SetBytes(int64(len(docJSON)))
-	b.ReportAllocs()
-	for b.Loop() {
-		Hash(v)
-	}
+	bench(b, int64(len(docJSON)), func() { Hash(v) })
 }
 
 func BenchmarkHashStruct(b *testing.B) {
@@ -131,36 +95,21 @@ func BenchmarkHashStruct(b *testing.B) {
 		Exclude   []string `json:"exclude"`
 	}
 	var v any = &args{"/workspace/src/server/handlers.go", `func (h \*Handler) Serve`, 128, 3, true, []string{"vendor", "testdata"}}
-	b.ReportAllocs()
-	for b.Loop() {
-		Hash(v)
-	}
+	bench(b, 0, func() { Hash(v) })
 }
 
 func BenchmarkHashString300(b *testing.B) {
 	var v any = strings.Repeat("tool output ", 25)
-	b.SetBytes(300)
-	b.ReportAllocs()
-	for b.Loop() {
-		Hash(v)
-	}
+	bench(b, 300, func() { Hash(v) })
 }
 
 func BenchmarkHashRawMessage(b *testing.B) {
 	var v any = json.RawMessage(argsJSON)
-	b.SetBytes(int64(len(argsJSON)))
-	b.ReportAllocs()
-	for b.Loop() {
-		Hash(v)
-	}
+	bench(b, int64(len(argsJSON)), func() { Hash(v) })
 }
 
 func BenchmarkTransformArgs(b *testing.B) {
-	b.SetBytes(int64(len(argsJSON)))
-	b.ReportAllocs()
-	for b.Loop() {
-		Transform(argsJSON)
-	}
+	bench(b, int64(len(argsJSON)), func() { Transform(argsJSON) })
 }
 
 // The hash candidates, over the canonical encoding of the document.
@@ -211,5 +160,24 @@ func benchmarkSHA256(b *testing.B, src []byte) {
 		h := sha256.Sum256(e.buf)
 		copy(s[:], h[:16])
 		putEncoder(e)
+	}
+}
+
+// bench runs f as benchmark b, and reports besides the wall-clock figures
+// the CPU time of the process per operation: on a machine that other
+// processes share, it varies far less.
+func bench(b *testing.B, bytes int64, f func()) {
+	if bytes > 0 {
+		b.SetBytes(bytes)
+	}
+	b.ReportAllocs()
+	cpu0 := cpuTime()
+	for b.Loop() {
+		f()
+	}
+	cpu := float64(cpuTime()-cpu0) / float64(b.N)
+	b.ReportMetric(cpu, "cpu-ns/op")
+	if bytes > 0 {
+		b.ReportMetric(float64(bytes)*1e3/cpu, "cpu-MB/s")
 	}
 }

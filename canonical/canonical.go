@@ -23,6 +23,7 @@ func Transform(src []byte) ([]byte, error) {
 	defer putEncoder(e)
 	e.maxDepth = maxTextDepth
 	e.maxValues = int(^uint(0) >> 1)
+	e.sizeFor(src)
 	var ok bool
 	if p := e.try(func(e *encoder) { ok = e.jsonText(src) }); p != nil {
 		return nil, fmt.Errorf("canonical: internal error: %v", p) // a bug
@@ -79,8 +80,9 @@ func Hash(v any) Sum {
 func HashJSON(src []byte) Sum {
 	e := getEncoder()
 	defer putEncoder(e)
+	e.sizeFor(src)
 	e.run(func(e *encoder) {
-		if !e.jsonText(src) {
+		if !e.jsonTextCut(src) {
 			e.opaque(tagInvalidJSON, src)
 		}
 	})

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -81,14 +82,6 @@ var (
 	processNonce = sync.OnceValue(rand.Uint64)
 )
 
-// member is an object member in the buffer: buf[start:keyEnd] is the
-// encoded name, buf[keyEnd:end] the encoded value. prefix orders members
-// quickly: see keyPrefix.
-type member struct {
-	start, keyEnd, end int
-	prefix             uint64
-}
-
 // ref is a pointer, map or slice on the path from the root to the value
 // being encoded, for finding cycles.
 type ref struct {
@@ -103,7 +96,14 @@ type encoder struct {
 	buf     []byte
 	tmp     []byte
 	members []member
-	refs    []ref
+
+	// The careful pass reads a map's names and values before it sorts
+	// them: the names go to keys, the values to anys or vals (stacks, as
+	// members is).
+	keys []byte
+	anys []any
+	vals []reflect.Value
+	refs []ref
 
 	depth     int  // containers open around the current value
 	hops      int  // pointers followed to reach the current value
@@ -111,6 +111,18 @@ type encoder struct {
 	maxDepth  int  // containers nested deeper are cut
 	maxValues int  // values past this are cut
 	careful   bool // visit members in canonical order, so cuts are exact
+
+	// orders holds orders found for objects of n members whose prefixes
+	// were all distinct (n is 0 for an empty slot; see reorderFew).
+	orders [64]struct {
+		n        int
+		prefixes [insertionMax]uint64
+		order    [insertionMax]uint8
+	}
+
+	// When JSON text is cut (see jsonTextCut), only the first rootMembers
+	// members of an object at depth rootDepth (the text's root) are kept.
+	rootDepth, rootMembers int
 }
 
 var encoderPool = sync.Pool{New: func() any { return new(encoder) }}
@@ -122,7 +134,8 @@ func getEncoder() *encoder {
 }
 
 func putEncoder(e *encoder) {
-	if cap(e.buf) > 1<<20 || cap(e.tmp) > 1<<20 || cap(e.members) > 1<<14 {
+	if cap(e.buf) > 1<<20 || cap(e.tmp) > 1<<20 || cap(e.members) > 1<<14 ||
+		cap(e.keys) > 1<<20 || cap(e.anys) > 1<<14 || cap(e.vals) > 1<<14 {
 		return // let the garbage collector have big buffers
 	}
 	encoderPool.Put(e)
@@ -135,6 +148,7 @@ func (e *encoder) reset() {
 	e.depth, e.count, e.hops = 0, 0, 0
 	e.maxDepth, e.maxValues = MaxDepth, MaxValues
 	e.careful = false
+	e.rootMembers = 0
 }
 
 // overflow is panicked (and recovered by run) when a quick pass reads more
@@ -147,10 +161,12 @@ type overflow struct{}
 // under its own recover), the value becomes a [Failed] placeholder rather
 // than a crash of the caller.
 func (e *encoder) run(f func(e *encoder)) {
+	maxDepth, maxValues := e.maxDepth, e.maxValues
 	if e.try(f) == nil {
 		return
 	}
 	e.reset()
+	e.maxDepth, e.maxValues = maxDepth, maxValues
 	e.careful = true
 	if e.try(f) != nil {
 		e.reset()
@@ -177,6 +193,43 @@ func (e *encoder) next() bool {
 	}
 	e.buf = append(e.buf, tagTruncated)
 	return false
+}
+
+// sizeFor gives buf room for the encoding of the JSON text src, which is
+// about as long, when src is long: buf would otherwise grow by doubling.
+func (e *encoder) sizeFor(src []byte) {
+	if len(src) > cap(e.buf) {
+		e.buf = make([]byte, 0, len(src)+len(src)/8)
+	}
+}
+
+// reserve makes room in buf for n more bytes, for writes that do not
+// check. The JSON reader reserves room for each element and member, so
+// that buf doubles as it grows (append grows big slices by a quarter, so
+// that they would be copied four times over).
+func (e *encoder) reserve(n int) {
+	if cap(e.buf)-len(e.buf) < n {
+		e.growBuf(n)
+	}
+}
+
+//go:noinline
+func (e *encoder) growBuf(n int) {
+	e.buf = slices.Grow(e.buf, max(n, len(e.buf)))
+}
+
+//go:noinline
+func (e *encoder) growMembers() {
+	e.members = slices.Grow(e.members, max(8, len(e.members)))
+}
+
+// expect is told that the container just opened has n elements or
+// members. The quick pass gives up at once if it could not read them all,
+// rather than after reading as many as the limit allows.
+func (e *encoder) expect(n int) {
+	if !e.careful && n > e.maxValues-e.count {
+		panic(overflow{})
+	}
 }
 
 // open reports whether a container may be opened at the current depth; if
@@ -215,9 +268,13 @@ func (e *encoder) opaque(tag byte, b []byte) {
 
 // appendOpaque writes tagged opaque bytes without counting a value.
 func (e *encoder) appendOpaque(tag byte, b []byte) {
-	e.buf = append(e.buf, tag)
-	e.buf = binary.LittleEndian.AppendUint64(e.buf, uint64(len(b)))
-	e.buf = append(e.buf, b...)
+	e.buf = appendOpaque(e.buf, tag, b)
+}
+
+func appendOpaque(dst []byte, tag byte, b []byte) []byte {
+	dst = append(dst, tag)
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(len(b)))
+	return append(dst, b...)
 }
 
 func (e *encoder) failed() {
@@ -252,106 +309,11 @@ func (e *encoder) popRef() { e.refs = e.refs[:len(e.refs)-1] }
 // addMember records the member that starts at buf[start], whose name ends
 // at buf[keyEnd] and whose value ends at the end of buf.
 func (e *encoder) addMember(start, keyEnd int) {
-	e.members = append(e.members, member{start, keyEnd, len(e.buf), e.keyPrefix(start, keyEnd)})
-}
-
-// keyPrefix returns a number that orders encoded names as compareKeys does
-// when the numbers differ: the first 8 bytes of the name, zero-padded and
-// big-endian, with the lead bytes of UTF-8 remapped so that byte order is
-// UTF-16 order (F0-F4 before EE-EF). Names that are not UTF-8 come last.
-func (e *encoder) keyPrefix(start, keyEnd int) uint64 {
-	if e.buf[start] != tagString {
-		return math.MaxUint64
+	p, q := nameWords(e.buf, start, keyEnd)
+	if len(e.members) == cap(e.members) {
+		e.growMembers()
 	}
-	n := keyEnd - start - 2 // the name's length
-	var p uint64
-	switch {
-	case n >= 8:
-		p = binary.BigEndian.Uint64(e.buf[start+1:])
-	case start+9 <= len(e.buf):
-		// Load 8 bytes (the value follows the name) and keep n of them.
-		p = binary.BigEndian.Uint64(e.buf[start+1:]) &^ (math.MaxUint64 >> (8 * n))
-	default:
-		for i, c := range e.buf[start+1 : keyEnd-1] {
-			p |= uint64(c) << (56 - 8*i)
-		}
-	}
-	if p&msb != 0 {
-		var q uint64
-		for i := 0; i < 8; i++ {
-			c := byte(p >> (56 - 8*i))
-			switch {
-			case c >= 0xF0:
-				c -= 2
-			case c >= 0xEE:
-				c += 5
-			}
-			q |= uint64(c) << (56 - 8*i)
-		}
-		p = q
-	}
-	return p
-}
-
-// compareMembers orders members by name.
-func (e *encoder) compareMembers(a, b *member) int {
-	if a.prefix != b.prefix {
-		if a.prefix < b.prefix {
-			return -1
-		}
-		return 1
-	}
-	return compareKeys(e.buf[a.start:a.keyEnd], e.buf[b.start:b.keyEnd])
-}
-
-// lessMembers reports whether a's name orders before b's.
-func (e *encoder) lessMembers(a, b *member) bool {
-	return a.prefix < b.prefix || a.prefix == b.prefix && e.compareMembers(a, b) < 0
-}
-
-// endObject sorts the members written since members[mark:] by name,
-// keeps the last of equal names, writes the object end and drops the
-// members from the stack.
-func (e *encoder) endObject(mark int, truncated bool) {
-	ms := e.members[mark:]
-	for i := 1; i < len(ms); i++ {
-		if !e.lessMembers(&ms[i-1], &ms[i]) {
-			e.reorder(ms)
-			break
-		}
-	}
-	e.members = e.members[:mark]
-	if truncated {
-		e.buf = append(e.buf, tagTruncated)
-	}
-	e.buf = append(e.buf, tagObjectEnd)
-}
-
-// reorder rewrites the members ms, which lie one after the other at the end
-// of buf, sorted and de-duplicated.
-func (e *encoder) reorder(ms []member) {
-	begin := ms[0].start
-	if len(ms) <= 16 {
-		// Insertion sort: stable, and quick for few members.
-		for i := 1; i < len(ms); i++ {
-			m := ms[i]
-			j := i
-			for ; j > 0 && e.lessMembers(&m, &ms[j-1]); j-- {
-				ms[j] = ms[j-1]
-			}
-			ms[j] = m
-		}
-	} else {
-		slices.SortStableFunc(ms, func(a, b member) int { return e.compareMembers(&a, &b) })
-	}
-	e.tmp = e.tmp[:0]
-	for i := range ms {
-		if i+1 < len(ms) && ms[i].prefix == ms[i+1].prefix && e.compareMembers(&ms[i], &ms[i+1]) == 0 {
-			continue // a later member has the same name
-		}
-		e.tmp = append(e.tmp, e.buf[ms[i].start:ms[i].end]...)
-	}
-	e.buf = append(e.buf[:begin], e.tmp...)
+	e.members = append(e.members, member{start, len(e.buf), p, q})
 }
 
 // compareKeys orders encoded member names: strings by their UTF-16 code

@@ -2,10 +2,9 @@ package canonical
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"math"
 	"math/bits"
-	"strconv"
+	"slices"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -26,18 +25,21 @@ var strSafe = func() (t [256]bool) {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
 
+// skipSpace returns the index of the first byte at or after src[i] that is
+// not whitespace, or len(src).
 func skipSpace(src []byte, i int) int {
-	for i < len(src) && isSpace(src[i]) {
+	for i < len(src) && src[i] <= ' ' && isSpace(src[i]) {
 		i++
 	}
 	return i
 }
 
 // jsonText encodes the whole text src. It reports false, leaving buf as it
-// was, if src is not valid.
+// was, if src is not valid. In the careful pass the value limit cuts the
+// encoding in canonical order (see jsonTextCut).
 func (e *encoder) jsonText(src []byte) bool {
 	if e.careful {
-		return e.jsonTextCarefully(src)
+		return e.jsonTextCut(src)
 	}
 	start, members, depth := len(e.buf), len(e.members), e.depth
 	i, ok := e.jsonValue(src, skipSpace(src, 0))
@@ -48,42 +50,22 @@ func (e *encoder) jsonText(src []byte) bool {
 	return false
 }
 
-// jsonTextCarefully encodes valid text through encoding/json and the Go
-// value path, which visits members in canonical order.
-func (e *encoder) jsonTextCarefully(src []byte) bool {
-	if !validJSON(src) {
-		return false
-	}
-	var v any
-	if json.Unmarshal(src, &v) != nil {
-		return false // not expected: validJSON is stricter
-	}
-	e.value(v)
-	return true
-}
-
-// validJSON reports whether src is valid JSON text by the rules of this
-// package.
-func validJSON(src []byte) bool {
-	e := getEncoder()
-	defer putEncoder(e)
-	e.maxDepth = 0 // skip everything: validate only
-	e.maxValues = int(^uint(0) >> 1)
-	return e.jsonText(src)
-}
+// The functions below read a value at src[i] into buf and return the index
+// after it, and whether it is valid. They run in the quick pass only (see
+// jsonTextCut), where next never reports false: it panics.
 
 func (e *encoder) jsonValue(src []byte, i int) (int, bool) {
 	if i >= len(src) {
 		return i, false
 	}
 	switch c := src[i]; c {
+	case '"':
+		e.count++
+		return e.jsonString(src, i)
 	case '{':
 		return e.jsonObject(src, i)
 	case '[':
 		return e.jsonArray(src, i)
-	case '"':
-		e.count++
-		return e.jsonString(src, i)
 	case 't':
 		e.scalar(tagTrue)
 		return literal(src, i, "true")
@@ -94,10 +76,7 @@ func (e *encoder) jsonValue(src []byte, i int) (int, bool) {
 		e.scalar(tagNull)
 		return literal(src, i, "null")
 	default:
-		if c == '-' || '0' <= c && c <= '9' {
-			return e.jsonNumber(src, i)
-		}
-		return i, false
+		return e.jsonNumber(src, i)
 	}
 }
 
@@ -121,22 +100,23 @@ func (e *encoder) jsonArray(src []byte, i int) (int, bool) {
 		return i + 1, true
 	}
 	for {
-		if !e.next() {
-			e.depth--
-			e.buf = append(e.buf, tagArrayEnd)
-			return e.skipRest(src, i, e.depth+1, ']')
-		}
+		e.next()
+		e.reserve(64)
 		var ok bool
 		if i, ok = e.jsonValue(src, i); !ok {
 			return i, false
 		}
-		i = skipSpace(src, i)
+		if i < len(src) && src[i] <= ' ' {
+			i = skipSpace(src, i)
+		}
 		if i >= len(src) {
 			return i, false
 		}
 		switch src[i] {
 		case ',':
-			i = skipSpace(src, i+1)
+			if i++; i < len(src) && src[i] <= ' ' {
+				i = skipSpace(src, i)
+			}
 		case ']':
 			e.depth--
 			e.buf = append(e.buf, tagArrayEnd)
@@ -164,34 +144,77 @@ func (e *encoder) jsonObject(src []byte, i int) (int, bool) {
 		if i >= len(src) || src[i] != '"' {
 			return i, false
 		}
-		if !e.next() {
-			e.buf = e.buf[:len(e.buf)-1] // endObject writes the marker
-			e.depth--
-			e.endObject(mark, true)
-			return e.skipRest(src, i, e.depth+1, '}')
-		}
+		e.next()
+		e.reserve(64)
 		start := len(e.buf)
-		var ok bool
-		var prefix uint64
-		if i, prefix, ok = e.jsonKey(src, i); !ok {
-			return i, false
+		var prefix, next uint64
+		if j := i + 1; j+16 <= len(src) {
+			// The common case, inline: a name of ASCII without escapes,
+			// shorter than 8 bytes. Its word is stored whole: the bytes
+			// after the name are overwritten next.
+			w := load8(src, j)
+			m := unsafeBytes(w)
+			k := bits.TrailingZeros64(m) >> 3
+			if m != 0 && src[j+k] == '"' {
+				b := e.buf[:start+10]
+				b[start] = tagString
+				store8(b, start+1, w)
+				b[start+1+k] = stringEnd
+				e.buf = b[:start+2+k]
+				prefix = bits.ReverseBytes64(w) &^ (math.MaxUint64 >> (8 * k & 63))
+				i = j + k + 1
+			} else {
+				var ok bool
+				if i, prefix, next, ok = e.jsonKey(src, i); !ok {
+					return i, false
+				}
+			}
+		} else {
+			var ok bool
+			if i, prefix, next, ok = e.jsonKey(src, i); !ok {
+				return i, false
+			}
 		}
-		keyEnd := len(e.buf)
-		i = skipSpace(src, i)
+		if i < len(src) && src[i] <= ' ' {
+			i = skipSpace(src, i)
+		}
 		if i >= len(src) || src[i] != ':' {
 			return i, false
 		}
-		if i, ok = e.jsonValue(src, skipSpace(src, i+1)); !ok {
+		if i++; i < len(src) && src[i] <= ' ' {
+			i = skipSpace(src, i)
+		}
+		var ok bool
+		if i >= len(src) {
 			return i, false
 		}
-		e.members = append(e.members, member{start, keyEnd, len(e.buf), prefix})
-		i = skipSpace(src, i)
+		switch c := src[i]; {
+		case c == '"':
+			e.count++
+			i, ok = e.jsonString(src, i)
+		case c-'0' <= 9 || c == '-':
+			i, ok = e.jsonNumber(src, i)
+		default:
+			i, ok = e.jsonValue(src, i)
+		}
+		if !ok {
+			return i, false
+		}
+		if len(e.members) == cap(e.members) {
+			e.growMembers()
+		}
+		e.members = append(e.members, member{start, len(e.buf), prefix, next})
+		if i < len(src) && src[i] <= ' ' {
+			i = skipSpace(src, i)
+		}
 		if i >= len(src) {
 			return i, false
 		}
 		switch src[i] {
 		case ',':
-			i = skipSpace(src, i+1)
+			if i++; i < len(src) && src[i] <= ' ' {
+				i = skipSpace(src, i)
+			}
 		case '}':
 			e.depth--
 			e.endObject(mark, false)
@@ -203,62 +226,116 @@ func (e *encoder) jsonObject(src []byte, i int) (int, bool) {
 }
 
 // jsonKey is jsonString for a member name, which also returns the name's
-// prefix (see keyPrefix).
-func (e *encoder) jsonKey(src []byte, i int) (int, uint64, bool) {
-	// The common case: ASCII without escapes, and 8 bytes to read.
-	if j := skipSafe(src, i+1); j < len(src) && src[j] == '"' && i+9 <= len(src) {
-		p := binary.BigEndian.Uint64(src[i+1:])
-		if n := j - i - 1; n < 8 {
-			p &^= math.MaxUint64 >> (8 * n)
+// words (see nameWords). buf must have room for 18 bytes.
+func (e *encoder) jsonKey(src []byte, i int) (int, uint64, uint64, bool) {
+	// A name of ASCII without escapes, shorter than 16 bytes, found 8
+	// bytes at a time. The words are stored whole: the bytes after the name
+	// are overwritten next.
+	if j := i + 1; j+16 <= len(src) {
+		n := len(e.buf)
+		b := e.buf[n : n+18]
+		b[0] = tagString
+		w := binary.LittleEndian.Uint64(src[j:])
+		binary.LittleEndian.PutUint64(b[1:], w)
+		if unsafeBytes(w) == 0 {
+			w2 := binary.LittleEndian.Uint64(src[j+8:])
+			binary.LittleEndian.PutUint64(b[9:], w2)
+			if m := unsafeBytes(w2); m != 0 {
+				if k := bits.TrailingZeros64(m) >> 3; src[j+8+k] == '"' {
+					b[9+k] = stringEnd
+					e.buf = e.buf[:n+10+k]
+					return j + 9 + k, bits.ReverseBytes64(w), bits.ReverseBytes64(w2) &^ (math.MaxUint64 >> (8 * k & 63)), true
+				}
+			}
 		}
-		e.buf = append(append(append(e.buf, tagString), src[i+1:j]...), stringEnd)
-		return j + 1, p, true
 	}
 	start := len(e.buf)
 	i, ok := e.jsonString(src, i)
 	if !ok {
-		return i, 0, false
+		return i, 0, 0, false
 	}
-	return i, e.keyPrefix(start, len(e.buf)), true
+	p, q := nameWords(e.buf, start, len(e.buf))
+	return i, p, q, true
 }
 
 // jsonString decodes the string at src[i] (a quote) into buf as 's' + UTF-8
-// + 0xFF.
+// + 0xFF. Bytes that stand for themselves are copied 8 at a time, as they
+// are checked.
 func (e *encoder) jsonString(src []byte, i int) (int, bool) {
-	e.buf = append(e.buf, tagString)
+	buf := append(e.buf, tagString)
 	i++
-	run := i // start of bytes not yet copied
 	for {
-		if i = skipSafe(src, i); i >= len(src) {
-			return i, false
+		if i+8 <= len(src) {
+			n := len(buf)
+			if cap(buf)-n < 8 {
+				buf = slices.Grow(buf, max(8, n))
+			}
+			w := load8(src, i)
+			store8(buf, n, w)
+			m := unsafeBytes(w)
+			if m == 0 {
+				buf = buf[:n+8]
+				i += 8
+				continue
+			}
+			k := bits.TrailingZeros64(m) >> 3
+			buf = buf[:n+k]
+			i += k
+		} else {
+			for i < len(src) && strSafe[src[i]] {
+				buf = append(buf, src[i])
+				i++
+			}
+			if i >= len(src) {
+				e.buf = buf
+				return i, false
+			}
 		}
 		switch c := src[i]; {
 		case c == '"':
-			e.buf = append(e.buf, src[run:i]...)
-			e.buf = append(e.buf, stringEnd)
+			e.buf = append(buf, stringEnd)
 			return i + 1, true
 		case c == '\\':
-			e.buf = append(e.buf, src[run:i]...)
 			if i+1 < len(src) && unescape[src[i+1]] != 0 {
-				e.buf = append(e.buf, unescape[src[i+1]]) // inline: common
+				buf = append(buf, unescape[src[i+1]])
 				i += 2
-			} else {
-				var ok bool
-				if i, ok = e.escape(src, i); !ok {
-					return i, false
-				}
+				continue
 			}
-			run = i
-		case c < 0x20:
-			return i, false
-		default:
-			r, size := utf8.DecodeRune(src[i:])
-			if r == utf8.RuneError && size == 1 {
+			e.buf = buf
+			var ok bool
+			if i, ok = e.escape(src, i); !ok {
 				return i, false
 			}
-			i += size
+			buf = e.buf
+		case c < 0x20:
+			e.buf = buf
+			return i, false
+		default:
+			// UTF-8: a run of characters past ASCII, checked, then copied.
+			j := i
+			for j < len(src) && src[j] >= utf8.RuneSelf {
+				r, size := utf8.DecodeRune(src[j:])
+				if r == utf8.RuneError && size == 1 {
+					e.buf = buf
+					return j, false
+				}
+				j += size
+			}
+			buf = append(buf, src[i:j]...)
+			i = j
 		}
 	}
+}
+
+// load8 returns the 8 bytes at p[i:], little-endian, and store8 stores v
+// there, beyond len(p) if need be: the callers have checked that i+8 is at
+// most len(p) for load8, cap(p) for store8. They compile to one move.
+func load8(p []byte, i int) uint64 {
+	return binary.LittleEndian.Uint64((*[8]byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(p)), i))[:])
+}
+
+func store8(p []byte, i int, v uint64) {
+	binary.LittleEndian.PutUint64((*[8]byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(p)), i))[:], v)
 }
 
 const (
@@ -267,41 +344,14 @@ const (
 )
 
 // unsafeBytes returns a word with the top bit set in the lowest byte of w
-// that needs care in a JSON string, if any (and perhaps in higher bytes).
+// (little-endian) that needs care in a JSON string, if any (and perhaps in
+// higher bytes): for ASCII bytes, x - 0x20 and y - 1 (y = x^'"' or x^'\\',
+// zero for those) set the top bit for the bytes sought, and above them
+// through borrows, so that the lowest top bit set is exact; x itself sets
+// it for bytes above 0x7F.
 func unsafeBytes(w uint64) uint64 {
 	q, b := w^(lsb*'"'), w^(lsb*'\\')
 	return ((w - lsb*0x20) | (q - lsb) | (b - lsb) | w) & msb
-}
-
-// skipSafe returns the index of the first byte at or after src[i] that does
-// not stand for itself in a JSON string (below 0x20, above 0x7F, '"' or
-// '\\'), or len(src).
-func skipSafe(src []byte, i int) int {
-	// 8 bytes at a time. For ASCII bytes, x - 0x20 and y - 1 (y = x^'"' or
-	// x^'\\', zero for those) set the top bit for the bytes sought, and
-	// above them through borrows, so the lowest top bit set is exact; x
-	// itself sets it for bytes above 0x7F.
-	for i+16 <= len(src) {
-		m1 := unsafeBytes(binary.LittleEndian.Uint64(src[i:]))
-		m2 := unsafeBytes(binary.LittleEndian.Uint64(src[i+8:]))
-		if m1|m2 != 0 {
-			if m1 != 0 {
-				return i + bits.TrailingZeros64(m1)>>3
-			}
-			return i + 8 + bits.TrailingZeros64(m2)>>3
-		}
-		i += 16
-	}
-	if i+8 <= len(src) {
-		if m := unsafeBytes(binary.LittleEndian.Uint64(src[i:])); m != 0 {
-			return i + bits.TrailingZeros64(m)>>3
-		}
-		i += 8
-	}
-	for i < len(src) && strSafe[src[i]] {
-		i++
-	}
-	return i
 }
 
 // unescape maps the byte after a backslash to the byte it stands for, for
@@ -345,112 +395,29 @@ func hex4(src []byte, i int) rune {
 	if i+4 > len(src) {
 		return -1
 	}
-	var r rune
-	for _, c := range src[i : i+4] {
+	a, b, c, d := hexValue[src[i]], hexValue[src[i+1]], hexValue[src[i+2]], hexValue[src[i+3]]
+	if a|b|c|d < 0 {
+		return -1
+	}
+	return rune(a)<<12 | rune(b)<<8 | rune(c)<<4 | rune(d)
+}
+
+// hexValue maps hexadecimal digits to their values, other bytes to -1.
+var hexValue = func() (t [256]int8) {
+	for c := range t {
 		switch {
 		case '0' <= c && c <= '9':
-			c -= '0'
+			t[c] = int8(c - '0')
 		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
+			t[c] = int8(c - 'a' + 10)
 		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
+			t[c] = int8(c - 'A' + 10)
 		default:
-			return -1
-		}
-		r = r<<4 | rune(c)
-	}
-	return r
-}
-
-// pow10 holds the powers of ten that float64 represents exactly.
-var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
-	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
-
-// jsonNumber reads the number at src[i] and writes its float64 value.
-func (e *encoder) jsonNumber(src []byte, i int) (int, bool) {
-	start := i
-	neg := src[i] == '-'
-	if neg {
-		i++
-	}
-	// Integer part: 0 or [1-9][0-9]*.
-	var mant uint64
-	digits := 0 // significant digits in mant
-	exp := 0    // decimal exponent to apply to mant
-	if i >= len(src) {
-		return i, false
-	}
-	if src[i] == '0' {
-		i++
-	} else if '1' <= src[i] && src[i] <= '9' {
-		for ; i < len(src) && '0' <= src[i] && src[i] <= '9'; i++ {
-			if digits < 19 {
-				mant = mant*10 + uint64(src[i]-'0')
-				digits++
-			} else {
-				exp++
-				digits = 99 // too many digits for the fast path
-			}
-		}
-	} else {
-		return i, false
-	}
-	exact := true
-	if i < len(src) && src[i] == '.' {
-		i++
-		if i >= len(src) || src[i] < '0' || src[i] > '9' {
-			return i, false
-		}
-		for ; i < len(src) && '0' <= src[i] && src[i] <= '9'; i++ {
-			if digits < 19 {
-				if mant == 0 && src[i] == '0' {
-					exp-- // leading zeros of 0.000123
-					continue
-				}
-				mant = mant*10 + uint64(src[i]-'0')
-				digits++
-				exp--
-			} else {
-				digits = 99
-			}
+			t[c] = -1
 		}
 	}
-	if i < len(src) && (src[i] == 'e' || src[i] == 'E') {
-		i++
-		if i < len(src) && (src[i] == '+' || src[i] == '-') {
-			i++
-		}
-		if i >= len(src) || src[i] < '0' || src[i] > '9' {
-			return i, false
-		}
-		for ; i < len(src) && '0' <= src[i] && src[i] <= '9'; i++ {
-		}
-		exact = false
-	}
-	var f float64
-	switch {
-	case exact && mant < 1<<53 && -22 <= exp && exp <= 22 && digits <= 19:
-		// Both mant and 10^|exp| are exact doubles, so one correctly
-		// rounded operation gives the correctly rounded result.
-		f = float64(mant)
-		if exp < 0 {
-			f /= pow10[-exp]
-		} else {
-			f *= pow10[exp]
-		}
-		if neg {
-			f = -f
-		}
-	default:
-		var err error
-		f, err = strconv.ParseFloat(unsafe.String(&src[start], i-start), 64)
-		if err != nil {
-			return i, false // out of the range of float64
-		}
-	}
-	e.number(f)
-	return i, true
-}
+	return t
+}()
 
 // skipContainer validates the array or object at src[i] without encoding
 // it; depth is its nesting level.

@@ -1,7 +1,6 @@
 package canonical
 
 import (
-	"encoding/binary"
 	"math/bits"
 )
 
@@ -19,10 +18,9 @@ const (
 // halves h1 and h2 of the reference implementation.
 func murmur3(b []byte) (h1, h2 uint64) {
 	n := len(b)
-	for len(b) >= 16 {
-		k1 := binary.LittleEndian.Uint64(b)
-		k2 := binary.LittleEndian.Uint64(b[8:])
-		b = b[16:]
+	i := 0
+	for ; i+16 <= n; i += 16 {
+		k1, k2 := load8(b, i), load8(b, i+8)
 
 		k1 *= murmurC1
 		k1 = bits.RotateLeft64(k1, 31)
@@ -40,6 +38,7 @@ func murmur3(b []byte) (h1, h2 uint64) {
 		h2 += h1
 		h2 = h2*5 + 0x38495ab5
 	}
+	b = b[i:]
 
 	var k1, k2 uint64
 	switch len(b) {

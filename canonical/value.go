@@ -3,6 +3,7 @@ package canonical
 import (
 	"encoding"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -56,14 +57,32 @@ func (e *encoder) boolean(b bool) {
 
 // str writes s as a string, or as opaque bytes if it is not UTF-8. The
 // caller counts the value.
-func (e *encoder) str(s string) {
-	if !utf8.ValidString(s) {
-		e.appendOpaque(tagInvalidUTF8, unsafe.Slice(unsafe.StringData(s), len(s)))
-		return
+func (e *encoder) str(s string) { e.buf = appendStr(e.buf, s) }
+
+// appendStr appends the encoding of the string s, or of opaque bytes if it
+// is not UTF-8.
+func appendStr(b []byte, s string) []byte {
+	if !(len(s) <= 16 && isASCII(s)) && !utf8.ValidString(s) {
+		return appendOpaque(b, tagInvalidUTF8, unsafe.Slice(unsafe.StringData(s), len(s)))
 	}
-	e.buf = append(e.buf, tagString)
-	e.buf = append(e.buf, s...)
-	e.buf = append(e.buf, stringEnd)
+	b = append(b, tagString)
+	b = append(b, s...)
+	return append(b, stringEnd)
+}
+
+// isASCII reports whether s is ASCII: quicker than utf8.ValidString for
+// short strings, such as names.
+func isASCII(s string) bool {
+	p := unsafe.Slice(unsafe.StringData(s), len(s))
+	var or uint64
+	for len(p) >= 8 {
+		or |= binary.LittleEndian.Uint64(p)
+		p = p[8:]
+	}
+	for _, c := range p {
+		or |= uint64(c)
+	}
+	return or&msb == 0
 }
 
 // strBytes is str for a byte slice.
@@ -102,10 +121,6 @@ func (e *encoder) mapStringAny(m map[string]any) {
 		e.scalar(tagNull)
 		return
 	}
-	if e.careful {
-		e.reflectValue(reflect.ValueOf(m), false)
-		return
-	}
 	if !e.pushRef(mapStringAnyType, uintptr(reflect.ValueOf(m).UnsafePointer()), 0) {
 		return
 	}
@@ -116,8 +131,14 @@ func (e *encoder) mapStringAny(m map[string]any) {
 	e.depth++
 	e.buf = append(e.buf, tagObject)
 	mark := len(e.members)
+	if e.careful {
+		e.sortedMapStringAny(m)
+		return
+	}
+	e.expect(len(m))
 	for k, v := range m {
 		e.next()
+		e.reserve(64)
 		start := len(e.buf)
 		e.str(k)
 		keyEnd := len(e.buf)
@@ -142,12 +163,14 @@ func (e *encoder) sliceAny(s []any) {
 	if !e.open() {
 		return
 	}
+	e.expect(len(s))
 	e.depth++
 	e.buf = append(e.buf, tagArray)
 	for _, v := range s {
 		if !e.next() {
 			break
 		}
+		e.reserve(64)
 		e.value(v)
 	}
 	e.depth--
@@ -340,6 +363,7 @@ func (e *encoder) array(v reflect.Value) {
 	if !e.open() {
 		return
 	}
+	e.expect(v.Len())
 	e.depth++
 	e.buf = append(e.buf, tagArray)
 	for i, n := 0, v.Len(); i < n; i++ {
@@ -419,8 +443,10 @@ func (e *encoder) mapValue(v reflect.Value, ti *typeInfo) {
 		}
 		return
 	}
+	e.expect(v.Len())
 	for it := v.MapRange(); it.Next(); {
 		e.next()
+		e.reserve(64)
 		kstart := len(e.buf)
 		if !e.mapKey(it.Key()) {
 			e.mapFailed(start, mark)
@@ -440,42 +466,107 @@ func (e *encoder) mapFailed(start, mark int) {
 	e.failed()
 }
 
+// sortedMapStringAny writes the members of m in canonical order, reading
+// the values only as the value limit allows. The object is open.
+func (e *encoder) sortedMapStringAny(m map[string]any) {
+	keys, anys, mark := len(e.keys), len(e.anys), len(e.members)
+	e.members = slices.Grow(e.members, len(m))
+	e.anys = slices.Grow(e.anys, len(m))
+	size := 0
+	for k := range m {
+		size += len(k) + 2 // one more pass, rather than a growing buffer
+	}
+	e.keys = slices.Grow(e.keys, size)
+	for k, v := range m {
+		start := len(e.keys)
+		e.keys = appendStr(e.keys, k)
+		e.members = append(e.members, member{start: start, end: len(e.anys)})
+		e.anys = append(e.anys, v)
+	}
+	// Each member read counts a value at least: no more than the limit
+	// allows need be sorted.
+	ms := e.sortKeys(mark, e.maxValues-e.count)
+	truncated := false
+	for i := range ms { // the names of a map[string]any are distinct
+		if !e.next() {
+			truncated = true
+			e.buf = e.buf[:len(e.buf)-1] // written below
+			break
+		}
+		// Nested values may grow keys and anys, but never change what is
+		// below their lengths here.
+		e.buf = append(e.buf, ms[i].name(e.keys)...)
+		e.value(e.anys[ms[i].end])
+	}
+	clear(e.anys[anys:]) // the pool must not keep the caller's values
+	e.keys, e.anys, e.members = e.keys[:keys], e.anys[:anys], e.members[:mark]
+	e.closeSorted(truncated)
+}
+
 // sortedMap writes the members of a map in canonical order, reading the
 // values only as the value limit allows. The object is open.
 func (e *encoder) sortedMap(v reflect.Value) bool {
-	type entry struct {
-		key  []byte
-		kval reflect.Value
-	}
-	var entries []entry
+	keys, vals, mark := len(e.keys), len(e.vals), len(e.members)
+	defer func() {
+		clear(e.vals[vals:]) // the pool must not keep the caller's values
+		e.keys, e.vals, e.members = e.keys[:keys], e.vals[:vals], e.members[:mark]
+	}()
 	for it := v.MapRange(); it.Next(); {
 		n := len(e.buf)
 		if !e.mapKey(it.Key()) {
 			return false
 		}
-		entries = append(entries, entry{append([]byte(nil), e.buf[n:]...), it.Key()})
+		start := len(e.keys)
+		if cap(e.keys)-start < len(e.buf)-n {
+			e.keys = slices.Grow(e.keys, max(len(e.buf)-n, start)) // doubling
+		}
+		e.keys = append(e.keys, e.buf[n:]...)
 		e.buf = e.buf[:n]
+		if len(e.members) == cap(e.members) {
+			e.growMembers()
+		}
+		e.members = append(e.members, member{start: start, end: len(e.vals)})
+		if len(e.vals) == cap(e.vals) {
+			e.vals = slices.Grow(e.vals, len(e.vals)) // doubling
+		}
+		e.vals = append(e.vals, it.Value())
 	}
-	slices.SortStableFunc(entries, func(a, b entry) int { return compareKeys(a.key, b.key) })
+	ms := e.sortKeys(mark, len(e.vals)-vals) // sorted whole: names may repeat
 	truncated := false
-	for i, en := range entries {
-		if i+1 < len(entries) && compareKeys(en.key, entries[i+1].key) == 0 {
+	for i := range ms {
+		if i+1 < len(ms) && sameName(e.keys, &ms[i], &ms[i+1]) {
 			continue // equal names: the last wins, as in endObject
 		}
 		if !e.next() {
 			truncated = true
-			e.buf = e.buf[:len(e.buf)-1]
+			e.buf = e.buf[:len(e.buf)-1] // written below
 			break
 		}
-		e.buf = append(e.buf, en.key...)
-		e.reflectValue(v.MapIndex(en.kval), false)
+		e.buf = append(e.buf, ms[i].name(e.keys)...)
+		e.reflectValue(e.vals[ms[i].end], false)
 	}
+	e.closeSorted(truncated)
+	return true
+}
+
+// sortKeys sorts the members from members[mark], whose names are in keys,
+// and returns them; only the first limit need be in order.
+func (e *encoder) sortKeys(mark, limit int) []member {
+	ms := e.members[mark:]
+	for i := range ms {
+		ms[i].prefix, ms[i].next = nameWords(e.keys, ms[i].start, nameEnd(e.keys, ms[i].start))
+	}
+	sortMembers(e.keys, ms, limit)
+	return ms
+}
+
+// closeSorted closes an object written in canonical order.
+func (e *encoder) closeSorted(truncated bool) {
 	e.depth--
 	if truncated {
 		e.buf = append(e.buf, tagTruncated)
 	}
 	e.buf = append(e.buf, tagObjectEnd)
-	return true
 }
 
 // mapKey writes a map key as encoding/json names it.

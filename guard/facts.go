@@ -278,6 +278,10 @@ func NormalizeFinishReason(s string) string {
 		}
 	}
 	if clean {
+		switch s {
+		case FinishToolCalls, FinishStop, FinishLength, FinishContentFilter, FinishError, FinishOther, "":
+			return s // the common names, without a map lookup
+		}
 		if alias, ok := finishAliases[s]; ok {
 			return alias
 		}

@@ -100,6 +100,15 @@ type Guard struct {
 
 	// Buffers of Check and Preflight (*factsBuf), reused.
 	bufs sync.Pool
+
+	// The fingerprints of the guard's options and of each detector's
+	// (in the order of dets), made by the first Snapshot; and the size to
+	// reserve for the next snapshot.
+	fingerprints struct {
+		guard canonical.Sum
+		dets  []canonical.Sum
+		size  int
+	}
 }
 
 // New returns a Guard that runs the given detectors with default options.

@@ -30,32 +30,6 @@ type anUsage struct {
 	CacheReadInputTokens     float64 `json:"cache_read_input_tokens"`
 }
 
-// AnthropicFinishReason maps an Anthropic stop_reason onto the names of the
-// guard's finish-reason rule:
-//
-//	end_turn, stop_sequence                  stop
-//	tool_use                                 tool-calls
-//	max_tokens, model_context_window_exceeded length
-//	refusal                                  content-filter
-//	pause_turn                               "" (the turn is not over: no reason)
-//
-// Any other reason is kept as given.
-func AnthropicFinishReason(reason string) string {
-	switch reason {
-	case "end_turn", "stop_sequence":
-		return "stop"
-	case "tool_use":
-		return "tool-calls"
-	case "max_tokens", "model_context_window_exceeded":
-		return "length"
-	case "refusal":
-		return "content-filter"
-	case "pause_turn":
-		return ""
-	}
-	return reason
-}
-
 // isAnthropicCall reports whether a content block is a tool call.
 func isAnthropicCall(p part) bool {
 	return p.Type == "tool_use" || p.Type == "server_tool_use" || p.Type == "mcp_tool_use"
@@ -121,7 +95,7 @@ func parseAnthropic(data []byte) (*Trace, error) {
 func anthropicAssistant(b *builder, m *anItem, line int, text string, parts []part, isText bool) error {
 	s := b.step(line)
 	if m.StopReason != nil {
-		s.FinishReason = AnthropicFinishReason(*m.StopReason)
+		s.FinishReason = guard.NormalizeFinishReason(*m.StopReason)
 	}
 	if m.Usage != nil {
 		s.Usage = guard.Usage{

@@ -19,7 +19,9 @@ const detectLimit = 1000
 // only OpenAI has (tool_calls, tool_call_id, image_url, ...), Anthropic's
 // when it has blocks only Anthropic has (tool_use, tool_result, thinking,
 // ...). A chat completion object ("choices") is OpenAI's, a message object
-// ("type": "message") Anthropic's. An object with no role is a step when it
+// ("type": "message") Anthropic's. An object with "resourceSpans" is an OTLP
+// document (OTLP logs and metrics are detected too, to be refused by name).
+// An object with no role is a step when it
 // has one of a step's keys (text, toolCalls, finishReason, usage, input,
 // userReply, refused, meta), a control line's (preflight, snapshot, reset),
 // or one resembling them (tool_calls, finish_reason), or none at all ({}).
@@ -60,6 +62,10 @@ type probe struct {
 	Choices      *json.RawMessage `json:"choices"`
 	Object       *json.RawMessage `json:"object"`
 	StopReason   *json.RawMessage `json:"stop_reason"`
+	// OTLP
+	ResourceSpans   *json.RawMessage `json:"resourceSpans"`
+	ResourceLogs    *json.RawMessage `json:"resourceLogs"`
+	ResourceMetrics *json.RawMessage `json:"resourceMetrics"`
 }
 
 // stepKeys reports whether an object without a role is meant as a step line:
@@ -95,6 +101,8 @@ func detectItem(raw json.RawMessage) (Format, bool) {
 		return Unknown, false
 	}
 	switch {
+	case p.ResourceSpans != nil || p.ResourceLogs != nil || p.ResourceMetrics != nil:
+		return OTLP, false
 	case p.Choices != nil || p.Object != nil && strings.HasPrefix(str(*p.Object), "chat.completion"):
 		return OpenAI, true
 	case p.Type != nil && str(*p.Type) == "message" || p.StopReason != nil:

@@ -3,12 +3,14 @@
 // and so that adapters for agent SDKs can share one mapping of the providers'
 // shapes onto steps.
 //
-// Three formats are read:
+// Four formats are read:
 //
 //   - [Steps]: loopguard's own step lines, one JSON object per line (see
 //     [guard.Step.UnmarshalJSON]), or a JSON array of them.
 //   - [OpenAI]: OpenAI Chat Completions messages.
 //   - [Anthropic]: Anthropic Messages API messages.
+//   - [OTLP]: OpenTelemetry traces in OTLP/JSON whose spans follow the GenAI
+//     semantic conventions (see below).
 //
 // A [Reader] reads any of them entry by entry, with a size limit; it is what
 // the loopguard command reads logs with. [Detect] tells the formats apart;
@@ -81,10 +83,69 @@
 // string; any other content (images, documents, a server tool's search
 // results) is kept as a json.RawMessage.
 //
-// Finish reasons are mapped onto the names the guard's finish-reason rule
-// uses: see [OpenAIFinishReason] and [AnthropicFinishReason]. Usage is mapped
+// Finish reasons are normalised as the guard normalises them ("end_turn" is
+// "stop", "tool_calls" is "tool-calls"; see [guard.NormalizeFinishReason]).
+// Usage is mapped
 // onto [guard.Usage]: see [ReadOpenAI] and [ReadAnthropic]. Missing usage is
 // zero usage.
+//
+// # OpenTelemetry GenAI traces
+//
+// An OTLP file is what the OpenTelemetry Collector's file exporter writes:
+// one OTLP/JSON export request ({"resourceSpans": [{"scopeSpans": [{"spans":
+// [...]}]}]}) per line, or such documents one after the other, or a JSON
+// array of them. Trace and span IDs are read as given (hex in OTLP/JSON,
+// base64 from a generic protobuf JSON encoder); 64-bit numbers may be
+// strings or numbers, enums numbers or names. The spans are read by their
+// gen_ai.operation.name:
+//
+//   - chat, text_completion and generate_content spans (model calls) are
+//     steps. gen_ai.output.messages (when present) gives the step's text
+//     (the text parts of the first message) and the tool calls it asks for
+//     (its tool_call parts, with their ids and arguments); the finish reason
+//     is that message's finish_reason, or the first of
+//     gen_ai.response.finish_reasons ("tool_call" is "tool-calls",
+//     "content_filter" "content-filter"), or "error" for a span whose status
+//     is an error; gen_ai.usage.input_tokens and output_tokens are the
+//     usage. The user messages that the next model call's
+//     gen_ai.input.messages holds after its last assistant message are the
+//     step's new input.
+//   - execute_tool spans are tool calls: gen_ai.tool.name (or the span's
+//     name after "execute_tool "), gen_ai.tool.call.id,
+//     gen_ai.tool.call.arguments and gen_ai.tool.call.result (a string
+//     holding a JSON object or array is read as that JSON). A tool span whose
+//     gen_ai.tool.call.id names a call a model span asked for gives that
+//     call its outcome; any other is a call of the newest step, or a step of
+//     its own when no model span came before it. A span whose status is an
+//     error is a failed call: its error is the error.type attribute (or
+//     "error"), and its result the span's status message (or its exception
+//     event's message) when it records no result.
+//   - other spans (invoke_agent, embeddings, HTTP, ...) make no steps; they
+//     only pass their gen_ai.conversation.id on to the spans below them.
+//
+// A file may hold several runs: one per gen_ai.conversation.id (a span's own,
+// its nearest ancestor's, or that of the earliest span of its trace that has
+// one), so that the traces of a conversation's turns are one run, and one per
+// trace for the spans of traces without one. Runs come in the order of their
+// first span, and each run's steps in the order their spans started; a
+// [Reader] names each step's run in [Entry.Run], and [Trace.Runs] does the
+// same. A step's line is the line where its span starts. Spans are not read
+// for refusals, costs or durations.
+//
+// Arguments, results and messages are opt-in content attributes that many
+// deployments leave out. Without them the guard still sees, per step, the
+// tool names, their order, which calls failed (span status and error.type,
+// with the status message standing for the result), the finish reasons and
+// the token counts, so these rules judge as usual: the finish reason, the
+// token budgets and max steps, tool caps, and repeated failures (by tool,
+// error type and status message). But every call of a tool then looks like
+// the last one, since the arguments that would tell them apart are missing:
+// the repeat, windowed-repeat and oscillation rules judge runs, counts and
+// cycles of tool names, so three calls of "search" in a row stop the run
+// whatever they searched for; no-progress sees no text and no new results,
+// so it counts steps that call only tools already called; and there is no
+// text for the repeated-text rule and no input for the rules that count it
+// as progress. A [Reader] warns of such runs ([ErrNoContent]).
 //
 // # Errors
 //

@@ -19,6 +19,9 @@ type items struct {
 	sub   *json.Decoder // the array being walked, or nil
 	base  int64         // offset of sub's input in data
 	lines lineCounter
+	// lastStart is the offset in data where the item next returned last
+	// starts.
+	lastStart int64
 }
 
 func newItems(data []byte) *items {
@@ -36,6 +39,7 @@ func (it *items) next() (json.RawMessage, int, error) {
 					return nil, 0, it.syntax(err, it.base, from)
 				}
 				start := it.base + it.sub.InputOffset() - int64(len(raw))
+				it.lastStart = start
 				return raw, it.lines.at(start), nil
 			}
 			it.sub = nil
@@ -53,6 +57,7 @@ func (it *items) next() (json.RawMessage, int, error) {
 			it.sub, it.base = sub, start
 			continue
 		}
+		it.lastStart = start
 		return raw, it.lines.at(start), nil
 	}
 }

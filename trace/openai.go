@@ -52,20 +52,6 @@ type oaUsage struct {
 	TotalTokens      float64 `json:"total_tokens"`
 }
 
-// OpenAIFinishReason maps an OpenAI finish_reason onto the names of the
-// guard's finish-reason rule: "tool_calls" and the deprecated
-// "function_call" become "tool-calls", "content_filter" becomes
-// "content-filter"; "stop", "length" and any other reason are kept as given.
-func OpenAIFinishReason(reason string) string {
-	switch reason {
-	case "tool_calls", "function_call":
-		return "tool-calls"
-	case "content_filter":
-		return "content-filter"
-	}
-	return reason
-}
-
 // parseOpenAI reads an OpenAI Chat Completions transcript.
 func parseOpenAI(data []byte) (*Trace, error) {
 	b := newBuilder()
@@ -174,7 +160,7 @@ func openAIAssistant(b *builder, m *oaItem, line int, finish *string, usage *oaU
 	s := b.step(line)
 	s.Text = text
 	if finish != nil {
-		s.FinishReason = OpenAIFinishReason(*finish)
+		s.FinishReason = guard.NormalizeFinishReason(*finish)
 	}
 	if usage != nil {
 		s.Usage = guard.Usage{

@@ -210,7 +210,7 @@ func TestAnthropicShapes(t *testing.T) {
 				{ToolCalls: []guard.ToolCall{failed("deploy", nil, "tool error")}, FinishReason: "length", Input: "why?\n[image]"},
 				{Text: "a\nb", FinishReason: "content-filter"},
 				{Text: "c", FinishReason: "stop"},
-				{Text: "d", FinishReason: "something_new"},
+				{Text: "d", FinishReason: "something-new"},
 			},
 		},
 	}
@@ -239,10 +239,10 @@ func TestErrors(t *testing.T) {
 		{"steps: not an object", trace.Steps, `{"text": "a"}` + "\n" + `["text"]`, 2, "a step must be a JSON object, not an array"},
 		{"steps: garbage", trace.Steps, "{}\nhello", 2, "invalid JSON: invalid character 'h' looking for beginning of value"},
 		{"steps: an array with a string", trace.Steps, "[\n{},\n\"x\"\n]", 3, "a step must be a JSON object, not a string"},
-		{"unknown format", trace.Unknown, "\n\n" + `{"file": "x"}`, 3, "not loopguard steps, OpenAI chat messages or Anthropic messages"},
+		{"unknown format", trace.Unknown, "\n\n" + `{"file": "x"}`, 3, "not loopguard steps, OpenAI chat messages, Anthropic messages or OTLP traces"},
 		{"unknown format: bad JSON", trace.Unknown, "{}\n{]", 2, "invalid JSON: invalid character ']' looking for beginning of object key string"},
-		{"unknown format: a string", trace.Unknown, "\n\"hello\"\n", 2, "not loopguard steps, OpenAI chat messages or Anthropic messages: a string, not an object"},
-		{"unknown format: numbers in an array", trace.Unknown, "[1, 2]", 1, "not loopguard steps, OpenAI chat messages or Anthropic messages: a number, not an object"},
+		{"unknown format: a string", trace.Unknown, "\n\"hello\"\n", 2, "not loopguard steps, OpenAI chat messages, Anthropic messages or OTLP traces: a string, not an object"},
+		{"unknown format: numbers in an array", trace.Unknown, "[1, 2]", 1, "not loopguard steps, OpenAI chat messages, Anthropic messages or OTLP traces: a number, not an object"},
 		{"openai: broken JSON on a later line", trace.OpenAI, `{"role": "user", "content": "a"}` + "\n" + `{"role": "assistant", "content": "b"` + "\n", 2, "invalid JSON: unexpected end of input"},
 		{"openai: a result for an unknown call", trace.OpenAI, `[{"role": "assistant", "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},` + "\n" + `{"role": "tool", "tool_call_id": "b", "content": "x"}]`, 2, `a result for tool_call_id "b", which no earlier call has`},
 		{"openai: a second result", trace.OpenAI, `{"role": "assistant", "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}` + "\n" + `{"role": "tool", "tool_call_id": "a", "content": "x"}` + "\n" + `{"role": "tool", "tool_call_id": "a", "content": "y"}`, 3, `a second result for tool_call_id "a" (the first is on line 2)`},
@@ -303,10 +303,17 @@ func FuzzParse(f *testing.F) {
 		}
 		f.Add(data)
 	}
+	for _, name := range []string{"search-loop.otlp.json", "ping-pong.otlp.json", "support.otlp.json"} {
+		data, err := os.ReadFile(filepath.Join("..", "testdata", "otlp", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
 	f.Add([]byte(`{"text": "a", "toolCalls": [{"name": "x"}]}`))
 	f.Add([]byte(`[{"role": "assistant", "content": [{"type": "tool_use", "id": "a"}]}]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, format := range []trace.Format{trace.Unknown, trace.Steps, trace.OpenAI, trace.Anthropic} {
+		for _, format := range []trace.Format{trace.Unknown, trace.Steps, trace.OpenAI, trace.Anthropic, trace.OTLP} {
 			tr, err := trace.Parse(data, format)
 			if err != nil {
 				var te *trace.Error
@@ -317,6 +324,13 @@ func FuzzParse(f *testing.F) {
 			}
 			if len(tr.Lines) != len(tr.Steps) {
 				t.Fatalf("Parse(%v): %d lines for %d steps", format, len(tr.Lines), len(tr.Steps))
+			}
+			if tr.Format == trace.OTLP {
+				// Spans are ordered by start time, not by line.
+				if len(tr.Runs) != len(tr.Steps) {
+					t.Fatalf("Parse(%v): %d runs for %d steps", format, len(tr.Runs), len(tr.Steps))
+				}
+				continue
 			}
 			for i := 1; i < len(tr.Lines); i++ {
 				if tr.Lines[i] < tr.Lines[i-1] || tr.Lines[i] < 1 {

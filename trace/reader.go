@@ -49,6 +49,11 @@ type Entry struct {
 	// Calls are the calls of a PreflightEntry. A preflight whose value is
 	// neither a call nor an array has none.
 	Calls []guard.ToolCall
+	// Run names the run the entry belongs to in a log that holds several
+	// (an OTLP file: the gen_ai.conversation.id, or the trace ID); it is
+	// empty in the other formats. The entries of one run come one after
+	// the other, and a new name starts a new run.
+	Run string
 }
 
 // A KeyPolicy says what a key that loopguard's step lines do not have does,
@@ -89,7 +94,9 @@ type Options struct {
 	UnknownKeys KeyPolicy
 	// Warn, when not nil, is told of each unknown key that UnknownKeys
 	// lets through with a warning, once per key: an *Error naming the
-	// line and wrapping an *UnknownKeyError.
+	// line and wrapping an *UnknownKeyError. For OTLP traces, it is also
+	// told of each run whose tool calls carry no arguments: an *Error
+	// wrapping ErrNoContent, on the run's first line.
 	Warn func(error)
 	// MaxBytes is the most bytes read from the input: the input going on
 	// past it is an error wrapping ErrTooLarge. Zero means
@@ -102,12 +109,13 @@ type Options struct {
 // loopguard's step lines are read one line at a time, so that its memory
 // grows with the longest line, not with the length of the log. An OpenAI or
 // Anthropic transcript pairs results with calls wherever they come in the
-// log, so it is read whole (up to [Options.MaxBytes]) before its first
-// entry.
+// log, and OTLP spans are ordered by their start times, so those are read
+// whole (up to [Options.MaxBytes]) before their first entry.
 //
 // When the format is to be detected, the first item decides: an object with
-// a role, a chat completion or a message object makes a transcript (then
-// read whole and detected as [Detect] does); an object with a step's keys (or
+// a role, a chat completion or a message object makes a transcript, and an
+// object with "resourceSpans" OTLP traces (then read whole and detected as
+// [Detect] does); an object with a step's keys (or
 // a provider's spelling of them, to be reported), a control line or {} makes
 // step lines.
 type Reader struct {
@@ -183,7 +191,11 @@ func (r *Reader) next1() (Entry, error) {
 		}
 		i := r.next
 		r.next++
-		return Entry{Kind: StepEntry, Line: r.whole.Lines[i], Step: r.whole.Steps[i]}, nil
+		e := Entry{Kind: StepEntry, Line: r.whole.Lines[i], Step: r.whole.Steps[i]}
+		if r.whole.Runs != nil {
+			e.Run = r.whole.Runs[i]
+		}
+		return e, nil
 	case r.array != nil:
 		raw, line, err := r.array.next()
 		if err != nil {
@@ -201,7 +213,7 @@ func (r *Reader) next1() (Entry, error) {
 // start reads up to the first item and decides how to read the rest.
 func (r *Reader) start() error {
 	switch r.format {
-	case OpenAI, Anthropic:
+	case OpenAI, Anthropic, OTLP:
 		return r.readWhole(nil)
 	case Unknown, Steps:
 	default:
@@ -268,6 +280,14 @@ func (r *Reader) readWhole(head []byte) error {
 		r.whole, err = parseOpenAI(data)
 	case Anthropic:
 		r.whole, err = parseAnthropic(data)
+	case OTLP:
+		var warnings []error
+		r.whole, warnings, err = parseOTLP(data)
+		if r.opt.Warn != nil {
+			for _, w := range warnings {
+				r.opt.Warn(w)
+			}
+		}
 	default:
 		return unknownFormat(data)
 	}

@@ -19,12 +19,15 @@ const (
 	Steps
 	OpenAI
 	Anthropic
+	// OTLP is OpenTelemetry traces in OTLP/JSON whose spans follow the
+	// GenAI semantic conventions.
+	OTLP
 )
 
-var formatNames = [...]string{Unknown: "unknown", Steps: "steps", OpenAI: "openai", Anthropic: "anthropic"}
+var formatNames = [...]string{Unknown: "unknown", Steps: "steps", OpenAI: "openai", Anthropic: "anthropic", OTLP: "otlp"}
 
-// String returns the format's name: "steps", "openai", "anthropic" or
-// "unknown".
+// String returns the format's name: "steps", "openai", "anthropic", "otlp"
+// or "unknown".
 func (f Format) String() string {
 	if int(f) < len(formatNames) {
 		return formatNames[f]
@@ -32,8 +35,9 @@ func (f Format) String() string {
 	return fmt.Sprintf("Format(%d)", f)
 }
 
-// ParseFormat returns the format named name ("steps", "openai" or
-// "anthropic"; "auto" and "" give Unknown, which detects the format).
+// ParseFormat returns the format named name ("steps", "openai",
+// "anthropic" or "otlp"; "auto" and "" give Unknown, which detects the
+// format).
 func ParseFormat(name string) (Format, error) {
 	switch strings.ToLower(name) {
 	case "", "auto":
@@ -44,8 +48,10 @@ func ParseFormat(name string) (Format, error) {
 		return OpenAI, nil
 	case "anthropic":
 		return Anthropic, nil
+	case "otlp":
+		return OTLP, nil
 	}
-	return Unknown, fmt.Errorf("trace: unknown format %q (want steps, openai or anthropic)", name)
+	return Unknown, fmt.Errorf("trace: unknown format %q (want steps, openai, anthropic or otlp)", name)
 }
 
 // An Error is a problem with the data of a log: the 1-based line where the
@@ -69,9 +75,10 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // ErrUnknownFormat is wrapped by the error of [Parse] when it cannot tell
 // which format the data is in.
-var ErrUnknownFormat = errors.New("not loopguard steps, OpenAI chat messages or Anthropic messages")
+var ErrUnknownFormat = errors.New("not loopguard steps, OpenAI chat messages, Anthropic messages or OTLP traces")
 
-// A Trace is a parsed log: one run of an agent.
+// A Trace is a parsed log: one run of an agent, or, in an OTLP file, the
+// runs it holds one after the other.
 type Trace struct {
 	// Format is the format the log was read as.
 	Format Format
@@ -79,8 +86,13 @@ type Trace struct {
 	Steps []guard.Step
 	// Lines holds, for each step, the 1-based line of the input where the
 	// step starts: its step line, or the assistant message or response it
-	// was made from.
+	// was made from (for OTLP, the span).
 	Lines []int
+	// Runs holds, for each step of an OTLP file, the run it belongs to:
+	// its gen_ai.conversation.id, or its trace ID. The steps of one run
+	// come one after the other. It is nil for the other formats, whose
+	// files hold one run.
+	Runs []string
 }
 
 // Parse reads a log in format f, or, when f is Unknown, in the format that
@@ -104,6 +116,9 @@ func Parse(data []byte, f Format) (*Trace, error) {
 		}
 		t.Steps = append(t.Steps, e.Step)
 		t.Lines = append(t.Lines, e.Line)
+		if e.Run != "" {
+			t.Runs = append(t.Runs, e.Run)
+		}
 	}
 	t.Format = r.Format()
 	return t, nil
@@ -185,8 +200,8 @@ func ReadOpenAI(r io.Reader) ([]guard.Step, error) { return read(r, OpenAI) }
 // (and the server tools' result blocks) that answer them by "tool_use_id". A
 // result with "is_error": true makes the call fail. Text and other non-result
 // blocks of a user message that follows a step are that step's input. A
-// message object from the API gives "stop_reason" (see
-// [AnthropicFinishReason]) and "usage": input_tokens plus
+// message object from the API gives "stop_reason" (normalised, see
+// [guard.NormalizeFinishReason]) and "usage": input_tokens plus
 // cache_creation_input_tokens plus cache_read_input_tokens (which Anthropic
 // counts apart) become InputTokens, and output_tokens OutputTokens.
 func ReadAnthropic(r io.Reader) ([]guard.Step, error) { return read(r, Anthropic) }

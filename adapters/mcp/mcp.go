@@ -2,9 +2,11 @@
 // or client built with the official Go SDK
 // (github.com/modelcontextprotocol/go-sdk/mcp).
 //
-// On a server, add [Middleware] (one guard for every session) or
-// [Sessions.Middleware] (one guard per client session) with
-// mcp.Server.AddReceivingMiddleware. On a client, add [ClientMiddleware]
+// On a server, add [Middleware] (one guard for every session),
+// [Sessions.Middleware] (one guard per client session) or [Keyed.Middleware]
+// (one run per key that you choose: the session ID, a header such as a run
+// ID, the authenticated user; kept in a [github.com/loopguard/loopguard/snapshot.Store] that replicas can
+// share) with mcp.Server.AddReceivingMiddleware. On a client, add [ClientMiddleware]
 // with mcp.Client.AddSendingMiddleware. Only tools/call requests are
 // guarded; every other method passes through untouched.
 //

@@ -17,7 +17,10 @@ import (
 // concurrent use.
 //
 // A stateless transport (such as a stateless streamable HTTP handler) makes
-// a session per request: there, use one guard for all ([Middleware]).
+// a session per request, so a guard per session would never refuse
+// anything; and a server with several replicas has a session's calls served
+// by any of them. There, use [Keyed] with a header or the authenticated user
+// as the key, on a store the replicas share.
 type Sessions struct {
 	newGuard func(*sdk.ServerSession) (*guard.Guard, error)
 

@@ -1,9 +1,12 @@
 // Package mcpgo puts a loopguard guard in front of the tools of an MCP
 // server built with github.com/mark3labs/mcp-go.
 //
-// Add [Middleware] (one guard for every session) or [Sessions.Middleware]
-// (one guard per client session) as a tool handler middleware, with
-// server.WithToolHandlerMiddleware or (*server.MCPServer).Use.
+// Add [Middleware] (one guard for every session), [Sessions.Middleware] (one
+// guard per client session) or [Keyed.Middleware] (one run per key that you
+// choose: the session ID, a header such as a run ID, or your own; kept in a
+// [github.com/loopguard/loopguard/snapshot.Store] that replicas can share) as
+// a tool handler middleware, with server.WithToolHandlerMiddleware or
+// (*server.MCPServer).Use.
 //
 // Each tool call is first asked of [guard.Guard.Preflight]. A refused call is
 // not run: the middleware answers it with mcp.NewToolResultError carrying the

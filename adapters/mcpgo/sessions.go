@@ -2,6 +2,7 @@ package mcpgo
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -19,7 +20,12 @@ import (
 // session's guard is kept for the life of the server.
 //
 // A call whose context carries no session (server.ClientSessionFromContext
-// returns nil) is let through unguarded.
+// returns nil), or whose session has an empty ID (a stateless streamable HTTP
+// server; the 2026-07-28 protocol, which has no sessions), fails with an
+// error wrapping ErrNoKey and does not run: such calls cannot be told apart
+// by client, and one guard for all of them would refuse one client's calls
+// for another's. Key them with [Keyed] and a header or a key function of
+// your own.
 type Sessions struct {
 	newGuard func(server.ClientSession) (*guard.Guard, error)
 
@@ -59,8 +65,8 @@ func PerSession(newGuard func(server.ClientSession) (*guard.Guard, error)) *Sess
 func (s *Sessions) Middleware() server.ToolHandlerMiddleware {
 	return middleware(func(ctx context.Context) (*guard.Guard, error) {
 		cs := server.ClientSessionFromContext(ctx)
-		if cs == nil {
-			return nil, nil
+		if cs == nil || cs.SessionID() == "" {
+			return nil, fmt.Errorf("%w: the session has no ID (use Keyed with HeaderKey, or a KeyFunc of your own)", ErrNoKey)
 		}
 		sg := s.session(cs)
 		return sg.g, sg.err
@@ -70,6 +76,9 @@ func (s *Sessions) Middleware() server.ToolHandlerMiddleware {
 // Guard returns the guard of session cs, making it if the session has none
 // yet, so that the server's own code can read its verdicts and summary.
 func (s *Sessions) Guard(cs server.ClientSession) (*guard.Guard, error) {
+	if cs == nil || cs.SessionID() == "" {
+		return nil, fmt.Errorf("%w: the session has no ID", ErrNoKey)
+	}
 	sg := s.session(cs)
 	return sg.g, sg.err
 }

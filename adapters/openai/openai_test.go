@@ -330,7 +330,9 @@ func TestTurnOutcomes(t *testing.T) {
 }
 
 // The same stubborn run over the Responses API, chained with
-// previous_response_id: it stops where the chat run stops.
+// previous_response_id, where the model also writes the same sentence on
+// every turn: the third call is refused, the refusal is the output that
+// answers it, and the run stops on the third same sentence.
 func TestResponsesStubbornLoop(t *testing.T) {
 	rp, client := newReplay(t, "responses_stubborn.json", "/responses")
 	g := newGuard(t)
@@ -343,6 +345,7 @@ func TestResponsesStubbornLoop(t *testing.T) {
 	}
 	var got outcome
 	var v guard.Verdict
+	var last *lgopenai.ResponseTurn
 	for range 10 {
 		r, err := client.Responses.New(ctx, params)
 		if err != nil {
@@ -362,6 +365,7 @@ func TestResponsesStubbornLoop(t *testing.T) {
 			out, err := tool.run(fc.Arguments)
 			turn.SetResult(fc.CallID, out, err)
 		}
+		last = turn
 		var endErr error
 		if v, endErr = turn.End(ctx); v.Stop {
 			var stop *guard.StopError
@@ -373,28 +377,31 @@ func TestResponsesStubbornLoop(t *testing.T) {
 	}
 	got.Stop, got.Reason, got.Code, got.ToolRuns = v.Stop, v.Reason, v.Code, tool.count()
 	want := outcome{
-		Turns: 4, Stop: true, Reason: guard.ReasonNoProgress, Code: "NO_PROGRESS",
-		Refused:  []string{"", "", "REPEATED_TOOL_CALL", "REPEATED_TOOL_CALL"},
+		Turns: 3, Stop: true, Reason: "repeated-text", Code: "REPEATED_TEXT",
+		Refused:  []string{"", "", "REPEATED_TOOL_CALL"},
 		ToolRuns: 2, StopErr: true,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("run (-want +got):\n%s", diff)
 	}
-	var body struct {
-		PreviousResponseID string `json:"previous_response_id"`
-		Input              []struct {
-			Type   string `json:"type"`
-			CallID string `json:"call_id"`
-			Output string `json:"output"`
-		} `json:"input"`
-	}
-	if err := json.Unmarshal([]byte(rp.request(3)), &body); err != nil {
-		t.Fatal(err)
+	if rp.count() != 3 {
+		t.Errorf("%d requests, want 3", rp.count())
 	}
 	feedback := refusalFeedback(t, `{"city":"Paris","unit":"celsius"}`)
-	if body.PreviousResponseID != "resp_loop3" || len(body.Input) != 1 ||
-		body.Input[0].Type != "function_call_output" || body.Input[0].CallID != "call_R3" || body.Input[0].Output != feedback {
-		t.Errorf("fourth request: %+v, want the refusal of call_R3", body)
+	data, err := json.Marshal(last.Outputs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outs []struct {
+		Type   string `json:"type"`
+		CallID string `json:"call_id"`
+		Output string `json:"output"`
+	}
+	if err := json.Unmarshal(data, &outs); err != nil {
+		t.Fatal(err)
+	}
+	if len(outs) != 1 || outs[0].Type != "function_call_output" || outs[0].CallID != "call_R3" || outs[0].Output != feedback {
+		t.Errorf("the third turn's outputs: %s, want the refusal of call_R3", data)
 	}
 }
 

@@ -24,7 +24,7 @@ import (
 
 var auditCommand = &command{
 	name:    "audit",
-	summary: "replay many agent logs (steps, OpenAI, Anthropic) and report where each stops",
+	summary: "replay many agent logs (steps, OpenAI, Anthropic, OTLP) and report where each stops",
 	help:    auditHelp,
 	run:     runAudit,
 }
@@ -32,7 +32,7 @@ var auditCommand = &command{
 const auditUsage = `Usage: loopguard audit [--config FILE] [--preset text-actions] [--input FORMAT]
                        [--format text|json] [--fail-on fault|any|never]
                        [--strict] [--max-size SIZE] [--labels MANIFEST.json]
-                       PATH...
+                       [--html FILE] PATH...
 
 Audit replays each run in PATH through a fresh guard built from the options in
 FILE (the default set when there is none) and reports, per run, its steps,
@@ -40,12 +40,20 @@ the first stop (step, line, rule, code and why) and the warnings seen, then
 totals. A PATH is a file, a directory (read recursively: its .jsonl, .ndjson
 and .json files; .json files that hold no trace are skipped, and so, with a
 line on standard error, is anything that is not a regular file, such as a
-named pipe) or - for standard input. Each file is one run, in one of three
+named pipe) or - for standard input. Each file is one run, in one of four
 formats, detected per file unless --input names one:
 
 	steps       loopguard step lines, one JSON object per line
 	openai      OpenAI Chat Completions messages or chat completion objects
 	anthropic   Anthropic Messages messages or message objects
+	otlp        OpenTelemetry traces in OTLP/JSON (the Collector's file
+	            exporter) with the GenAI semantic conventions: model call
+	            spans are steps, execute_tool spans their calls
+
+An OTLP file holds a run per gen_ai.conversation.id (or per trace where there
+is none), reported as FILE#RUN, each replayed through a guard of its own. When
+its tool calls carry no arguments (the opt-in gen_ai.tool.call.arguments),
+they are told apart by tool name alone, which a line on standard error says.
 
 Step lines are read exactly as replay reads them, control lines (preflight,
 snapshot, reset) included: audit reports the stop replay prints first. An
@@ -73,6 +81,16 @@ and the totals last:
 	{"kind": "run", "run": PATH, "error": {"line": L, "message": "..."}}
 	{"kind": "summary", "runs": N, "clean": N, "finished": N, ...}
 
+--html FILE also writes the report as one self-contained HTML page (inline
+CSS and SVG; no script, no external asset, every text escaped): the table,
+then per run a timeline with the steps along a horizontal axis that scrolls,
+each tool call a mark coloured by tool (failed calls crossed out, refused
+ones hollow), the steps with text, user input or a finish reason, the
+warnings, the stop, and under them each rule's counter step by step against
+the value that stops the run. Hover a step for what it held; the stop's
+evidence is in a panel below. With --labels, the labelled start of each
+loop is drawn and the lead given.
+
 Exit status: 2 for bad arguments, bad options, or a PATH that cannot be
 audited: missing, unreadable, larger than --max-size, or empty (no steps: a
 broken logging pipeline must not pass a CI gate). Each is named on standard
@@ -96,7 +114,7 @@ var presets = map[string]struct{ key, value string }{
 type auditFlags struct {
 	fs                                    *flag.FlagSet
 	config, preset, input, format, failOn *string
-	labels                                *string
+	labels, html                          *string
 	strict                                *bool
 	maxSize                               sizeFlag
 }
@@ -107,11 +125,12 @@ func newAuditFlags() *auditFlags {
 		fs:      fs,
 		config:  fs.String("config", "", "read the guard's options from this JSON `FILE`"),
 		preset:  fs.String("preset", "", "options for a kind of agent: text-actions"),
-		input:   fs.String("input", "auto", "input `format`: auto, steps, openai or anthropic"),
+		input:   fs.String("input", "auto", "input `format`: auto, steps, openai, anthropic or otlp"),
 		format:  fs.String("format", "text", "output `format`: text or json"),
 		failOn:  fs.String("fail-on", "fault", "exit 1 on a `fault` stop, any stop (any), or never"),
 		strict:  fs.Bool("strict", false, "make every unknown key in step lines an error, as replay does"),
 		labels:  fs.String("labels", "", "score the runs against the labels in `MANIFEST.json` (see below)"),
+		html:    fs.String("html", "", "also write the report as an HTML page with a timeline per run to `FILE`"),
 		maxSize: sizeFlag{defaultMaxSize},
 	}
 	fs.Var(&f.maxSize, "max-size", "read at most `SIZE` bytes of a file (2G, 512K; 0: none)")
@@ -134,8 +153,9 @@ type runReport struct {
 	Empty bool        `json:"empty,omitempty"`
 	Error *inputError `json:"error,omitempty"`
 
-	skipped bool     // a .json file found in a directory that holds no trace
-	notes   []string // warnings about the input, for standard error
+	skipped bool      // a .json file found in a directory that holds no trace
+	notes   []string  // warnings about the input, for standard error
+	tl      *timeline // the run step by step, for --html; nil without it
 }
 
 // A stopReport is the first stop of a run.
@@ -235,9 +255,18 @@ func runAudit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *flags.strict {
 		opts.keys = trace.RejectUnknownKeys
 	}
-	a := &auditor{conf: conf, read: opts, stdin: stdin}
+	a := &auditor{conf: conf, read: opts, stdin: stdin, timelines: *flags.html != ""}
+	var page *htmlOutput
+	if *flags.html != "" {
+		if page, err = newHTMLOutput(*flags.html, labels, paths); err != nil {
+			return usageErr("--html: %v", pathError(err))
+		}
+	}
 	jobs := a.collect(paths, stderr)
 	w := newAuditOutput(stdout, stderr, *flags.format, labels, jobs)
+	if page != nil {
+		w = teeOutput{w, page}
+	}
 	var sum summary
 	sum.Kind, sum.ByReason = "summary", map[string]int{}
 	status := exitOK
@@ -313,7 +342,9 @@ type job struct {
 	path   string // "-" for standard input
 	walked bool   // found in a directory, not named
 	err    error  // the path cannot be read at all (missing, ...)
-	report *runReport
+	// reports are the runs of the input: one, or for a file that holds
+	// several (OTLP), one per run.
+	reports []*runReport
 }
 
 // auditor replays runs.
@@ -321,6 +352,8 @@ type auditor struct {
 	conf  *guardConfig
 	read  readOptions
 	stdin io.Reader
+	// timelines records every run step by step (--html).
+	timelines bool
 }
 
 // collect turns the paths into jobs, in order: a directory's files in
@@ -408,33 +441,42 @@ func (a *auditor) run(jobs []*job, emit func(*runReport)) {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				jobs[i].report = a.audit(jobs[i])
+				jobs[i].reports = a.audit(jobs[i])
 				close(done[i])
 			}
 		}()
 	}
 	for i, j := range jobs {
 		<-done[i]
-		emit(j.report)
-		j.report = nil
+		for _, r := range j.reports {
+			emit(r)
+		}
+		j.reports = nil
 		<-window
 	}
 	wg.Wait()
 }
 
-// audit replays one run, read as replay reads it: the first fault is the
-// stop replay ends at. A normal finish ("stop") is the run's stop only when
-// it is the run's last step; when more steps follow, the harness went on
-// (one that reads actions from the model's text asks again), and so does the
-// audit. The rest of the input is still read, so that every step is counted
-// and every line checked.
-func (a *auditor) audit(j *job) *runReport {
-	r := &runReport{Kind: "run", Run: j.name}
-	fail := func(err error) *runReport {
+// audit replays the runs of one input, each read as replay reads it: the
+// first fault is the stop replay ends at. A normal finish ("stop") is the
+// run's stop only when it is the run's last step; when more steps follow,
+// the harness went on (one that reads actions from the model's text asks
+// again), and so does the audit. The rest of the input is still read, so that
+// every step is counted and every line checked. An input that holds several
+// runs (an OTLP file) gives a report per run, named FILE#RUN, each run
+// replayed through a guard of its own.
+func (a *auditor) audit(j *job) []*runReport {
+	r := a.newReport(j.name)
+	var done []*runReport // the input's earlier runs
+	var runs []string     // the names of the runs, done and r
+	var notes []string
+	fail := func(err error) []*runReport {
 		re := readErrorOf(err, a.read.maxSize)
 		r.Error = &inputError{Line: re.line, Message: re.msg}
-		r.Format, r.Steps, r.Stop, r.Warnings = "", 0, nil, nil
-		return r
+		r.Format, r.Steps, r.Stop, r.Warnings, r.tl = "", 0, nil, nil, nil
+		reports := append(done, r)
+		reports[0].notes = append(notes, reports[0].notes...)
+		return reports
 	}
 	if j.err != nil {
 		return fail(j.err)
@@ -445,15 +487,30 @@ func (a *auditor) audit(j *job) *runReport {
 	}
 	defer in.Close()
 	rd := a.read.newReader(in, func(err error) {
-		r.notes = append(r.notes, readErrorOf(err, 0).in(j.name)+" (ignored; --strict makes it an error)")
+		note := readErrorOf(err, 0).in(j.name)
+		if !errors.Is(err, trace.ErrNoContent) {
+			note += " (ignored; --strict makes it an error)"
+		}
+		notes = append(notes, note)
 	})
-	s, err := newSession(a.conf)
+	s, err := a.newSession()
 	if err != nil {
 		r.Error = &inputError{Message: "config: " + err.Error()}
-		return r
+		return []*runReport{r}
 	}
 	var finish *stopReport // the last normal finish
 	lastStep := 0          // the line of the last step
+	end := func() {
+		if r.Stop == nil && finish != nil {
+			if finish.Line == lastStep {
+				r.Stop = finish
+			} else {
+				r.Finishes++
+			}
+		}
+		r.Format = rd.Format().String()
+		r.Empty = r.Steps == 0
+	}
 	for {
 		e, err := rd.Next()
 		if err == io.EOF {
@@ -462,21 +519,37 @@ func (a *auditor) audit(j *job) *runReport {
 		if err != nil {
 			if j.walked && errors.Is(err, trace.ErrUnknownFormat) && strings.EqualFold(filepath.Ext(j.path), ".json") {
 				r.skipped = true // JSON that is no trace, such as a manifest
-				return r
+				return []*runReport{r}
 			}
 			return fail(err)
+		}
+		if len(runs) == 0 {
+			runs = append(runs, e.Run)
+		} else if e.Run != runs[len(runs)-1] {
+			// The next run of the input: a fresh guard.
+			end()
+			done = append(done, r)
+			runs = append(runs, e.Run)
+			r = a.newReport(j.name)
+			if s, err = a.newSession(); err != nil {
+				r.Error = &inputError{Message: "config: " + err.Error()}
+				return append(done, r)
+			}
+			finish, lastStep = nil, 0
 		}
 		if e.Kind == trace.StepEntry {
 			r.Steps++
 			lastStep = e.Line
 		}
 		if r.Stop != nil {
+			r.tl.add(e, nil, nil)
 			continue
 		}
 		rec, err := s.apply(e)
 		if err != nil {
 			return fail(err)
 		}
+		r.tl.add(e, &rec, s)
 		if v := rec.Verdict; v != nil {
 			for _, w := range v.Warnings {
 				r.warn(w, *rec.Step)
@@ -494,15 +567,32 @@ func (a *auditor) audit(j *job) *runReport {
 			}
 		}
 	}
-	if r.Stop == nil && finish != nil {
-		if finish.Line == lastStep {
-			r.Stop = finish
-		} else {
-			r.Finishes++
+	end()
+	reports := append(done, r)
+	reports[0].notes = append(notes, reports[0].notes...)
+	if len(reports) > 1 {
+		for i, rep := range reports {
+			rep.Run = j.name + "#" + runs[i]
 		}
 	}
-	r.Format = rd.Format().String()
-	r.Empty = r.Steps == 0
+	return reports
+}
+
+// newSession returns the session of a run: with a probe when the runs are
+// drawn.
+func (a *auditor) newSession() (*session, error) {
+	if a.timelines {
+		return newProbedSession(a.conf)
+	}
+	return newSession(a.conf)
+}
+
+// newReport starts the report of a run of the input named name.
+func (a *auditor) newReport(name string) *runReport {
+	r := &runReport{Kind: "run", Run: name}
+	if a.timelines {
+		r.tl = &timeline{}
+	}
 	return r
 }
 

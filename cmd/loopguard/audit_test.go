@@ -213,6 +213,7 @@ func TestThresholds(t *testing.T) {
 		{"+ `window` (outcomes)", `{"window": true}`},
 		{"+ `window` comparing calls", `{"window": {"compare": "call"}}`},
 		{"+ `stall`", `{"stall": true}`},
+		{"+ `failWhen` `^No more results` (ReAct's Wikipedia tool answers so)", `{"failWhen": ["^No more results"]}`},
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "| Options | `loops` caught (of %d) | early | by a limit | missed | median lead | `healthy` stopped before their end (of %d) | `unclear` stopped (of %d) |\n",
@@ -291,7 +292,7 @@ func TestAuditFlags(t *testing.T) {
 		{name: "no path", args: []string{"audit"}, code: exitUsage, err: "no PATH to audit"},
 		{name: "bad format", args: []string{"audit", "--format", "xml", loop}, code: exitUsage, err: "--format must be text or json"},
 		{name: "bad fail-on", args: []string{"audit", "--fail-on", "all", loop}, code: exitUsage, err: "--fail-on must be fault, any or never"},
-		{name: "bad input", args: []string{"audit", "--input", "gemini", loop}, code: exitUsage, err: "--input must be auto, steps, openai or anthropic"},
+		{name: "bad input", args: []string{"audit", "--input", "gemini", loop}, code: exitUsage, err: "--input must be auto, steps, openai, anthropic or otlp"},
 		{name: "help", args: []string{"help", "audit"}, code: exitOK, out: "Usage: loopguard audit"},
 	}
 	for _, tt := range tests {

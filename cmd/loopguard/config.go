@@ -56,23 +56,32 @@ func (c *guardConfig) build() (detector.Config, error) {
 	return c.registry.Build(c.doc, detector.BuildOptions{Now: frozenClock})
 }
 
-// newGuard returns a fresh guard.
-func (c *guardConfig) newGuard() (*guard.Guard, error) {
+// newGuard returns a fresh guard, with the extra detectors after those of
+// the options.
+func (c *guardConfig) newGuard(extra ...guard.Detector) (*guard.Guard, error) {
 	cfg, err := c.build()
 	if err != nil {
 		return nil, err
 	}
-	return cfg.New()
+	dets, err := cfg.Detectors()
+	if err != nil {
+		return nil, err
+	}
+	return cfg.Guard.New(append(dets, extra...)...)
 }
 
 // restore returns a guard restored from a snapshot, with fresh detectors
-// built from the same options.
-func (c *guardConfig) restore(snapshot []byte) (*guard.Guard, error) {
+// built from the same options, and the extra detectors.
+func (c *guardConfig) restore(snapshot []byte, extra ...guard.Detector) (*guard.Guard, error) {
 	cfg, err := c.build()
 	if err != nil {
 		return nil, err
 	}
-	return cfg.Restore(snapshot)
+	dets, err := cfg.Detectors()
+	if err != nil {
+		return nil, err
+	}
+	return cfg.Guard.Restore(snapshot, append(dets, extra...)...)
 }
 
 // reportConfigError writes err, one "config: " line per problem.

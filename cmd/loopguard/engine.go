@@ -20,7 +20,9 @@ import (
 // A record is what the engine says about one entry. Its JSON form is replay's
 // output contract.
 type record struct {
-	Line     int             `json:"line"`
+	Line int `json:"line"`
+	// Run names the entry's run in an input that holds several (OTLP).
+	Run      string          `json:"run,omitempty"`
 	Kind     string          `json:"kind"`
 	Step     *int            `json:"step,omitempty"`
 	Verdict  *guard.Verdict  `json:"verdict,omitempty"`
@@ -41,6 +43,10 @@ type session struct {
 	conf *guardConfig
 	g    *guard.Guard
 	step int // the index the next step will have
+	// probe, when not nil, is a detector after the others that records
+	// each step's facts as the rules see them (audit --html). It judges
+	// nothing.
+	probe *probe
 }
 
 func newSession(conf *guardConfig) (*session, error) {
@@ -51,6 +57,24 @@ func newSession(conf *guardConfig) (*session, error) {
 	return &session{conf: conf, g: g}, nil
 }
 
+// newProbedSession returns a session whose guard holds a probe.
+func newProbedSession(conf *guardConfig) (*session, error) {
+	p := &probe{}
+	g, err := conf.newGuard(p)
+	if err != nil {
+		return nil, err
+	}
+	return &session{conf: conf, g: g, probe: p}, nil
+}
+
+// extra returns the detectors the session adds to those of the options.
+func (s *session) extra() []guard.Detector {
+	if s.probe == nil {
+		return nil
+	}
+	return []guard.Detector{s.probe}
+}
+
 // A failure is an error of the guard itself, not of the input.
 type failure struct{ err error }
 
@@ -58,7 +82,7 @@ func (f failure) Error() string { return f.err.Error() }
 
 // apply feeds one entry to the guard. Its errors are failures.
 func (s *session) apply(e trace.Entry) (record, error) {
-	rec := record{Line: e.Line}
+	rec := record{Line: e.Line, Run: e.Run}
 	switch e.Kind {
 	case trace.PreflightEntry:
 		d := s.g.Preflight(e.Calls...)
@@ -68,7 +92,7 @@ func (s *session) apply(e trace.Entry) (record, error) {
 		if err != nil {
 			return record{}, failure{fmt.Errorf("snapshot: %w", err)}
 		}
-		g, err := s.conf.restore(data)
+		g, err := s.conf.restore(data, s.extra()...)
 		if err != nil {
 			return record{}, failure{fmt.Errorf("restoring the snapshot: %w", err)}
 		}
@@ -241,7 +265,7 @@ func formatSize(n int64) string {
 func parseInput(name string) (trace.Format, error) {
 	f, err := trace.ParseFormat(name)
 	if err != nil {
-		return 0, fmt.Errorf("--input must be auto, steps, openai or anthropic, not %q", name)
+		return 0, fmt.Errorf("--input must be auto, steps, openai, anthropic or otlp, not %q", name)
 	}
 	return f, nil
 }

@@ -48,29 +48,41 @@ func testdataFiles(t *testing.T) []string {
 // firstStop is what replay and audit say about a run: the first stop (or
 // none), the steps, or the error.
 type firstStop struct {
+	Run        string // "" for an input of one run
 	Steps      int
 	Line, Step int
 	Code       string
 	Error      string
 }
 
-// replayRun replays a file with --all and sums up what it printed.
-func replayRun(t *testing.T, file string, flags ...string) firstStop {
+// replayRuns replays a file with --all and sums up what it printed about
+// each of its runs.
+func replayRuns(t *testing.T, file string, flags ...string) []firstStop {
 	t.Helper()
 	res := runCmd(t, "", append(append([]string{"replay", "--all", "--format", "json"}, flags...), file)...)
-	var fs firstStop
 	if res.code != exitOK {
-		fs.Error = strings.TrimSuffix(res.stderr, "\n")
-		return fs
+		return []firstStop{{Error: strings.TrimSuffix(res.stderr, "\n")}}
 	}
 	if res.stdout == "" {
-		return fs
+		return []firstStop{{}}
 	}
+	var runs []firstStop
+	var fs *firstStop
 	// The first fault is the stop; a normal finish is the stop only on the
 	// last step (the harness went on after the others).
 	var finish *firstStop
 	lastLine := 0
-	for _, r := range decodeRecords(t, res.stdout) {
+	end := func() {
+		if fs != nil && fs.Code == "" && finish != nil && finish.Line == lastLine {
+			fs.Line, fs.Step, fs.Code = finish.Line, finish.Step, finish.Code
+		}
+	}
+	for i, r := range decodeRecords(t, res.stdout) {
+		if i == 0 || r.Run != fs.Run {
+			end()
+			runs = append(runs, firstStop{Run: r.Run})
+			fs, finish, lastLine = &runs[len(runs)-1], nil, 0
+		}
 		if r.Kind != kindCheck {
 			continue
 		}
@@ -88,33 +100,61 @@ func replayRun(t *testing.T, file string, flags ...string) firstStop {
 			finish = &firstStop{Line: r.Line, Step: *r.Step, Code: v.Code}
 		}
 	}
-	if fs.Code == "" && finish != nil && finish.Line == lastLine {
-		fs.Line, fs.Step, fs.Code = finish.Line, finish.Step, finish.Code
+	end()
+	if len(runs) == 1 {
+		runs[0].Run = "" // audit names a file's only run by the file
 	}
-	return fs
+	return runs
 }
 
-// auditRun audits one file and sums up its report.
-func auditRun(t *testing.T, file string, flags ...string) firstStop {
+// auditRuns audits one file and sums up the report of each of its runs.
+func auditRuns(t *testing.T, file string, flags ...string) []firstStop {
 	t.Helper()
 	res := runCmd(t, "", append(append([]string{"audit", "--format", "json", "--fail-on", "never"}, flags...), file)...)
-	var r runReport
-	if err := json.NewDecoder(strings.NewReader(res.stdout)).Decode(&r); err != nil {
-		t.Fatalf("audit %s: %v\n%s", file, err, res.stdout)
-	}
-	var fs firstStop
-	if r.Error != nil {
-		fs.Error = strings.TrimSuffix(res.stderr, "\n")
-		if res.code != exitUsage {
-			t.Errorf("audit %s: exit status %d for an unreadable run", file, res.code)
+	dec := json.NewDecoder(strings.NewReader(res.stdout))
+	var runs []firstStop
+	for {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			t.Fatalf("audit %s: %v\n%s", file, err, res.stdout)
 		}
-		return fs
+		var kind struct{ Kind string }
+		if err := json.Unmarshal(raw, &kind); err != nil || kind.Kind != "run" {
+			break // the summary
+		}
+		var r runReport
+		if err := json.Unmarshal(raw, &r); err != nil {
+			t.Fatal(err)
+		}
+		var fs firstStop
+		if name, run, ok := strings.Cut(r.Run, "#"); ok && name == file {
+			fs.Run = run
+		}
+		if r.Error != nil {
+			fs.Error = strings.TrimSuffix(res.stderr, "\n")
+			if res.code != exitUsage {
+				t.Errorf("audit %s: exit status %d for an unreadable run", file, res.code)
+			}
+			runs = append(runs, fs)
+			continue
+		}
+		fs.Steps = r.Steps
+		if s := r.Stop; s != nil {
+			fs.Line, fs.Step, fs.Code = s.Line, s.Step, s.Code
+		}
+		runs = append(runs, fs)
 	}
-	fs.Steps = r.Steps
-	if s := r.Stop; s != nil {
-		fs.Line, fs.Step, fs.Code = s.Line, s.Step, s.Code
+	return runs
+}
+
+// auditRun audits a file of one run and sums up its report.
+func auditRun(t *testing.T, file string, flags ...string) firstStop {
+	t.Helper()
+	runs := auditRuns(t, file, flags...)
+	if len(runs) != 1 {
+		t.Fatalf("audit %s: %d runs, want 1", file, len(runs))
 	}
-	return fs
+	return runs[0]
 }
 
 // TestAuditAndReplayAgree reads every file in testdata with both commands:
@@ -125,19 +165,21 @@ func TestAuditAndReplayAgree(t *testing.T) {
 	stops, errs := 0, 0
 	for _, file := range testdataFiles(t) {
 		t.Run(file, func(t *testing.T) {
-			replay, audit := replayRun(t, file), auditRun(t, file, "--strict")
+			replay, audit := replayRuns(t, file), auditRuns(t, file, "--strict")
 			if diff := cmp.Diff(replay, audit); diff != "" {
 				t.Errorf("replay and audit --strict differ (-replay +audit):\n%s", diff)
 			}
-			lenient, warn := replayRun(t, file, "--lenient"), auditRun(t, file)
+			lenient, warn := replayRuns(t, file, "--lenient"), auditRuns(t, file)
 			if diff := cmp.Diff(lenient, warn); diff != "" {
 				t.Errorf("replay --lenient and audit differ (-replay +audit):\n%s", diff)
 			}
-			if audit.Code != "" {
-				stops++
-			}
-			if audit.Error != "" {
-				errs++
+			for _, run := range audit {
+				if run.Code != "" {
+					stops++
+				}
+				if run.Error != "" {
+					errs++
+				}
 			}
 		})
 	}

@@ -4,15 +4,16 @@
 // Usage:
 //
 //	loopguard replay [--config FILE] [--all] [--format text|json] [--input FORMAT] [--lenient] [--max-size SIZE] TRACE
-//	loopguard audit [--config FILE] [--preset NAME] [--input FORMAT] [--format text|json] [--fail-on fault|any|never] [--strict] [--max-size SIZE] PATH...
+//	loopguard audit [--config FILE] [--preset NAME] [--input FORMAT] [--format text|json] [--fail-on fault|any|never] [--strict] [--max-size SIZE] [--labels MANIFEST.json] [--html FILE] PATH...
 //	loopguard version
 //	loopguard help [COMMAND]
 //
 // replay feeds a trace through a guard and prints the verdict on every line:
 // see "loopguard help replay". audit replays many runs (loopguard step lines,
-// OpenAI Chat Completions or Anthropic Messages transcripts; files,
-// directories or -) through a fresh guard each and reports where each one
-// stops: see "loopguard help audit". Both read a file the same way, with
+// OpenAI Chat Completions or Anthropic Messages transcripts, OpenTelemetry
+// GenAI traces; files, directories or -) through a fresh guard each and
+// reports where each one stops, optionally as an HTML page with a timeline
+// per run: see "loopguard help audit". Both read a file the same way, with
 // one reader and one engine: the same file gives the same verdicts on the
 // same lines. Options come from a JSON document with the names of the
 // reference (see package detector); no --config means the default set.

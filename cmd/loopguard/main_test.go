@@ -132,6 +132,7 @@ func TestJSONOutputIsOneObjectPerLine(t *testing.T) {
 // jsonRecord is a record as a reader of the JSON output sees it.
 type jsonRecord struct {
 	Line     int             `json:"line"`
+	Run      string          `json:"run"`
 	Kind     string          `json:"kind"`
 	Step     *int            `json:"step"`
 	Verdict  json.RawMessage `json:"verdict"`
@@ -248,7 +249,7 @@ func TestExitPaths(t *testing.T) {
 		{"replay with a bad format", []string{"replay", "--format", "yaml", "-"}, "", exitUsage, "",
 			"loopguard replay: --format must be text or json, not \"yaml\"" + help("replay")},
 		{"replay with a bad input format", []string{"replay", "--input", "gemini", "-"}, "", exitUsage, "",
-			"loopguard replay: --input must be auto, steps, openai or anthropic, not \"gemini\"" + help("replay")},
+			"loopguard replay: --input must be auto, steps, openai, anthropic or otlp, not \"gemini\"" + help("replay")},
 		{"replay with an unknown flag", []string{"replay", "--bogus", "-"}, "", exitUsage, "", "loopguard replay: unknown flag --bogus" + help("replay")},
 		{"replay with an unknown flag, one dash", []string{"replay", "-bogus", "-"}, "", exitUsage, "", "loopguard replay: unknown flag --bogus" + help("replay")},
 		{"replay with a flag without its value", []string{"replay", "-", "--config"}, "", exitUsage, "", "loopguard replay: flag needs an argument: --config" + help("replay")},
@@ -273,9 +274,9 @@ func TestExitPaths(t *testing.T) {
 		{"a line that is an array, after a blank line", []string{"replay", trace}, "", exitUsage,
 			"line 1: step 0: go on\n", trace + ":3: a step must be a JSON object, not an array\n"},
 		{"a first line that is a string", []string{"replay", "-"}, "\"hello\"\n", exitUsage, "",
-			"<stdin>:1: not loopguard steps, OpenAI chat messages or Anthropic messages: a string, not an object\n"},
+			"<stdin>:1: not loopguard steps, OpenAI chat messages, Anthropic messages or OTLP traces: a string, not an object\n"},
 		{"a first line that is a number", []string{"replay", "-"}, "42\n", exitUsage, "",
-			"<stdin>:1: not loopguard steps, OpenAI chat messages or Anthropic messages: a number, not an object\n"},
+			"<stdin>:1: not loopguard steps, OpenAI chat messages, Anthropic messages or OTLP traces: a number, not an object\n"},
 		{"a line that is a string", []string{"replay", "-"}, "{}\n\"hello\"\n", exitUsage, "line 1: step 0: go on\n",
 			"<stdin>:2: a step must be a JSON object, not a string\n"},
 		{"two objects on a line", []string{"replay", "-"}, "{}\n{} {}\n", exitUsage, "line 1: step 0: go on\n",

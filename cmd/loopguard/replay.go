@@ -48,17 +48,21 @@ unknown keys that resemble none. Odd values inside a line (a number where text
 belongs, a toolCalls that is not an array) are ignored. Blank lines are
 skipped.
 
-An OpenAI or Anthropic transcript is read as audit reads it (detected, or
-named with --input): its steps are replayed, each on the line of the
-assistant message it comes from. The guard's clock is frozen: only the
+An OpenAI or Anthropic transcript, or OTLP traces, are read as audit reads
+them (detected, or named with --input): their steps are replayed, each on the
+line of the assistant message (or span) it comes from. The runs of an OTLP
+file are replayed one after the other, each through a fresh guard, and each
+line of output names its run. The guard's clock is frozen: only the
 durations the steps report count.
 
 Replay prints one line of output per entry and stops after the first stop on
-a fault, unless --all is given. A normal finish (finish reason "stop") is
-printed and the replay goes on: whether the run ends there is the harness's
-call, and the trace says what it did. With --format json, each is an object:
+a fault (in an OTLP file, goes on with the next run), unless --all is given.
+A normal finish (finish reason "stop") is printed and the replay goes on:
+whether the run ends there is the harness's call, and the trace says what it
+did. With --format json, each is an object:
 
 	{"line": N, "kind": "check", "step": I, "verdict": {...}}
+	                     ("run": R after "line" in a file of several runs)
 	{"line": N, "kind": "preflight", "decision": {...}}
 	{"line": N, "kind": "snapshot", "bytes": B}
 	{"line": N, "kind": "reset"}
@@ -86,7 +90,7 @@ func newReplayFlags() *replayFlags {
 		config:  fs.String("config", "", "read the guard's options from this JSON `FILE`"),
 		all:     fs.Bool("all", false, "read on after a stop verdict"),
 		format:  fs.String("format", "text", "output `format`: text or json"),
-		input:   fs.String("input", "auto", "input `format`: auto, steps, openai or anthropic"),
+		input:   fs.String("input", "auto", "input `format`: auto, steps, openai, anthropic or otlp"),
 		lenient: fs.Bool("lenient", false, "ignore unknown keys that resemble no known key"),
 		maxSize: sizeFlag{defaultMaxSize},
 	}
@@ -170,6 +174,7 @@ func (r *replayer) run(rd *trace.Reader, maxSize int64) int {
 		reportConfigError(r.stderr, err)
 		return exitUsage
 	}
+	run, stopped := "", false
 	for {
 		e, err := rd.Next()
 		if err == io.EOF {
@@ -178,6 +183,17 @@ func (r *replayer) run(rd *trace.Reader, maxSize int64) int {
 		if err != nil {
 			fmt.Fprintln(r.stderr, readErrorOf(err, maxSize).in(r.name))
 			return exitUsage
+		}
+		if e.Run != run {
+			// The input's next run (OTLP): a fresh guard.
+			run, stopped = e.Run, false
+			if s, err = newSession(r.conf); err != nil {
+				reportConfigError(r.stderr, err)
+				return exitUsage
+			}
+		}
+		if stopped {
+			continue
 		}
 		rec, err := s.apply(e)
 		if err != nil {
@@ -189,7 +205,10 @@ func (r *replayer) run(rd *trace.Reader, maxSize int64) int {
 			return exitFailed
 		}
 		if rec.Verdict != nil && guard.IsFault(*rec.Verdict) && !r.all {
-			return exitOK
+			if run == "" {
+				return exitOK
+			}
+			stopped = true // the rest of this run is not replayed; the next run is
 		}
 	}
 }
@@ -197,6 +216,9 @@ func (r *replayer) run(rd *trace.Reader, maxSize int64) int {
 // textRecord writes a record for people, on one line, escaped.
 func textRecord(rec record) string {
 	head := fmt.Sprintf("line %d: ", rec.Line)
+	if rec.Run != "" {
+		head += "run " + escape(rec.Run) + ": "
+	}
 	switch rec.Kind {
 	case kindCheck:
 		return head + fmt.Sprintf("step %d: ", *rec.Step) + explain(*rec.Verdict)

@@ -113,12 +113,24 @@ type Evidence struct {
 }
 
 // entry is one call in the window: its tool (a hash of the name), its
-// operation (a hash of the tool's name and guard.Call.Op; zero for a
-// success that nothing before it could be a streak of), its failure
-// signature (zero when it did not fail) and the index of its step.
+// operation (a hash of the tool's name and guard.Call.Op), its failure
+// signature (zero when it did not fail) and the index of its step. A success
+// pushed while the window held no failure has neither tool nor operation:
+// nothing before it can be part of a streak, so nothing about it is needed
+// (and a run without failures costs no hashing).
 type entry struct {
 	tool, op, failure canonical.Sum
 	step              int
+}
+
+// toolKey returns the hash of a tool's name, never the zero Sum (which marks
+// an entry without a tool).
+func toolKey(name string) canonical.Sum {
+	h := canonical.HashString(name)
+	if h == (canonical.Sum{}) {
+		h[0] = 1
+	}
+	return h
 }
 
 // opKey returns the hash of a call's tool and operation.
@@ -134,9 +146,10 @@ type Detector struct {
 	opts Options
 
 	// ring holds the newest calls: ring[(start+i)%len(ring)] is the i-th
-	// oldest of the n held.
+	// oldest of the n held; failures of them failed.
 	ring     []entry
 	start, n int
+	failures int
 
 	verdict guard.Verdict
 }
@@ -191,10 +204,16 @@ func (d *Detector) at(i int) entry { return d.ring[(d.start+i)%len(d.ring)] }
 
 // push adds an entry to the window, dropping the oldest when it is full.
 func (d *Detector) push(e entry) {
+	if e.failure != (canonical.Sum{}) {
+		d.failures++
+	}
 	if d.n < len(d.ring) {
 		d.ring[(d.start+d.n)%len(d.ring)] = e
 		d.n++
 		return
+	}
+	if d.ring[d.start].failure != (canonical.Sum{}) {
+		d.failures--
 	}
 	d.ring[d.start] = e
 	d.start = (d.start + 1) % len(d.ring)
@@ -225,6 +244,8 @@ func (d *Detector) scan(e entry, fn func(step int)) {
 	for i := d.n - 1; i >= 0; i-- {
 		x := d.at(i)
 		switch {
+		case x.tool == (canonical.Sum{}):
+			return // no failure came before it: nothing older counts
 		case x.tool != e.tool:
 		case x.failure == (canonical.Sum{}):
 			// A success of the tool. Without an operation, no failure
@@ -260,17 +281,22 @@ func (d *Detector) Observe(f *guard.Facts) {
 		if c.Ignored {
 			continue
 		}
-		e := entry{tool: canonical.HashString(c.Tool), step: f.Index}
+		e := entry{step: f.Index}
 		if !c.Failed {
-			// The operation of a success matters only if it can end a
-			// streak of failures: read the arguments only then.
-			if d.hasFailure(e.tool) {
-				e.op = opKey(c)
+			// A success matters only if it can end a streak of
+			// failures: its tool is hashed only when the window holds a
+			// failure, and its arguments read only when that failure
+			// is of the same tool.
+			if d.failures > 0 {
+				e.tool = toolKey(c.Tool)
+				if d.hasFailure(e.tool) {
+					e.op = opKey(c)
+				}
 			}
 			d.push(e)
 			continue
 		}
-		e.op, e.failure = opKey(c), c.Failure
+		e.tool, e.op, e.failure = toolKey(c.Tool), opKey(c), c.Failure
 		d.push(e)
 		count := d.count(e)
 		switch {
@@ -318,15 +344,16 @@ func (d *Detector) Preflight(*guard.Facts) guard.Verdict { return guard.Verdict{
 // Reset forgets the run.
 func (d *Detector) Reset() {
 	clear(d.ring)
-	d.start, d.n = 0, 0
+	d.start, d.n, d.failures = 0, 0, 0
 	d.verdict = guard.Verdict{}
 }
 
 // state is the JSON form of the detector's state: the calls in the window,
 // oldest first.
 type state struct {
-	// Tools are hashes of the calls' tool names.
-	Tools []canonical.Sum `json:"tools"`
+	// Tools are hashes of the calls' tool names; null where it was not
+	// needed.
+	Tools []*canonical.Sum `json:"tools"`
 	// Ops are hashes of the calls' tools and operations; null where it was
 	// not needed.
 	Ops []*canonical.Sum `json:"ops"`
@@ -343,11 +370,14 @@ func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 	if d.n == 0 {
 		return []byte("null"), nil
 	}
-	s := state{Tools: make([]canonical.Sum, d.n), Ops: make([]*canonical.Sum, d.n), Failures: make([]*canonical.Sum, d.n),
+	s := state{Tools: make([]*canonical.Sum, d.n), Ops: make([]*canonical.Sum, d.n), Failures: make([]*canonical.Sum, d.n),
 		Steps: make([]int, d.n)}
 	for i := range d.n {
 		e := d.at(i)
-		s.Tools[i] = e.tool
+		if e.tool != (canonical.Sum{}) {
+			tool := e.tool
+			s.Tools[i] = &tool
+		}
 		if e.op != (canonical.Sum{}) {
 			op := e.op
 			s.Ops[i] = &op
@@ -386,16 +416,22 @@ func (d *Detector) Restore(data []byte) error {
 		if step < 0 || i > 0 && step < s.Steps[i-1] {
 			return fmt.Errorf("%s: step indexes must not be negative nor decrease (%v)", Name, s.Steps)
 		}
-		if f := s.Failures[i]; f != nil && (*f == (canonical.Sum{}) || s.Ops[i] == nil) {
-			return fmt.Errorf("%s: a zero failure signature, or a failure without an operation", Name)
+		if f := s.Failures[i]; f != nil && (*f == (canonical.Sum{}) || s.Ops[i] == nil || s.Tools[i] == nil) {
+			return fmt.Errorf("%s: a zero failure signature, or a failure without its tool and operation", Name)
 		}
-		if op := s.Ops[i]; op != nil && *op == (canonical.Sum{}) {
-			return fmt.Errorf("%s: a zero operation", Name)
+		if op := s.Ops[i]; op != nil && (*op == (canonical.Sum{}) || s.Tools[i] == nil) {
+			return fmt.Errorf("%s: a zero operation, or an operation without its tool", Name)
+		}
+		if tool := s.Tools[i]; tool != nil && *tool == (canonical.Sum{}) {
+			return fmt.Errorf("%s: a zero tool", Name)
 		}
 	}
 	d.Reset()
 	for i, f := range s.Failures {
-		e := entry{tool: s.Tools[i], step: s.Steps[i]}
+		e := entry{step: s.Steps[i]}
+		if tool := s.Tools[i]; tool != nil {
+			e.tool = *tool
+		}
 		if f != nil {
 			e.failure = *f
 		}

@@ -155,6 +155,12 @@ func TestCheck(t *testing.T) {
 			want: []string{"", "", "", "", ""},
 		},
 		{
+			name: "a success before any failure ends nothing that follows",
+			steps: steps(guard.ToolCall{Name: "str_replace", Args: map[string]string{"old_str": "x"}, Result: "ok"},
+				ok("read", "1"), edit("a1"), edit("a2"), edit("a3")),
+			want: []string{"", "", "", "", stop3},
+		},
+		{
 			name: "a success of another tool does not",
 			steps: steps(edit("a1"), edit("a2"),
 				guard.ToolCall{Name: "bash", Args: map[string]string{"command": "ls"}, Result: "ok"}, edit("a3")),

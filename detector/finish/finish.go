@@ -206,8 +206,10 @@ func (d *Detector) Observe(f *guard.Facts) {
 	}
 	terminal := d.isTerminal(reason)
 	switch {
-	case terminal && reason == guard.FinishStop && len(f.Calls) > 0 && d.withCalls != Stop:
-		return // the loop must run the calls: the model is not done
+	case terminal && reason == guard.FinishStop && len(f.Calls)+len(f.Refused) > 0 && d.withCalls != Stop:
+		// The model asked for calls (some may have been refused): it is
+		// not done, and the loop must answer them.
+		return
 	case terminal:
 		d.code = CodeTerminal
 	case d.policy == Stop:

@@ -172,6 +172,10 @@ func TestVerdicts(t *testing.T) {
 			step: guard.Step{ToolCalls: []guard.ToolCall{call}, FinishReason: "STOP"},
 		},
 		{
+			name: "a normal stop on a step whose calls were all refused goes on",
+			step: guard.Step{Refused: []guard.ToolCall{call}, FinishReason: "STOP"},
+		},
+		{
 			name: "end_turn on a step with tool calls goes on",
 			step: guard.Step{Text: "let me look", ToolCalls: []guard.ToolCall{call}, FinishReason: "end_turn"},
 		},

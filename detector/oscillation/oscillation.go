@@ -148,8 +148,9 @@ type Detector struct {
 }
 
 var (
-	_ guard.Detector = (*Detector)(nil)
-	_ guard.Bounded  = (*Detector)(nil)
+	_ guard.Detector   = (*Detector)(nil)
+	_ guard.Bounded    = (*Detector)(nil)
+	_ guard.Summarizer = (*Detector)(nil)
 )
 
 // New returns a detector with these options, or an error (a
@@ -419,6 +420,48 @@ func (d *Detector) Preflight(f *guard.Facts) guard.Verdict {
 		cycle[j], tools[j] = tool+"("+c.Preview()+")", tool
 	}
 	return d.stop(p, cycles, cycle, tools, guard.PhasePreflight)
+}
+
+// Summary describes the cycle at the tail of the sequence: how far the run
+// has gone round it.
+type Summary struct {
+	// Period is the length of the cycle of two or more distinct calls that
+	// has come round the most at the tail (the smallest such period), or 0
+	// when none has come round even partly a second time.
+	Period int `json:"period"`
+	// Calls is the number of calls at the tail that follow that cycle,
+	// its first round included: Calls/Period rounds, which stop the run
+	// when they reach Repeats (Options.Repeats).
+	Calls int `json:"calls"`
+}
+
+// Summary returns the cycle at the tail (a Summary). It changes nothing.
+func (d *Detector) Summary() any {
+	var s Summary
+	for p := 2; p <= d.opts.MaxPeriod && p <= d.n; p++ {
+		if d.runs[p] == 0 {
+			continue
+		}
+		last := d.at(d.n - 1).key
+		distinct := false
+		for j := 2; j <= p; j++ {
+			if d.at(d.n-j).key != last {
+				distinct = true
+				break
+			}
+		}
+		if !distinct {
+			continue
+		}
+		// More rounds (runs are capped at maxRun, so this cannot
+		// overflow; the comparison is in floating point, which cannot
+		// overflow either).
+		calls := d.runs[p] + p
+		if s.Period == 0 || float64(calls)/float64(p) > float64(s.Calls)/float64(s.Period) {
+			s = Summary{Period: p, Calls: calls}
+		}
+	}
+	return s
 }
 
 // Reset forgets the run.

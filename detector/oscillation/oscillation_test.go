@@ -737,3 +737,52 @@ func TestToolNameNotUTF8RoundTrips(t *testing.T) {
 		t.Errorf("snapshot changed across a restore:\n%s\n%s", first, second)
 	}
 }
+
+// TestSummaryRounds follows the summary through a ping-pong: it counts the
+// calls that follow the cycle at the tail, and reaches Repeats rounds at the
+// step that stops.
+func TestSummaryRounds(t *testing.T) {
+	g := newGuard(t, oscillation.Options{}, guard.Options{})
+	type row struct {
+		summary oscillation.Summary
+		stop    bool
+	}
+	var got []row
+	for _, c := range []guard.ToolCall{a, b, a, b, a, b, a, c} {
+		v := g.Check(step(c))
+		got = append(got, row{g.Summary().Detectors[oscillation.Name].(oscillation.Summary), v.Stop})
+	}
+	want := []row{
+		{oscillation.Summary{}, false},
+		{oscillation.Summary{}, false},
+		{oscillation.Summary{Period: 2, Calls: 3}, false},
+		{oscillation.Summary{Period: 2, Calls: 4}, false},
+		{oscillation.Summary{Period: 2, Calls: 5}, false},
+		{oscillation.Summary{Period: 2, Calls: 6}, true}, // 3 rounds
+		{oscillation.Summary{Period: 2, Calls: 7}, true},
+		{oscillation.Summary{}, false},
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(row{})); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestSummaryAgreesWithStops checks on random runs that the summary's rounds
+// reach Repeats exactly when a step that adds calls stops the run: the
+// summary is what the rule judges.
+func TestSummaryAgreesWithStops(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		opts := oscillation.Options{MaxPeriod: rapid.IntRange(2, 5).Draw(t, "maxPeriod"), Repeats: rapid.IntRange(2, 4).Draw(t, "repeats")}
+		g := newGuard(t, opts, guard.Options{Ignore: []string{"think"}})
+		for i := range rapid.IntRange(1, 40).Draw(t, "steps") {
+			calls := rapid.SliceOfN(rapid.SampledFrom([]guard.ToolCall{a, b, c, think}), 0, 3).Draw(t, fmt.Sprintf("calls%d", i))
+			v := g.Check(step(calls...))
+			s := g.Summary().Detectors[oscillation.Name].(oscillation.Summary)
+			added := slices.ContainsFunc(calls, func(c guard.ToolCall) bool { return c.Name != "think" })
+			reached := s.Period > 0 && s.Calls >= opts.Repeats*s.Period
+			if added && reached != v.Stop {
+				t.Fatalf("step %d: stop %v, summary %+v (repeats %d)", i, v.Stop, s, opts.Repeats)
+			}
+		}
+	})
+}

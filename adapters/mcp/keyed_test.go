@@ -1,0 +1,99 @@
+package mcp_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	lgmcp "github.com/loopguard/loopguard/adapters/mcp"
+)
+
+func TestKeyFuncs(t *testing.T) {
+	ctx := context.Background()
+	withHeader := &sdk.CallToolRequest{Extra: &sdk.RequestExtra{Header: http.Header{"X-Run-Id": {"r1"}}}}
+	withUser := &sdk.CallToolRequest{Extra: &sdk.RequestExtra{TokenInfo: &auth.TokenInfo{UserID: "alice"}}}
+	bare := &sdk.CallToolRequest{}
+	tests := []struct {
+		name string
+		key  lgmcp.KeyFunc
+		req  *sdk.CallToolRequest
+		want string // "" for ErrNoKey
+	}{
+		{"header", lgmcp.HeaderKey("X-Run-Id"), withHeader, "header:X-Run-Id:r1"},
+		{"header missing", lgmcp.HeaderKey("X-Run-Id"), withUser, ""},
+		{"header, no extra", lgmcp.HeaderKey("X-Run-Id"), bare, ""},
+		{"user", lgmcp.UserKey, withUser, "user:alice"},
+		{"user missing", lgmcp.UserKey, withHeader, ""},
+		{"session, none", lgmcp.SessionKey, bare, ""},
+		{"nil request", lgmcp.SessionKey, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.key(ctx, tt.req)
+			if tt.want == "" {
+				if !errors.Is(err, lgmcp.ErrNoKey) || got != "" {
+					t.Errorf("= %q, %v; want ErrNoKey", got, err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Errorf("= %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestKeyedSessionWithoutID(t *testing.T) {
+	// The in-memory transport's sessions have no ID: keyed by session, a
+	// call fails and does not run.
+	var runs atomic.Int32
+	s := newServer(t, &runs)
+	keyed, err := lgmcp.NewKeyed(lgmcp.KeyedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.AddReceivingMiddleware(keyed.Middleware())
+	_, cs := connect(t, s, nil)
+	_, err = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "search", Arguments: map[string]any{"query": "q"}})
+	if err == nil || !strings.Contains(err.Error(), "no ID") {
+		t.Errorf("CallTool = %v, want an error saying the session has no ID", err)
+	}
+	if n := runs.Load(); n != 0 {
+		t.Errorf("the tool ran %d times, want 0", n)
+	}
+}
+
+func TestServerDefaultsHaveNoStepLimit(t *testing.T) {
+	// A session's 51st call is allowed: the server defaults have no
+	// maxSteps (detector.Defaults() would refuse every call after the 50th).
+	var runs atomic.Int32
+	s := newServer(t, &runs)
+	keyed, err := lgmcp.NewKeyed(lgmcp.KeyedOptions{Key: func(context.Context, *sdk.CallToolRequest) (string, error) { return "one", nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.AddReceivingMiddleware(keyed.Middleware())
+	_, cs := connect(t, s, nil)
+	for i := range 60 {
+		if r := call(t, cs, "search", fmt.Sprint(i)); r.IsError {
+			t.Fatalf("call %d refused: %s", i, r.Text)
+		}
+	}
+	if r := call(t, cs, "search", "59"); r.IsError {
+		t.Fatalf("second identical call refused: %s", r.Text)
+	}
+	if r := call(t, cs, "search", "59"); !r.IsError {
+		t.Errorf("third identical call was not refused: %+v", r)
+	}
+	sum, err := keyed.Runs().Summary(context.Background(), "one")
+	if err != nil || sum.Steps != 62 {
+		t.Errorf("Summary = %d steps, %v; want 62 (the refusal is a step)", sum.Steps, err)
+	}
+}

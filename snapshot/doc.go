@@ -1,0 +1,28 @@
+// Package snapshot keeps the state of runs in a store shared by many
+// workers, so that a run's guard follows the run whichever worker, process or
+// replica serves its next step.
+//
+// A [Store] keeps one snapshot per run key, with a version for
+// compare-and-set: a save names the version it read and fails with
+// [ErrConflict] when another worker saved first. [Memory] is an in-memory
+// Store; a Redis one lives in its own module
+// (github.com/loopguard/loopguard/stores/redis), so that this package, like
+// the rest of the core, depends on the standard library alone.
+//
+// [Runs] is the loop every worker would otherwise write: for a run key, load
+// the snapshot and restore it (or start a fresh guard), apply Check,
+// Preflight, StartCall or a Turn ([Runs.Begin]), save with compare-and-set, and retry with a
+// bounded, jittered backoff on conflict. A Runs keeps the guards it restored
+// and skips the restore while the store's version is the one it saw last.
+//
+//	cfg, err := detector.FromJSON(doc) // the guards' options, once
+//	runs, err := snapshot.New(store, cfg, snapshot.Options{})
+//	...
+//	v, err := runs.Check(ctx, runID, step) // on any worker
+//
+// What is stored holds no arguments, results or text: the guard's snapshot is
+// taken as [guard.Guard.Snapshot] takes it by default, without previews
+// (counters, hashes, tool names). [Options.Key] signs it, so
+// that a snapshot altered in the store is refused. [Options.Policy] says what
+// to answer when the store is down or slow; see [FailOpen].
+package snapshot

@@ -1,0 +1,203 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/loopguard/loopguard/detector"
+	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/snapshot"
+	"github.com/loopguard/loopguard/snapshot/storetest"
+	lgredis "github.com/loopguard/loopguard/stores/redis"
+	"github.com/loopguard/loopguard/stores/redis/redistest"
+)
+
+// config reads an options document: the Factory of the runs.
+func config(t testing.TB, doc string) detector.Config {
+	t.Helper()
+	cfg, err := detector.FromJSON([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func newStore(t testing.TB, c lgredis.Client, prefix string) *lgredis.Store {
+	t.Helper()
+	s, err := lgredis.New(c, lgredis.Options{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestStore(t *testing.T) {
+	srv := redistest.Start(t, false)
+	c := srv.Client(nil)
+	n := 0
+	storetest.Run(t, func(t *testing.T) snapshot.Store {
+		n++
+		return newStore(t, c, fmt.Sprintf("test%d:", n))
+	})
+}
+
+func TestKeysAndValues(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t, false)
+	c := srv.Client(nil)
+	s := newStore(t, c, "")
+	if err := s.Save(ctx, "run/1", 0, 0x0102030405060708, []byte("{}"), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	val, err := c.Get(ctx, lgredis.DefaultPrefix+"run/1").Result()
+	if err != nil || val != "\x01\x02\x03\x04\x05\x06\x07\x08{}" {
+		t.Errorf("stored value = %q, %v; want the 8-byte version, then the data", val, err)
+	}
+	if ttl := c.PTTL(ctx, lgredis.DefaultPrefix+"run/1").Val(); ttl <= 59*time.Second || ttl > time.Minute {
+		t.Errorf("PTTL = %v, want just under a minute", ttl)
+	}
+	if err := s.Save(ctx, "run/1", 0x0102030405060708, 9, []byte("{}"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if ttl := c.PTTL(ctx, lgredis.DefaultPrefix+"run/1").Val(); ttl != -1 {
+		t.Errorf("PTTL after a save without TTL = %v, want -1 (none)", ttl)
+	}
+	c.Set(ctx, lgredis.DefaultPrefix+"foreign", "abc", 0)
+	if _, _, err := s.Load(ctx, "foreign", 0); err == nil {
+		t.Error("Load of a value that is no snapshot: no error")
+	}
+}
+
+func TestDeadlines(t *testing.T) {
+	srv := redistest.Start(t, false)
+	c := srv.Client(nil)
+	s := newStore(t, c, "")
+	// Another client pauses every client for a second.
+	if err := srv.Client(nil).Do(context.Background(), "CLIENT", "PAUSE", "1000", "ALL").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []string{"load", "save"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		start := time.Now()
+		var err error
+		if op == "load" {
+			_, _, err = s.Load(ctx, "run", 7)
+		} else {
+			err = s.Save(ctx, "run", 0, 1, []byte("x"), 0)
+		}
+		cancel()
+		if el := time.Since(start); err == nil || el > 500*time.Millisecond {
+			t.Errorf("%s on a paused server with a 50ms deadline: %v after %v; want an error within the deadline", op, err, el)
+		}
+	}
+}
+
+func TestNew(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer c.Close()
+	_, err := lgredis.New(c, lgredis.Options{})
+	var oe *guard.OptionError
+	if !errors.Is(err, lgredis.ErrNoContextTimeout) || !errors.As(err, &oe) || oe.Field != "client.ContextTimeoutEnabled" {
+		t.Errorf("New with ContextTimeoutEnabled off = %v, want ErrNoContextTimeout naming the field", err)
+	}
+	if _, err := lgredis.New(nil, lgredis.Options{}); err == nil {
+		t.Error("New(nil) succeeded")
+	}
+}
+
+// steps is worker w's i-th step: calls from a small alphabet, so that the
+// committed order repeats, cycles and stalls often.
+func step(w, i int) guard.Step {
+	q := (w*7 + i*3 + i/5) % 4
+	s := guard.Step{ToolCalls: []guard.ToolCall{{Name: []string{"search", "open"}[q%2], Args: fmt.Sprintf(`{"q":%d}`, q/2), Result: fmt.Sprint(i % 3)}}}
+	if i%4 == 0 {
+		s.Text = "thinking"
+	}
+	return s
+}
+
+// noLimit is the defaults without a step limit, so that the loop rules
+// decide every stop of a long run.
+const noLimit = `{"maxSteps": false}`
+
+func TestContention(t *testing.T) {
+	// 8 workers (Runs of their own, each with its own client, as separate
+	// processes would be) × 1,000 steps on one run key, each step followed
+	// by a preflight.
+	workers, steps := 8, 1000
+	if testing.Short() {
+		steps = 100
+	}
+	ctx := context.Background()
+	srv := redistest.Start(t, false)
+	commits := make(chan snapshot.Commit, workers*steps)
+	var preflights, refused atomic.Int64
+	errs := make(chan error, workers)
+	start := time.Now()
+	for w := range workers {
+		runs, err := snapshot.New(newStore(t, srv.Client(nil), "contention:"), config(t, noLimit),
+			snapshot.Options{OnCommit: func(c snapshot.Commit) { commits <- c }, Retry: snapshot.Retry{Attempts: 1000}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			for i := range steps {
+				if _, err := runs.Check(ctx, "run", step(w, i)); err != nil {
+					errs <- fmt.Errorf("worker %d, step %d: %w", w, i, err)
+					return
+				}
+				d, err := runs.Preflight(ctx, "run", step(w, i+1).ToolCalls...)
+				if err != nil {
+					errs <- fmt.Errorf("worker %d, preflight %d: %w", w, i, err)
+					return
+				}
+				preflights.Add(1)
+				if !d.Allow {
+					refused.Add(1)
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+	close(commits)
+	var all []snapshot.Commit
+	stops := map[string]int{}
+	for c := range commits {
+		all = append(all, c)
+		for _, v := range c.Verdicts {
+			if v.Stop {
+				stops[v.Code]++
+			}
+		}
+	}
+	g, err := config(t, noLimit).New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := storetest.CheckCommits(all, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != workers*steps {
+		t.Errorf("the commits hold %d steps, want %d", n, workers*steps)
+	}
+	check, _ := snapshot.New(newStore(t, srv.Client(nil), "contention:"), config(t, noLimit), snapshot.Options{})
+	sum, err := check.Summary(ctx, "run")
+	if err != nil || sum.Steps != workers*steps {
+		t.Errorf("the stored run has %d steps (%v), want %d", sum.Steps, err, workers*steps)
+	}
+	t.Logf("%d workers × %d steps on one run key: %d commits, %d steps, every verdict equal to a single guard's on the committed order; stops %v; %d preflights (%d refused); %.2fs, %.0f steps/s",
+		workers, steps, len(all), n, stops, preflights.Load(), refused.Load(), elapsed.Seconds(), float64(n)/elapsed.Seconds())
+}
