@@ -129,13 +129,7 @@ func compare(rn *runner, base *baselineFile, w io.Writer) []failure {
 				ratio = summarize(hm).center / want.Multiple
 				baseAllocs = want.Allocs
 			}
-			verdict := "ok"
-			switch {
-			case ratio > tolerance:
-				verdict = fmt.Sprintf("SLOWER: %.2f× the baseline", ratio)
-			case allocs > math.Floor(baseAllocs*tolerance):
-				verdict = fmt.Sprintf("MORE ALLOCATIONS: %v, the baseline %v", allocs, baseAllocs)
-			}
+			verdict := judge(ratio, allocs, baseAllocs)
 			fmt.Fprintf(w, "%-16s %-24s %5.2f× the baseline (of %s)  %7v allocs (baseline %v)  %s\n",
 				t.pkg, rw.bench, ratio, of, allocs, baseAllocs, verdict)
 			if verdict != "ok" {
@@ -144,6 +138,21 @@ func compare(rn *runner, base *baselineFile, w io.Writer) []failure {
 		}
 	}
 	return failed
+}
+
+// judge returns "ok" for a figure ratio times the baseline's (as multiples
+// of the reference) that allocates allocs times per operation against
+// baseAllocs, or else why it regressed: more than tolerance times slower, or
+// more than tolerance times the allocations (rounded down, so that a
+// baseline of 0 allows none and one of 4 allows 5).
+func judge(ratio, allocs, baseAllocs float64) string {
+	switch {
+	case ratio > tolerance:
+		return fmt.Sprintf("SLOWER: %.2f× the baseline", ratio)
+	case allocs > math.Floor(baseAllocs*tolerance):
+		return fmt.Sprintf("MORE ALLOCATIONS: %v, the baseline %v", allocs, baseAllocs)
+	}
+	return "ok"
 }
 
 // baselineCommit returns the commit that last changed the baseline file,
