@@ -166,3 +166,16 @@ func TestReplaceBlock(t *testing.T) {
 		t.Error("replaceBlock found a table that the document does not have")
 	}
 }
+
+// Speeds are of the CPU time where a benchmark reports one: go test's MB/s
+// (of the wall-clock time) times wall over CPU, round by round.
+func TestSpeedOfCPUTime(t *testing.T) {
+	s := &samples{wall: []float64{200, 300}, mbs: []float64{100, 100}}
+	if diff := cmp.Diff([]float64{100, 100}, s.speed()); diff != "" {
+		t.Errorf("without CPU time (-want +got):\n%s", diff)
+	}
+	s.cpu = []float64{100, 100}
+	if diff := cmp.Diff([]float64{200, 300}, s.speed()); diff != "" {
+		t.Errorf("with CPU time (-want +got):\n%s", diff)
+	}
+}

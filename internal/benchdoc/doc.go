@@ -17,7 +17,7 @@ func render(rn *runner, t table, rounds int) string {
 	got := v.bench[t.pkg]
 	var b strings.Builder
 	if t.intro != "" {
-		b.WriteString(t.intro + "\n")
+		b.WriteString(t.intro + "\n\n")
 	}
 	var refs []string
 	for _, rw := range t.rows {
@@ -33,7 +33,7 @@ func render(rn *runner, t table, rounds int) string {
 		}
 	}
 	fmt.Fprintf(&b, "Median of %d rounds of `-benchtime %s`, ± the 95%% confidence interval of the median; "+
-		"*× ref.* is the time over that of %s. %s, %s/%s, %s, load average %s.\n\n",
+		"*× ref.* is the time over that of %s; speeds (MB/s) are of the CPU time where there is one. %s, %s/%s, %s, load average %s.\n\n",
 		rounds, rn.benchtime, strings.Join(refs, ", or "), runtime.Version(), runtime.GOOS, runtime.GOARCH,
 		orDash(v.cpu), orDash(rn.load))
 	b.WriteString("| benchmark | CPU time | wall time | × ref. | ratio | allocs | bytes | notes |\n")
@@ -55,7 +55,7 @@ func render(rn *runner, t table, rounds int) string {
 		}
 		note := rw.note
 		if len(s.mbs) > 0 {
-			note = strings.TrimPrefix(note+"; "+sig3(summarize(s.mbs).center)+" MB/s", "; ")
+			note = strings.TrimPrefix(note+"; "+sig3(summarize(s.speed()).center)+" MB/s", "; ")
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s %s | %s %s | %s | %s | %s | %s |\n", rw.label, cpu, duration(w.center), w.pm(),
 			sig3(mult.center), mult.pm(), vs, count(s.allocs), count(s.bytes), note)

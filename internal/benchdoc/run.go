@@ -27,6 +27,19 @@ func (s *samples) time() []float64 {
 	return s.wall
 }
 
+// speed returns the MB/s samples, of the CPU time if the benchmark reports
+// it (go test gives them of the wall-clock time).
+func (s *samples) speed() []float64 {
+	if len(s.cpu) != len(s.mbs) || len(s.wall) != len(s.mbs) {
+		return s.mbs
+	}
+	out := make([]float64, len(s.mbs))
+	for i, v := range s.mbs {
+		out[i] = v * s.wall[i] / s.cpu[i]
+	}
+	return out
+}
+
 // A variant is a tree of the code whose benchmarks are run: the working
 // tree, or the baseline's commit.
 type variant struct {
