@@ -80,15 +80,15 @@ func (t table) reference(rw row) string {
 var tables = []table{
 	{
 		name: "guard", pkg: "./guard", ref: "Reference",
-		intro: "Default detectors. *Reference* is `json.Unmarshal` of a typical step into `any` (standard library only).",
+		intro: "Default detectors. The *Reference* row, `json.Unmarshal` of a typical step into `any` (standard library only), is there for scale.",
 		rows: []row{
-			r("Reference", "*Reference*: `json.Unmarshal` of a typical step", "", "the yardstick"),
+			r("Reference", "*Reference*: `json.Unmarshal` of a typical step", "", "for scale"),
 			r("Check", "`Check`, one call (150-byte args, 300-byte result), steady state", "", "target ≤ 1.5 µs, ≤ 3 allocs"),
 			r("Preflight", "`Preflight`, one call", "", ""),
 			r("Snapshot/steps=10", "`Snapshot` after 10 big steps", "", ""),
 			r("Snapshot/steps=1000", "`Snapshot` after 1,000 big steps", "", ""),
 			r("Snapshot/steps=6000", "`Snapshot` after 6,000 big steps", "", ""),
-			r("Restore/steps=10", "`Restore` of it, with `detector.Defaults()`", "", ""),
+			r("Restore/steps=10", "`Restore` after 10 big steps (with `detector.Defaults()`)", "", ""),
 			r("Restore/steps=1000", "`Restore` after 1,000 big steps", "", ""),
 			r("Restore/steps=6000", "`Restore` after 6,000 big steps", "", "target ≤ 0.5 ms, ≤ 130 allocs"),
 		},
