@@ -9,6 +9,7 @@ import (
 
 	"github.com/loopguard/loopguard/detector"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/benchcpu"
 )
 
 // typicalStep returns a step with one call: about 150 bytes of arguments and
@@ -53,12 +54,14 @@ func BenchmarkCheck(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(steps[0].ToolCalls[0].Args.(json.RawMessage)) + len(steps[0].ToolCalls[0].Result.(json.RawMessage))))
 	i := 2048
+	cpu := benchcpu.Start(b)
 	for b.Loop() {
 		if v := g.Check(steps[i%len(steps)]); v.Stop {
 			b.Fatalf("unexpected stop: %v", v)
 		}
 		i++
 	}
+	cpu.Stop()
 }
 
 // BenchmarkPreflight measures Preflight of one call with the default
@@ -70,11 +73,34 @@ func BenchmarkPreflight(b *testing.B) {
 	}
 	call := typicalStep(1000).ToolCalls[0]
 	b.ReportAllocs()
+	cpu := benchcpu.Start(b)
 	for b.Loop() {
 		if d := g.Preflight(call); !d.Allow {
 			b.Fatalf("refused: %v", d)
 		}
 	}
+	cpu.Stop()
+}
+
+// BenchmarkReference is the yardstick of the other figures, run in the same
+// process: the standard library's json.Unmarshal of a typical step (see
+// typicalStep) into an any. BENCHMARKS.md gives each figure as a multiple of
+// it too, and CI compares those multiples, which do not depend on the
+// machine's speed or load as much as times do.
+func BenchmarkReference(b *testing.B) {
+	data, err := json.Marshal(typicalStep(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	cpu := benchcpu.Start(b)
+	for b.Loop() {
+		var v any
+		if err := json.Unmarshal(data, &v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cpu.Stop()
 }
 
 // TestHeapIsBoundedByOptions checks that the guard's memory does not grow

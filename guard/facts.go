@@ -374,14 +374,37 @@ func combine(scratch []byte, kind byte, name string, sums ...canonical.Sum) ([]b
 	return scratch, canonical.HashBytes(scratch)
 }
 
-// callFacts computes the facts of one call, using scratch. With withOutcome
-// false (in preflight) the result and error are not read. It reads only what
-// never changes after New (the ignored tools, the key options), so it needs
-// no lock.
-func (g *Guard) callFacts(scratch []byte, tc *ToolCall, withOutcome bool) ([]byte, Call) {
+// A callSum is the part of a call's facts that depends on its tool and
+// arguments alone: the hash of the arguments (after the key options) and the
+// call's key. It is the same in preflight and in check, so the callers that
+// know two judgements are of one call (a Turn, StartCall and Finish) compute
+// it once and hand it on. The zero value means "not computed yet".
+type callSum struct {
+	args, key canonical.Sum
+	ok        bool
+}
+
+// sumAt returns sums[i], or the zero callSum when sums is shorter.
+func sumAt(sums []callSum, i int) callSum {
+	if i < len(sums) {
+		return sums[i]
+	}
+	return callSum{}
+}
+
+// callFacts computes the facts of one call, using scratch; known, when
+// computed, is the call's sum from an earlier judgement of the same call. With
+// withOutcome false (in preflight) the result and error are not read. It
+// reads only what never changes after New (the ignored tools, the key
+// options), so it needs no lock.
+func (g *Guard) callFacts(scratch []byte, tc *ToolCall, withOutcome bool, known callSum) ([]byte, Call) {
 	c := Call{Tool: tc.Name, raw: tc, Ignored: g.ignore[tc.Name]}
-	c.Args = g.hashArgs(tc.Name, tc.Args)
-	scratch, c.Key = combine(scratch, kindKey, tc.Name, c.Args)
+	if known.ok {
+		c.Args, c.Key = known.args, known.key
+	} else {
+		c.Args = g.hashArgs(tc.Name, tc.Args)
+		scratch, c.Key = combine(scratch, kindKey, tc.Name, c.Args)
+	}
 	c.Outcome = c.Key
 	if !withOutcome {
 		return scratch, c
@@ -400,3 +423,14 @@ func (g *Guard) callFacts(scratch []byte, tc *ToolCall, withOutcome bool) ([]byt
 	}
 	return scratch, c
 }
+
+// sumOf returns the sum of a call of tool whose arguments, as they are to be
+// hashed, have the hash args.
+func sumOf(tool string, args canonical.Sum) callSum {
+	var buf [64]byte
+	_, key := combine(buf[:0], kindKey, tool, args)
+	return callSum{args: args, key: key, ok: true}
+}
+
+// sum returns the call's sum, as callFacts computed it.
+func (c *Call) sum() callSum { return callSum{args: c.Args, key: c.Key, ok: true} }

@@ -188,30 +188,39 @@ func (g *Guard) Check(s Step) Verdict {
 }
 
 // check is Check without the observer; it also returns the step's index.
+func (g *Guard) check(s Step) (Verdict, int) {
+	b := g.getFacts()
+	defer g.putFacts(b) // keep no reference to the caller's data
+	b.cur = s
+	return g.checkFacts(b)
+}
+
+// checkFacts records the step b.cur. b.sums, when given, holds the sums of
+// the step's calls, then of its refused calls, as an earlier judgement of the
+// same calls computed them (see callSum); missing or zero entries are
+// computed.
 //
 // The facts of the step (the hashes of its arguments, outcomes and text) are
 // computed before the guard's lock is taken: they depend on the step alone,
 // so a large step holds up no other caller. Only what depends on the order
 // of steps (the index, the counts, the totals) and the detectors run under
 // the lock.
-func (g *Guard) check(s Step) (Verdict, int) {
-	b := g.getFacts()
-	defer g.putFacts(b) // keep no reference to the caller's data
-	b.cur = s
+func (g *Guard) checkFacts(b *factsBuf) (Verdict, int) {
+	s := &b.cur
 	f := &b.f
-	*f = Facts{Phase: PhaseCheck, Calls: f.Calls[:0], Refused: f.Refused[:0], text: f.text[:0], step: &b.cur}
+	*f = Facts{Phase: PhaseCheck, Calls: f.Calls[:0], Refused: f.Refused[:0], text: f.text[:0], step: s}
 	failed := 0
-	for i := range b.cur.ToolCalls {
+	for i := range s.ToolCalls {
 		var c Call
-		b.scratch, c = g.callFacts(b.scratch, &b.cur.ToolCalls[i], true)
+		b.scratch, c = g.callFacts(b.scratch, &s.ToolCalls[i], true, sumAt(b.sums, i))
 		f.Calls = append(f.Calls, c)
 		if c.Failed {
 			failed++
 		}
 	}
-	for i := range b.cur.Refused {
+	for i := range s.Refused {
 		var c Call
-		b.scratch, c = g.callFacts(b.scratch, &b.cur.Refused[i], false)
+		b.scratch, c = g.callFacts(b.scratch, &s.Refused[i], false, sumAt(b.sums, len(s.ToolCalls)+i))
 		f.Refused = append(f.Refused, c)
 	}
 	f.text = normaliseText(f.text[:0], s.Text)
@@ -249,7 +258,7 @@ func (g *Guard) check(s Step) (Verdict, int) {
 	}
 	v.Warnings = warnings
 	if g.opts.History > 0 {
-		g.remember(s)
+		g.remember(*s)
 	}
 	g.last, g.hasLast = v, true
 	return v, f.Index
@@ -267,21 +276,31 @@ func (g *Guard) Preflight(calls ...ToolCall) Decision {
 }
 
 // preflight is Preflight without the observer; it also returns the index of
-// the step the calls would belong to. As in check, the calls' facts are
-// computed before the lock is taken. With locate, a refusal says which call
+// the step the calls would belong to. With locate, a refusal says which call
 // was refused (Decision.CallIndex); without, the caller says it.
 func (g *Guard) preflight(calls []ToolCall, locate bool) (Decision, int) {
 	b := g.getFacts()
 	defer g.putFacts(b)
 	b.pre = append(b.pre[:0], calls...)
+	return g.preflightFacts(b, locate)
+}
+
+// preflightFacts judges the calls b.pre. b.sums, when given, holds their
+// sums as an earlier judgement computed them; the entries that are not
+// computed yet are filled in, for the next judgement of the same calls. As
+// in checkFacts, the calls' facts are computed before the lock is taken.
+func (g *Guard) preflightFacts(b *factsBuf, locate bool) (Decision, int) {
 	f := &b.f
 	*f = Facts{Phase: PhasePreflight, Calls: f.Calls[:0], Refused: f.Refused[:0], text: f.text[:0]}
 	for i := range b.pre {
 		var c Call
-		b.scratch, c = g.callFacts(b.scratch, &b.pre[i], false)
+		b.scratch, c = g.callFacts(b.scratch, &b.pre[i], false, sumAt(b.sums, i))
+		if i < len(b.sums) {
+			b.sums[i] = c.sum()
+		}
 		f.Calls = append(f.Calls, c)
 	}
-	f.TextHash = canonical.HashBytes(nil)
+	f.TextHash = emptyTextHash
 
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -312,14 +331,30 @@ func (g *Guard) preflight(calls []ToolCall, locate bool) (Decision, int) {
 	return d, f.Index
 }
 
+// emptyTextHash is the TextHash of a step without text.
+var emptyTextHash = canonical.HashBytes(nil)
+
 // factsBuf is what one Check or Preflight works in: the facts, a copy of the
-// step or of the calls (which the facts point into) and scratch space. It is
-// reused, through the guard's pool, by calls that do not overlap.
+// step or of the calls (which the facts point into), the calls' sums when an
+// earlier judgement computed them, and scratch space. It is reused, through
+// the guard's pool, by calls that do not overlap.
 type factsBuf struct {
 	f       Facts
 	cur     Step
 	pre     []ToolCall
+	sums    []callSum
+	calls   []ToolCall // room for the calls of a step that the guard builds (Turn.End, Finish)
 	scratch []byte
+}
+
+// stepCalls returns room for the calls of a step that the guard builds and
+// records: b.calls, unless the guard keeps a history, which needs calls of
+// its own.
+func (g *Guard) stepCalls(b *factsBuf) []ToolCall {
+	if g.opts.History > 0 {
+		return nil
+	}
+	return b.calls[:0]
 }
 
 func (g *Guard) getFacts() *factsBuf {
@@ -338,6 +373,9 @@ func (g *Guard) putFacts(b *factsBuf) {
 	b.cur = Step{}
 	clear(b.pre)
 	b.pre = b.pre[:0]
+	clear(b.calls)
+	b.calls = b.calls[:0]
+	b.sums = b.sums[:0]
 	if cap(b.f.text) > maxKeptText {
 		b.f.text = nil // a huge text is not kept for the next step
 	}

@@ -11,6 +11,7 @@ import (
 type Running struct {
 	g    *Guard
 	call ToolCall
+	sum  callSum // of call, computed by StartCall and reused by Finish
 	done bool
 }
 
@@ -26,20 +27,32 @@ type Running struct {
 // as the decision, so that a model that keeps asking for a refused call is
 // seen however many calls run at the same time. The observer, if any, is
 // told of the decision and, for a refusal, of that step's verdict, after the
-// guard's locks are released.
+// guard's locks are released. The call's arguments are hashed once, here:
+// Finish records the call with that hash.
 func (g *Guard) StartCall(ctx context.Context, call ToolCall) (*Running, Decision) {
 	call.Result, call.Err = nil, nil
 	g.runMu.Lock()
-	d, step := g.preflight(append(g.runningCalls(), call), false)
+	// The running calls, then call, with their sums: only call's is not
+	// known yet.
+	b := g.getFacts()
+	for _, r := range g.running {
+		b.pre = append(b.pre, r.call)
+		b.sums = append(b.sums, r.sum)
+	}
+	b.pre = append(b.pre, call)
+	b.sums = append(b.sums, callSum{})
+	d, step := g.preflightFacts(b, false)
+	sum := b.sums[len(b.sums)-1]
+	g.putFacts(b)
 	var r *Running
 	var v Verdict
 	var checked int
 	if d.Allow {
-		r = &Running{g: g, call: call}
+		r = &Running{g: g, call: call, sum: sum}
 		g.running = append(g.running, r)
 	} else {
 		d.CallIndex, d.CallID = 0, call.ID
-		v, checked = g.check(Step{Refused: []ToolCall{call}})
+		v, checked = g.checkCall(call, sum, false)
 	}
 	g.runMu.Unlock()
 	if g.opts.Observer != nil {
@@ -51,13 +64,22 @@ func (g *Guard) StartCall(ctx context.Context, call ToolCall) (*Running, Decisio
 	return r, d
 }
 
-// runningCalls returns the calls of the running calls, in start order.
-func (g *Guard) runningCalls() []ToolCall {
-	calls := make([]ToolCall, 0, len(g.running)+1)
-	for _, r := range g.running {
-		calls = append(calls, r.call)
+// checkCall records a step of one call, which ran (with its result or error)
+// or was refused, with the call's sum.
+func (g *Guard) checkCall(call ToolCall, sum callSum, ran bool) (Verdict, int) {
+	b := g.getFacts()
+	defer g.putFacts(b)
+	calls := append(g.stepCalls(b), call)
+	if ran {
+		b.cur.ToolCalls = calls
+	} else {
+		b.cur.Refused = calls
 	}
-	return calls
+	if g.opts.History == 0 {
+		b.calls = calls
+	}
+	b.sums = append(b.sums, sum)
+	return g.checkFacts(b)
 }
 
 // leave removes r from the running calls; it reports false if r had already
@@ -86,7 +108,7 @@ func (r *Running) Finish(ctx context.Context, result any, err error) Verdict {
 	}
 	call := r.call
 	call.Result, call.Err = result, err
-	v, step := g.check(Step{ToolCalls: []ToolCall{call}})
+	v, step := g.checkCall(call, r.sum, true)
 	g.runMu.Unlock()
 	if g.opts.Observer != nil {
 		g.notify(ctx, Event{Phase: PhaseCheck, Step: step, Verdict: v})

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -193,98 +192,118 @@ func (o Options) Restore(data []byte, detectors ...Detector) (*Guard, error) {
 	return g, nil
 }
 
-// restore reads a snapshot into a new guard.
+// restore reads a snapshot into a new guard, in one pass over its bytes
+// (readSnapshot), then each detector's state with the detector's Restore.
 func (g *Guard) restore(data []byte) error {
 	o := g.opts
 	if len(data) > MaxSnapshotBytes {
 		return stateErr("snapshot is larger than %d bytes", MaxSnapshotBytes)
 	}
-	if depth := jsonDepth(data); depth > MaxSnapshotDepth {
-		return stateErr("snapshot is nested deeper than %d levels", MaxSnapshotDepth)
-	}
-	var s snapshotJSON
-	if err := strictObject(data); err != nil {
+	var room [16]record
+	s, err := readSnapshot(data, room[:0])
+	if err != nil {
 		return err
 	}
-	var version struct {
-		Version json.RawMessage `json:"version"`
+	if string(s.version) != "1" {
+		return stateErr("unknown version %s (this build reads version %d)", orMissing(s.version), SnapshotVersion)
 	}
-	if err := json.Unmarshal(data, &version); err != nil {
-		return stateErr("%v", err)
+	for k := range numEnvelopeKeys {
+		switch {
+		case s.present&(1<<k) == 0:
+			return stateErr("no %q", envelopeKeys[k])
+		case s.null&(1<<k) != 0:
+			return stateErr("%q is null", envelopeKeys[k])
+		}
 	}
-	if string(version.Version) != "1" {
-		return stateErr("unknown version %s (this build reads version %d)", orMissing(version.Version), SnapshotVersion)
+	var totals Totals
+	if err := totals.UnmarshalJSON(s.totals); err != nil {
+		return stateErr("totals: %v", err)
 	}
-	// Keys in another case, or twice, anywhere in the document: encoding/json
-	// would read the last of them, in any case.
-	if err := checkKeys(data, reflect.TypeFor[snapshotJSON](), true); err != nil {
-		return stateErr("%v", strings.TrimPrefix(err.Error(), "guard: state: "))
-	}
-	if err := requireKeys(data, "steps", "toolCalls", "failedToolCalls", "totals", "guard", "detectors"); err != nil {
-		return err
-	}
-	if err := json.Unmarshal(data, &s); err != nil {
-		return stateErr("%v", err)
-	}
-	counters := Counters{Steps: s.Steps, ToolCalls: s.ToolCalls, FailedToolCalls: s.FailedToolCalls, Totals: s.Totals}
+	counters := Counters{Steps: s.counts[keySteps], ToolCalls: s.counts[keyToolCalls],
+		FailedToolCalls: s.counts[keyFailedToolCalls], Totals: totals}
 	if err := counters.check(); err != nil {
 		return err
 	}
-	if s.Detectors == nil {
-		return stateErr("no detectors list")
-	}
 
 	fe := &FingerprintError{}
-	if s.Guard != o.fingerprint() {
+	if s.guard != o.fingerprint() {
 		fe.Changed = append(fe.Changed, "guard")
 	}
-	var raws struct {
-		Detectors []json.RawMessage `json:"detectors"`
-	}
-	if err := json.Unmarshal(data, &raws); err != nil {
-		return stateErr("%v", err)
-	}
-	for i, r := range raws.Detectors {
-		if err := requireKeys(r, "name", "fingerprint"); err != nil {
-			return fmt.Errorf("detector #%d: %w", i, err)
-		}
-		if err := requirePresent(r, "state"); err != nil {
-			return fmt.Errorf("detector #%d: %w", i, err)
+	for i, r := range s.records {
+		for k := range len(recordKeys) {
+			switch {
+			case r.present&(1<<k) == 0:
+				return fmt.Errorf("detector #%d: %w", i, stateErr("no %q", recordKeys[k]))
+			case r.null&(1<<k) != 0 && k != keyState: // a fresh state is null
+				return fmt.Errorf("detector #%d: %w", i, stateErr("%q is null", recordKeys[k]))
+			}
 		}
 	}
-	records := make(map[string]detectorRecord, len(s.Detectors))
-	for _, r := range s.Detectors {
-		if _, dup := records[r.Name]; dup {
-			return stateErr("detector %q appears twice", r.Name)
-		}
-		records[r.Name] = r
+	if err := uniqueNames(s.records); err != nil {
+		return err
 	}
-	for _, d := range g.dets {
-		r, ok := records[d.Name()]
-		if !ok {
+	// Each detector's record, by name; a record that no detector takes is
+	// missing.
+	taken := make([]bool, len(s.records))
+	states := make([][]byte, len(g.dets))
+	size := 0
+	for i, d := range g.dets {
+		j := slices.IndexFunc(s.records, func(r record) bool { return string(r.name) == d.Name() })
+		if j < 0 {
 			fe.Extra = append(fe.Extra, d.Name())
 			continue
 		}
-		if r.Fingerprint != Fingerprint(d) {
+		taken[j] = true
+		if s.records[j].fingerprint != Fingerprint(d) {
 			if l, ok := d.(Limiter); !(o.AllowLimitChanges && ok && l.OnlyLimits()) {
 				fe.Changed = append(fe.Changed, d.Name())
 			}
 		}
-		delete(records, d.Name())
+		states[i] = s.records[j].state
+		size += len(states[i])
 	}
-	for name := range records {
-		fe.Missing = append(fe.Missing, name)
+	for j, r := range s.records {
+		if !taken[j] {
+			fe.Missing = append(fe.Missing, string(r.name))
+		}
 	}
 	slices.Sort(fe.Missing)
 	if len(fe.Changed)+len(fe.Missing)+len(fe.Extra) > 0 {
 		return fe
 	}
-	for _, d := range g.dets {
-		if err := restoreDetector(d, recordState(s.Detectors, d.Name()), counters); err != nil {
+	// The states are handed over in memory of their own, as json.RawMessage
+	// values were: a detector may keep what it is given.
+	own := make([]byte, 0, size)
+	for i, d := range g.dets {
+		start := len(own)
+		own = append(own, states[i]...)
+		if err := restoreDetector(d, own[start:len(own):len(own)], counters); err != nil {
 			return &DetectorError{Name: d.Name(), Err: errors.Join(ErrInvalidState, err)}
 		}
 	}
-	g.steps, g.toolCalls, g.failedCalls, g.totals = s.Steps, s.ToolCalls, s.FailedToolCalls, s.Totals
+	g.steps, g.toolCalls, g.failedCalls, g.totals = counters.Steps, counters.ToolCalls, counters.FailedToolCalls, totals
+	return nil
+}
+
+// uniqueNames reports a detector's name that two records hold.
+func uniqueNames(rs []record) error {
+	if len(rs) <= listedKeys {
+		for i, r := range rs {
+			for _, q := range rs[:i] {
+				if bytes.Equal(q.name, r.name) {
+					return stateErr("detector %q appears twice", r.name)
+				}
+			}
+		}
+		return nil
+	}
+	seen := make(map[string]bool, len(rs))
+	for _, r := range rs {
+		if seen[string(r.name)] {
+			return stateErr("detector %q appears twice", r.name)
+		}
+		seen[string(r.name)] = true
+	}
 	return nil
 }
 
@@ -339,18 +358,6 @@ type Bounded interface {
 	CheckBounds(c Counters) error
 }
 
-func recordState(rs []detectorRecord, name string) []byte {
-	for _, r := range rs {
-		if r.Name == name {
-			if len(r.State) == 0 {
-				return []byte("null")
-			}
-			return r.State
-		}
-	}
-	return []byte("null")
-}
-
 func stateErr(format string, args ...any) error {
 	return fmt.Errorf("guard: restore: %w: %s", ErrInvalidState, fmt.Sprintf(format, args...))
 }
@@ -363,50 +370,6 @@ func orMissing(raw json.RawMessage) string {
 		return string(raw[:20]) + "..."
 	}
 	return string(raw)
-}
-
-// requireKeys checks that the JSON object data has each key, spelt exactly
-// (encoding/json would match any case), with a value that is not null
-// (encoding/json would leave the zero value).
-func requireKeys(data []byte, keys ...string) error {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(data, &m); err != nil {
-		return stateErr("%v", err)
-	}
-	for _, k := range keys {
-		v, ok := m[k]
-		if !ok {
-			return stateErr("no %q", k)
-		}
-		if string(bytes.TrimSpace(v)) == "null" {
-			return stateErr("%q is null", k)
-		}
-	}
-	return nil
-}
-
-// requirePresent checks that the JSON object data has each key, spelt
-// exactly; null is allowed (a detector's fresh state is null).
-func requirePresent(data []byte, keys ...string) error {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(data, &m); err != nil {
-		return stateErr("%v", err)
-	}
-	for _, k := range keys {
-		if _, ok := m[k]; !ok {
-			return stateErr("no %q", k)
-		}
-	}
-	return nil
-}
-
-// strictObject checks that data is one JSON object.
-func strictObject(data []byte) error {
-	data = bytes.TrimSpace(data)
-	if len(data) == 0 || data[0] != '{' || !json.Valid(data) {
-		return stateErr("not a JSON object")
-	}
-	return nil
 }
 
 // jsonDepth returns the deepest nesting of arrays and objects in data,

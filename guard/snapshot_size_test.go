@@ -21,6 +21,7 @@ import (
 	"github.com/loopguard/loopguard/detector/oscillation"
 	"github.com/loopguard/loopguard/detector/repeat"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/benchcpu"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -149,6 +150,7 @@ func BenchmarkSnapshot(b *testing.B) {
 			}
 			var size int
 			b.ReportAllocs()
+			cpu := benchcpu.Start(b)
 			for b.Loop() {
 				data, err := g.Snapshot(guard.SnapshotOptions{})
 				if err != nil {
@@ -156,6 +158,7 @@ func BenchmarkSnapshot(b *testing.B) {
 				}
 				size = len(data)
 			}
+			cpu.Stop()
 			b.ReportMetric(float64(size), "bytes")
 		})
 	}
@@ -166,12 +169,14 @@ func BenchmarkRestore(b *testing.B) {
 		b.Run(fmt.Sprintf("steps=%d", n), func(b *testing.B) {
 			data := snapshotAfter(b, n)
 			b.ReportAllocs()
-			b.ReportMetric(float64(len(data)), "bytes")
+			cpu := benchcpu.Start(b)
 			for b.Loop() {
 				if _, err := guard.Restore(data, detector.Defaults()...); err != nil {
 					b.Fatal(err)
 				}
 			}
+			cpu.Stop()
+			b.ReportMetric(float64(len(data)), "bytes")
 		})
 	}
 }

@@ -38,27 +38,56 @@ import (
 // that were refused. Allowed calls that never finished are left out: they
 // did not run.
 //
+// A call's arguments are hashed once, when the call is decided; End records
+// the step with that hash rather than hashing them again. Do not change a
+// call's arguments after handing it to the turn.
+//
 // A Turn is safe for use by several goroutines, so the calls of one turn may
 // run in parallel. IDs name calls: the methods that take an ID find the first
 // call of the turn with it, and the empty ID names none.
 type Turn struct {
-	g       *Guard
-	mu      sync.Mutex
-	calls   []turnCall // every call the turn decided, in order
-	scratch []ToolCall // the calls to judge, reused; End's calls at the end
-	ended   bool
+	g     *Guard
+	mu    sync.Mutex
+	calls []turnCall // every call the turn decided, in order
+	ended bool
+	call1 [1]turnCall // room for the first call: a turn of one call allocates once
 }
 
 // turnCall is one call of a turn.
 type turnCall struct {
-	call     ToolCall // Result and Err once finished
-	decision Decision
-	claimed  bool // Run has taken the call
-	finished bool // its outcome is known
+	call     ToolCall  // Result and Err once finished
+	sum      callSum   // computed when the call was decided, reused by End
+	dec      *Decision // the decision; nil for an allowance without warnings
+	allow    bool      // the decision allows the call
+	claimed  bool      // Run has taken the call
+	finished bool      // its outcome is known
+}
+
+// decision returns the guard's decision on the call.
+func (c *turnCall) decision() Decision {
+	if c.dec == nil {
+		return Decision{Allow: true}
+	}
+	return *c.dec
+}
+
+// decided returns a call of the turn with its decision, keeping a copy of
+// the decision only when it says more than "allowed".
+func decided(call ToolCall, sum callSum, d Decision) turnCall {
+	c := turnCall{call: call, sum: sum, allow: d.Allow}
+	if !d.Allow || len(d.Warnings) > 0 {
+		c.dec = new(Decision) // allocated here only: &d would move d to the heap for every call
+		*c.dec = d
+	}
+	return c
 }
 
 // Begin starts a turn of the agent loop: the next step.
-func (g *Guard) Begin() *Turn { return &Turn{g: g} }
+func (g *Guard) Begin() *Turn {
+	t := &Turn{g: g}
+	t.calls = t.call1[:0]
+	return t
+}
 
 // errNilRun is Turn.Run's error for a nil function.
 var errNilRun = errorString("loopguard: Turn.Run needs a function that runs the call, not nil")
@@ -80,7 +109,10 @@ const notRunText = "That call was not run."
 // and returns [ErrTurnEnded].
 func (t *Turn) Preflight(ctx context.Context, calls ...ToolCall) ([]Decision, error) {
 	ds := make([]Decision, len(calls))
-	steps := make([]int, len(calls))
+	var steps []int // for the observer
+	if t.g.opts.Observer != nil {
+		steps = make([]int, len(calls))
+	}
 	t.mu.Lock()
 	if t.ended {
 		t.mu.Unlock()
@@ -89,12 +121,15 @@ func (t *Turn) Preflight(ctx context.Context, calls ...ToolCall) ([]Decision, er
 	t.calls = slices.Grow(t.calls, len(calls))
 	for i, c := range calls {
 		c.Result, c.Err = nil, nil
-		d, step := t.g.preflight(t.with(c), false)
+		d, step, sum := t.judge(c, callSum{})
 		if !d.Allow {
 			d.CallIndex, d.CallID = i, c.ID
 		}
-		t.calls = append(t.calls, turnCall{call: c, decision: d})
-		ds[i], steps[i] = d, step
+		t.calls = append(t.calls, decided(c, sum, d))
+		ds[i] = d
+		if steps != nil {
+			steps[i] = step
+		}
 	}
 	t.mu.Unlock()
 	if t.g.opts.Observer != nil {
@@ -105,17 +140,23 @@ func (t *Turn) Preflight(ctx context.Context, calls ...ToolCall) ([]Decision, er
 	return ds, nil
 }
 
-// with returns the turn's allowed calls, then c, in t.scratch: the guard
-// copies them and keeps none. t.mu is held.
-func (t *Turn) with(c ToolCall) []ToolCall {
-	calls := t.scratch[:0]
-	for _, tc := range t.calls {
-		if tc.decision.Allow {
-			calls = append(calls, tc.call)
+// judge preflights c together with the turn's allowed calls before it, and
+// returns the decision, the index of the step and c's sum. known is c's sum
+// if it is known already. t.mu is held.
+func (t *Turn) judge(c ToolCall, known callSum) (Decision, int, callSum) {
+	g := t.g
+	b := g.getFacts()
+	defer g.putFacts(b)
+	for i := range t.calls {
+		if tc := &t.calls[i]; tc.allow {
+			b.pre = append(b.pre, tc.call)
+			b.sums = append(b.sums, tc.sum)
 		}
 	}
-	t.scratch = append(calls, c)
-	return t.scratch
+	b.pre = append(b.pre, c)
+	b.sums = append(b.sums, known)
+	d, step := g.preflightFacts(b, false)
+	return d, step, b.sums[len(b.sums)-1]
 }
 
 // Run runs one call of the turn if the guard allows it, and records its
@@ -149,20 +190,20 @@ func (t *Turn) Run(ctx context.Context, call ToolCall, fn func(ctx context.Conte
 		t.mu.Unlock()
 		return nil, ErrTurnEnded
 	}
-	i := t.claim(call)
+	i, known := t.claim(call)
 	judged := i < 0
 	var step int
 	if judged {
-		var d Decision
-		d, step = t.g.preflight(t.with(call), false)
+		d, s, sum := t.judge(call, known)
 		if !d.Allow {
 			d.CallIndex, d.CallID = 0, call.ID
 		}
+		step = s
 		i = len(t.calls)
-		t.calls = append(t.calls, turnCall{call: call, decision: d})
+		t.calls = append(t.calls, decided(call, sum, d))
 	}
 	t.calls[i].claimed = true
-	d := t.calls[i].decision
+	d := t.calls[i].decision()
 	t.mu.Unlock()
 	if judged && t.g.opts.Observer != nil {
 		t.g.notify(ctx, Event{Phase: PhasePreflight, Step: step, Verdict: d.Verdict()})
@@ -183,9 +224,10 @@ func (t *Turn) Run(ctx context.Context, call ToolCall, fn func(ctx context.Conte
 }
 
 // claim returns the index of the preflighted call that Run should take for
-// call, or -1. t.mu is held.
-func (t *Turn) claim(call ToolCall) int {
-	var sum canonical.Sum
+// call, or -1 and, if it had to hash call's arguments to find out, call's sum
+// (see callSum) when the guard has no key options. t.mu is held.
+func (t *Turn) claim(call ToolCall) (int, callSum) {
+	var sum canonical.Sum // of call.Args, as they are
 	hashed := false
 	for i := range t.calls {
 		c := &t.calls[i]
@@ -194,7 +236,7 @@ func (t *Turn) claim(call ToolCall) int {
 		}
 		if call.ID != "" {
 			if c.call.ID == call.ID {
-				return i
+				return i, callSum{}
 			}
 			continue
 		}
@@ -204,11 +246,25 @@ func (t *Turn) claim(call ToolCall) int {
 		if !hashed {
 			sum, hashed = canonical.Hash(call.Args), true
 		}
-		if canonical.Hash(c.call.Args) == sum {
-			return i
+		if t.argsSum(c) == sum {
+			return i, callSum{}
 		}
 	}
-	return -1
+	if hashed && t.g.keys == nil {
+		// Without key options, the arguments as they are hashed are the
+		// call's Args sum: Run's judgement need not hash them again.
+		return -1, sumOf(call.Name, sum)
+	}
+	return -1, callSum{}
+}
+
+// argsSum returns the hash of c's arguments as they are, reusing c's sum
+// when the guard's key options leave the arguments as they are.
+func (t *Turn) argsSum(c *turnCall) canonical.Sum {
+	if t.g.keys == nil && c.sum.ok {
+		return c.sum.args
+	}
+	return canonical.Hash(c.call.Args)
 }
 
 // runTool calls fn, turning a panic into an error so that the turn stays
@@ -245,7 +301,7 @@ func (t *Turn) SetResult(id string, result any, err error) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c := t.find(id)
-	if t.ended || c == nil || !c.decision.Allow {
+	if t.ended || c == nil || !c.allow {
 		return false
 	}
 	c.call.Result, c.call.Err, c.finished = result, err, true
@@ -258,7 +314,7 @@ func (t *Turn) Decision(id string) (Decision, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if c := t.find(id); c != nil {
-		return c.decision, true
+		return c.decision(), true
 	}
 	return Decision{}, false
 }
@@ -281,8 +337,8 @@ func (t *Turn) Answer(id string) (string, bool) {
 	switch {
 	case c == nil:
 		return "", false
-	case !c.decision.Allow:
-		return refusalText(c.decision), true
+	case !c.allow:
+		return refusalText(c.decision()), true
 	case !c.finished:
 		return notRunText, true
 	case c.call.Err != nil && (c.call.Result == nil || c.call.Result == ""):
@@ -342,18 +398,30 @@ func marshalSafe(v any) (b []byte, err error) {
 func (t *Turn) Step(s Step) Step {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.step(s, nil)
+	return t.step(s, nil, nil)
 }
 
-// step is Step with t.mu held; the calls are appended to calls[:0].
-func (t *Turn) step(s Step, calls []ToolCall) Step {
+// step is Step with t.mu held; the calls are appended to calls[:0]. If sums
+// is not nil, the sums of the step's calls, then of its refused calls, are
+// appended to *sums, for check.
+func (t *Turn) step(s Step, calls []ToolCall, sums *[]callSum) Step {
 	s.ToolCalls, s.Refused = calls[:0], nil
-	for _, c := range t.calls {
-		switch {
-		case !c.decision.Allow:
+	for i := range t.calls {
+		switch c := &t.calls[i]; {
+		case !c.allow:
 			s.Refused = append(s.Refused, ToolCall{ID: c.call.ID, Name: c.call.Name, Args: c.call.Args})
 		case c.finished:
 			s.ToolCalls = append(s.ToolCalls, c.call)
+			if sums != nil {
+				*sums = append(*sums, c.sum)
+			}
+		}
+	}
+	if sums != nil {
+		for i := range t.calls {
+			if c := &t.calls[i]; !c.allow {
+				*sums = append(*sums, c.sum)
+			}
 		}
 	}
 	if len(s.ToolCalls) == 0 {
@@ -380,9 +448,19 @@ func (t *Turn) End(ctx context.Context, s Step) (Verdict, error) {
 		return Verdict{}, ErrTurnEnded
 	}
 	t.ended = true
-	s = t.step(s, t.scratch) // judging is over: the scratch can hold the step's calls
-	t.scratch = nil
+	g := t.g
+	b := g.getFacts()
+	defer g.putFacts(b)
+	// The step's calls go in the buffer, with the sums of the calls, which
+	// check takes instead of hashing the arguments again.
+	b.cur = t.step(s, g.stepCalls(b), &b.sums)
+	if g.opts.History == 0 && b.cur.ToolCalls != nil {
+		b.calls = b.cur.ToolCalls
+	}
 	t.mu.Unlock()
-	v := t.g.CheckContext(ctx, s)
+	v, step := g.checkFacts(b)
+	if g.opts.Observer != nil {
+		g.notify(ctx, Event{Phase: PhaseCheck, Step: step, Verdict: v})
+	}
 	return v, v.Err()
 }

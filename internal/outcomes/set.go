@@ -193,6 +193,15 @@ func (s *Set) Decode(text string) error {
 	}
 	var next Set
 	next.Init(s.limit)
+	if n := len(raw) / 16; n > 0 {
+		// Room for them all at once, rather than growing as they come.
+		next.fifo = make([]canonical.Sum, 0, n)
+		size := minTable
+		for size < 2*n {
+			size *= 2
+		}
+		next.table = make([]canonical.Sum, size)
+	}
 	for i := 0; i < len(raw)/16; i++ {
 		if !next.Add(canonical.Sum(raw[16*i : 16*i+16])) {
 			return fmt.Errorf("outcome %d appears twice", i)
