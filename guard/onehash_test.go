@@ -124,7 +124,8 @@ func TestARefusedCallIsHashedOnce(t *testing.T) {
 	}
 	n.Store(0)
 	turn := g.Begin()
-	if _, err := turn.Run(ctx, testutil.Q("a"), nil); err == nil {
+	notRun := func(context.Context) (any, error) { t.Error("the refused call ran"); return nil, nil }
+	if _, err := turn.Run(ctx, testutil.Q("a"), notRun); err == nil {
 		t.Fatal("the third identical call was allowed")
 	}
 	turn.End(ctx, guard.Step{})
