@@ -172,7 +172,29 @@ func previewOf(b []byte) string {
 // white space made one space, trimmed.
 func normaliseText(dst []byte, s string) []byte {
 	space := false
-	for _, r := range s {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			// ASCII, most text: no decoding, and unicode.IsSpace's ASCII
+			// spaces tested directly.
+			i++
+			switch c {
+			case ' ', '\t', '\n', '\v', '\f', '\r':
+				space = true
+				continue
+			}
+			if space && len(dst) > 0 {
+				dst = append(dst, ' ')
+			}
+			space = false
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			dst = append(dst, c)
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:]) // utf8.RuneError, 1 for a bad byte, as range does
+		i += n
 		if unicode.IsSpace(r) {
 			space = true
 			continue
@@ -181,13 +203,6 @@ func normaliseText(dst []byte, s string) []byte {
 			dst = append(dst, ' ')
 		}
 		space = false
-		if r < utf8.RuneSelf {
-			if 'A' <= r && r <= 'Z' {
-				r += 'a' - 'A'
-			}
-			dst = append(dst, byte(r))
-			continue
-		}
 		dst = utf8.AppendRune(dst, unicode.ToLower(r))
 	}
 	return dst
