@@ -65,7 +65,7 @@ const Priority = guard.PriorityRepeat + 25
 
 // Defaults of the options, and the largest window.
 //
-// DefaultThreshold comes from 111 labelled real runs of 14 harnesses
+// DefaultThreshold comes from 111 labelled real runs of 13 harnesses
 // (testdata/traces). Healthy agents sometimes fail the same way three or four
 // times while they try other sources or payment methods, and then recover
 // (four identical AttributeErrors while scraping four different sites; three
