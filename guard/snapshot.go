@@ -73,9 +73,10 @@ func (g *Guard) Snapshot(o SnapshotOptions) ([]byte, error) {
 	// The envelope is snapshotJSON, written by hand around the detectors'
 	// states: encoding/json would check each state and then compact it
 	// again, and a run kept in a store is snapshotted at every step.
-	// json.Compact checks and copies a state in one pass. (Unlike
-	// json.Marshal, it does not escape <, > and & in a state that has them
-	// raw; the built-in detectors' states never do.)
+	// appendCompact checks and copies a state in one pass, as json.Compact
+	// would, eight bytes at a time through strings. (Unlike json.Marshal,
+	// it does not escape <, > and & in a state that has them raw; the
+	// built-in detectors' states never do.)
 	totals, err := json.Marshal(g.totals)
 	if err != nil {
 		return nil, err
@@ -112,9 +113,11 @@ func (g *Guard) Snapshot(o SnapshotOptions) ([]byte, error) {
 		b.WriteString(`","fingerprint":"`)
 		b.WriteString(g.fingerprints.dets[i].String())
 		b.WriteString(`","state":`)
-		if err := json.Compact(&b, state); err != nil {
+		out, ok := appendCompact(b.AvailableBuffer(), state)
+		if !ok {
 			return nil, &DetectorError{Name: d.Name(), Err: errors.New("Snapshot returned invalid JSON")}
 		}
+		b.Write(out)
 		b.WriteByte('}')
 	}
 	b.WriteString(`]}`)
