@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/loopguard/loopguard/detector"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/snapshot"
 )
@@ -41,4 +42,38 @@ func BenchmarkGuardCheckSnapshot(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkGuardCheckSnapshotLongRun is the same on a healthy run that has
+// gone on long enough to fill its windows: every call new, so that the
+// stored run is as large as it gets with the defaults (23 KB, most of it the
+// no-progress window's 1,024 outcomes).
+func BenchmarkGuardCheckSnapshotLongRun(b *testing.B) {
+	cfg, err := detector.FromJSON([]byte(`{"maxSteps": false}`)) // a long run
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, err := cfg.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	step := func(i int) guard.Step {
+		return guard.Step{ToolCalls: []guard.ToolCall{{Name: "search", Args: fmt.Sprintf(`{"q":%d}`, i), Result: fmt.Sprint("r", i)}}}
+	}
+	for i := range 2000 {
+		g.Check(step(i))
+	}
+	b.ReportAllocs()
+	size := 0
+	for i := 2000; b.Loop(); i++ {
+		if v := g.Check(step(i)); v.Stop {
+			b.Fatal(guard.Explain(v))
+		}
+		data, err := g.Snapshot(guard.SnapshotOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = len(data)
+	}
+	b.ReportMetric(float64(size), "bytes/snapshot")
 }

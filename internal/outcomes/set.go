@@ -172,7 +172,13 @@ func (s *Set) AppendOldestFirst(dst []byte) []byte {
 // Encode returns the sums, oldest first, as the base64 (standard alphabet,
 // no padding) of their concatenated 16 bytes: a compact form for snapshots.
 func (s *Set) Encode() string {
-	return base64.RawStdEncoding.EncodeToString(s.AppendOldestFirst(make([]byte, 0, 16*s.Len())))
+	return string(s.AppendEncode(nil))
+}
+
+// AppendEncode appends what Encode returns to dst: base64 has nothing that
+// JSON escapes, so a state may write it between quotes as it is.
+func (s *Set) AppendEncode(dst []byte) []byte {
+	return base64.RawStdEncoding.AppendEncode(dst, s.AppendOldestFirst(make([]byte, 0, 16*s.Len())))
 }
 
 // Decode replaces the sums by those of text, which Encode returned: whole
