@@ -77,3 +77,31 @@ func BenchmarkGuardCheckSnapshotLongRun(b *testing.B) {
 	}
 	b.ReportMetric(float64(size), "bytes/snapshot")
 }
+
+// BenchmarkRunsCheckLongRun is BenchmarkRunsCheck on a long healthy run:
+// every call new, the stored run at its largest (23 KB).
+func BenchmarkRunsCheckLongRun(b *testing.B) {
+	ctx := context.Background()
+	cfg, err := detector.FromJSON([]byte(`{"maxSteps": false}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	runs, err := snapshot.New(snapshot.NewMemory(nil), cfg, snapshot.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	step := func(i int) guard.Step {
+		return guard.Step{ToolCalls: []guard.ToolCall{{Name: "search", Args: fmt.Sprintf(`{"q":%d}`, i), Result: fmt.Sprint("r", i)}}}
+	}
+	for i := range 1100 {
+		if _, err := runs.Check(ctx, "run", step(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for i := 1100; b.Loop(); i++ {
+		if v, err := runs.Check(ctx, "run", step(i)); err != nil || v.Stop {
+			b.Fatal(err, guard.Explain(v))
+		}
+	}
+}

@@ -156,6 +156,53 @@ func TestMeasure(t *testing.T) {
 			us(viaRedis.clientCPU), us(viaRedis.serverCPU), us(bare.clientCPU), us(bare.serverCPU))
 	}
 
+	// A long healthy run: every call new, so that the stored run is as
+	// large as the defaults make it (the no-progress window full).
+	longStep := func(w, i int) guard.Step {
+		return guard.Step{ToolCalls: []guard.ToolCall{{Name: "search", Args: fmt.Sprintf(`{"w":%d,"q":%d}`, w, i), Result: fmt.Sprint("r", i)}}}
+	}
+	const primed = 1100 // steps before measuring: more than the window's 1,024 outcomes
+	fmt.Println("\n| Concurrent long runs | Check through Redis (Runs) | Bare Redis GET+SET of as many bytes | Runs / bare | CPU per Check, client + server | CPU per GET+SET, client + server |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- |")
+	for _, n := range []int{1, 8, 64} {
+		gen := time.Now().UnixNano()
+		runs, _ := snapshot.New(store, config(t, noLimit), snapshot.Options{})
+		next := make([]int, n) // each worker's next step
+		var wg sync.WaitGroup
+		for w := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ; next[w] < primed; next[w]++ {
+					if _, err := runs.Check(ctx, fmt.Sprintf("l%d-%d", gen, w), longStep(w, next[w])); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		long, _ := client.Get(ctx, fmt.Sprintf("measure:l%d-0", gen)).Bytes()
+		viaRedis := &figure{name: "long runs", n: n, op: func(w, _ int) error {
+			v, err := runs.Check(ctx, fmt.Sprintf("l%d-%d", gen, w), longStep(w, next[w]))
+			next[w]++
+			if v.Stop {
+				return fmt.Errorf("a healthy run stopped: %s", guard.Explain(v))
+			}
+			return err
+		}}
+		bare := &figure{name: "bare, long", n: n, op: func(w, i int) error {
+			key := fmt.Sprintf("measure:barelong%d-%d", gen, w)
+			if err := client.Get(ctx, key).Err(); err != nil && !errors.Is(err, redis.Nil) {
+				return err
+			}
+			return client.Set(ctx, key, long, 0).Err()
+		}}
+		measure([]*figure{viaRedis, bare})
+		fmt.Printf("| %d (%d bytes stored) | %.0f /s | %.0f /s | %.2f× | %.0f + %.0f µs | %.0f + %.0f µs |\n", n, len(long), viaRedis.best, bare.best, viaRedis.best/bare.best,
+			us(viaRedis.clientCPU), us(viaRedis.serverCPU), us(bare.clientCPU), us(bare.serverCPU))
+	}
+
 	fmt.Println("\n| Concurrent writers (own keys) | Compare-and-set, Lua script | Compare-and-set, WATCH/MULTI | Lua / WATCH |")
 	fmt.Println("| --- | --- | --- | --- |")
 	for _, n := range []int{1, 8, 64} {
