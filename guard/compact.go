@@ -3,6 +3,7 @@ package guard
 import (
 	"bytes"
 	"encoding/binary"
+	"unicode/utf8"
 )
 
 // maxCompactDepth is the deepest nesting appendCompact accepts: that of
@@ -120,48 +121,76 @@ func (c *compacter) container(end byte) bool {
 
 // str copies a string whose '"' is next.
 func (c *compacter) str() bool {
-	d := c.src
-	start := c.i
-	i := start + 1
+	end, _, ok := scanString(c.src, c.i)
+	if ok {
+		c.dst = append(c.dst, c.src[c.i:end]...)
+		c.i = end
+	}
+	return ok
+}
+
+// number copies a number that is next.
+func (c *compacter) number() bool {
+	end, ok := scanNumber(c.src, c.i)
+	if ok {
+		c.dst = append(c.dst, c.src[c.i:end]...)
+		c.i = end
+	}
+	return ok
+}
+
+// scanString reads the JSON string whose '"' is d[i]. It returns the index
+// after its closing quote, and whether its contents are plain: no escape and
+// no byte beyond ASCII, so that they are also the decoded string. When the
+// string is not valid JSON, ok is false and end is where it fails. Strings
+// are not checked for UTF-8, as encoding/json does not check them.
+func scanString(d []byte, i int) (end int, plain, ok bool) {
+	i++
+	plain = true
 	for {
 		for i+8 <= len(d) && !special(binary.LittleEndian.Uint64(d[i:])) {
+			if binary.LittleEndian.Uint64(d[i:])&highs != 0 {
+				plain = false
+			}
 			i += 8
 		}
 		if i >= len(d) {
-			return false
+			return i, false, false
 		}
 		switch b := d[i]; {
 		case b == '"':
-			c.dst = append(c.dst, d[start:i+1]...)
-			c.i = i + 1
-			return true
+			return i + 1, plain, true
 		case b == '\\':
+			plain = false
 			if i+1 >= len(d) {
-				return false
+				return i + 1, false, false
 			}
 			switch d[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
 				if i+6 > len(d) || !isHex(d[i+2]) || !isHex(d[i+3]) || !isHex(d[i+4]) || !isHex(d[i+5]) {
-					return false
+					return i, false, false
 				}
 				i += 6
 			default:
-				return false
+				return i, false, false
 			}
 		case b < 0x20:
-			return false
+			return i, false, false
 		default:
+			if b >= utf8.RuneSelf {
+				plain = false
+			}
 			i++
 		}
 	}
 }
 
-// number copies a number that is next.
-func (c *compacter) number() bool {
-	d := c.src
-	start, i := c.i, c.i
+// scanNumber reads the JSON number that starts at d[i] and returns the
+// index after it; when it is not a number, ok is false and end is where it
+// fails.
+func scanNumber(d []byte, i int) (end int, ok bool) {
 	digits := func() bool {
 		j := i
 		for i < len(d) && '0' <= d[i] && d[i] <= '9' {
@@ -169,19 +198,19 @@ func (c *compacter) number() bool {
 		}
 		return i > j
 	}
-	if d[i] == '-' {
+	if i < len(d) && d[i] == '-' {
 		i++
 	}
 	switch {
 	case i < len(d) && d[i] == '0':
 		i++
 	case !digits():
-		return false
+		return i, false
 	}
 	if i < len(d) && d[i] == '.' {
 		i++
 		if !digits() {
-			return false
+			return i, false
 		}
 	}
 	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
@@ -190,10 +219,8 @@ func (c *compacter) number() bool {
 			i++
 		}
 		if !digits() {
-			return false
+			return i, false
 		}
 	}
-	c.dst = append(c.dst, d[start:i]...)
-	c.i = i
-	return true
+	return i, true
 }

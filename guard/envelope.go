@@ -2,10 +2,8 @@ package guard
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/loopguard/loopguard/canonical"
 )
@@ -232,96 +230,25 @@ func special(x uint64) bool {
 // whether they are plain: no escape and no byte beyond ASCII, so that they
 // are also the decoded string.
 func (r *snapshotReader) str() (raw []byte, plain bool, err error) {
-	d := r.data
-	start := r.i + 1
-	i := start
-	plain = true
-	for {
-		for i+8 <= len(d) && !special(binary.LittleEndian.Uint64(d[i:])) {
-			if binary.LittleEndian.Uint64(d[i:])&highs != 0 {
-				plain = false
-			}
-			i += 8
-		}
-		if i >= len(d) {
-			r.i = i
-			return nil, false, r.invalid()
-		}
-		switch c := d[i]; {
-		case c == '"':
-			r.i = i + 1
-			return d[start:i], plain, nil
-		case c == '\\':
-			plain = false
-			if i+1 >= len(d) {
-				r.i = i + 1
-				return nil, false, r.invalid()
-			}
-			switch d[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if i+6 > len(d) || !isHex(d[i+2]) || !isHex(d[i+3]) || !isHex(d[i+4]) || !isHex(d[i+5]) {
-					r.i = i
-					return nil, false, r.invalid()
-				}
-				i += 6
-			default:
-				r.i = i
-				return nil, false, r.invalid()
-			}
-		case c < 0x20:
-			r.i = i
-			return nil, false, r.invalid()
-		default:
-			if c >= utf8.RuneSelf {
-				plain = false
-			}
-			i++
-		}
+	end, plain, ok := scanString(r.data, r.i)
+	if !ok {
+		r.i = end
+		return nil, false, r.invalid()
 	}
+	raw = r.data[r.i+1 : end-1]
+	r.i = end
+	return raw, plain, nil
 }
 
 // number reads a JSON number that is next and returns its text.
 func (r *snapshotReader) number() ([]byte, error) {
-	d := r.data
-	start, i := r.i, r.i
-	digits := func() bool {
-		j := i
-		for i < len(d) && '0' <= d[i] && d[i] <= '9' {
-			i++
-		}
-		return i > j
-	}
-	if i < len(d) && d[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(d) && d[i] == '0':
-		i++
-	case !digits():
-		r.i = i
+	start := r.i
+	end, ok := scanNumber(r.data, r.i)
+	r.i = end
+	if !ok {
 		return nil, r.invalid()
 	}
-	if i < len(d) && d[i] == '.' {
-		i++
-		if !digits() {
-			r.i = i
-			return nil, r.invalid()
-		}
-	}
-	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
-		i++
-		if i < len(d) && (d[i] == '+' || d[i] == '-') {
-			i++
-		}
-		if !digits() {
-			r.i = i
-			return nil, r.invalid()
-		}
-	}
-	r.i = i
-	return d[start:i], nil
+	return r.data[start:end], nil
 }
 
 // literal reads true, false or null if one is next.
