@@ -140,6 +140,16 @@ func TestBuildBeyondErrors(t *testing.T) {
 		{"oscillation flag string", `{"oscillation": {"requireIdenticalResults": "yes"}}`, []problem{{"oscillation", "oscillation.requireIdenticalResults", boolean}}},
 		{"oscillation misspelt flag", `{"oscillation": {"requireIdenticalResult": true}}`,
 			[]problem{{"oscillation", "oscillation.requireIdenticalResult", unknown + ` (did you mean "requireIdenticalResults"?)`}}},
+		{"repeatedFailure threshold 1", `{"repeatedFailure": {"threshold": 1}}`, []problem{{"failure", "repeatedFailure.threshold", atLeast2 + ", not 1"}}},
+		{"repeatedFailure window 1", `{"repeatedFailure": {"window": 1}}`, []problem{{"failure", "repeatedFailure.window", atLeast2 + ", not 1"}}},
+		{"repeatedFailure window too large", `{"repeatedFailure": {"window": 257}}`, []problem{{"failure", "repeatedFailure.window", "must be at most 256, not 257"}}},
+		{"repeatedFailure warn string", `{"repeatedFailure": {"warn": "yes"}}`, []problem{{"failure", "repeatedFailure.warn", boolean}}},
+		{"repeatedFailure misspelt", `{"repeatedFailure": {"treshold": 4}}`, []problem{{"failure", "repeatedFailure.treshold", unknown + ` (did you mean "threshold"?)`}}},
+		{"repeatedText threshold 1", `{"repeatedText": {"threshold": 1}}`, []problem{{"text", "repeatedText.threshold", atLeast2 + ", not 1"}}},
+		{"repeatedText window too large", `{"repeatedText": {"window": 257}}`, []problem{{"text", "repeatedText.window", "must be at most 256, not 257"}}},
+		{"repeatedText number", `{"repeatedText": 3}`, []problem{{"text", "repeatedText", section}}},
+		{"repeatedRefusal threshold 1", `{"repeatedRefusal": {"threshold": 1}}`, []problem{{"refusal", "repeatedRefusal.threshold", atLeast2 + ", not 1"}}},
+		{"repeatedRefusal window is not an option", `{"repeatedRefusal": {"window": 5}}`, []problem{{"refusal", "repeatedRefusal.window", unknown}}},
 		{"repeat warn number", `{"repeatedToolCall": {"warn": 1}}`, []problem{{"repeat", "repeatedToolCall.warn", boolean}}},
 		{"noProgress warn null", `{"noProgress": {"warn": null}}`, []problem{{"noprogress", "noProgress.warn", boolean}}},
 		{"toolLimit unknown option", `{"toolLimit": {"warnAt": 0.5}, "tools": {"a": {"maxCalls": 1}}}`, []problem{{"toollimit", "toolLimit.warnAt", unknown}}},
@@ -231,6 +241,26 @@ func TestNotDefault(t *testing.T) {
 	for _, d := range detector.Defaults() {
 		if d.Name() == stall.Name || d.Name() == window.Name {
 			t.Errorf("%s is in Defaults", d.Name())
+		}
+	}
+}
+
+// TestCountInWindowBounds: the largest window and the smallest threshold of
+// the repeated-failure and repeated-text rules are accepted (257 and 1 are
+// not: TestBuildBeyondErrors).
+func TestCountInWindowBounds(t *testing.T) {
+	for _, doc := range []string{
+		`{"repeatedFailure": {"window": 256, "threshold": 2, "warn": true}}`,
+		`{"repeatedText": {"window": 256, "threshold": 2, "warn": true}}`,
+		`{"repeatedFailure": {"window": 2, "threshold": 2}, "repeatedText": {"window": 2, "threshold": 2}}`,
+	} {
+		cfg, err := detector.FromJSON([]byte(doc))
+		if err != nil {
+			t.Errorf("FromJSON(%s): %v", doc, err)
+			continue
+		}
+		if _, err := cfg.New(); err != nil {
+			t.Errorf("FromJSON(%s).New(): %v", doc, err)
 		}
 	}
 }

@@ -469,23 +469,9 @@ func buildWindow(in Input) (guard.Detector, error) {
 // defaults, {"threshold": N, "window": M, "warn": b}, or false.
 func buildFailure(in Input) (guard.Detector, error) {
 	r := &reader{det: failure.Name}
-	var o failure.Options
 	ms, on := r.optionalSection(keyFailure, in.Values)
-	for _, m := range ms {
-		path := join(keyFailure, m.key)
-		switch m.key {
-		case "window":
-			if o.Window = r.integer(path, m.val, 2); o.Window > failure.MaxWindow {
-				r.failf(path, "must be at most %d, not %d", failure.MaxWindow, o.Window)
-			}
-		case "threshold":
-			o.Threshold = r.integer(path, m.val, 2)
-		case fieldWarn:
-			o.Warn = r.boolean(path, m.val)
-		default:
-			r.unknown(keyFailure, m.key, []string{"threshold", fieldWarn, "window"})
-		}
-	}
+	var o failure.Options
+	o.Threshold, o.Window, o.Warn = r.countInWindow(keyFailure, ms, failure.MaxWindow)
 	if err := r.err(); err != nil || !on {
 		return nil, err
 	}
@@ -497,28 +483,35 @@ func buildFailure(in Input) (guard.Detector, error) {
 // {"threshold": N, "window": M, "warn": b}, or false.
 func buildText(in Input) (guard.Detector, error) {
 	r := &reader{det: text.Name}
-	var o text.Options
 	ms, on := r.optionalSection(keyText, in.Values)
-	for _, m := range ms {
-		path := join(keyText, m.key)
-		switch m.key {
-		case "window":
-			if o.Window = r.integer(path, m.val, 2); o.Window > text.MaxWindow {
-				r.failf(path, "must be at most %d, not %d", text.MaxWindow, o.Window)
-			}
-		case "threshold":
-			o.Threshold = r.integer(path, m.val, 2)
-		case fieldWarn:
-			o.Warn = r.boolean(path, m.val)
-		default:
-			r.unknown(keyText, m.key, []string{"threshold", fieldWarn, "window"})
-		}
-	}
+	var o text.Options
+	o.Threshold, o.Window, o.Warn = r.countInWindow(keyText, ms, text.MaxWindow)
 	if err := r.err(); err != nil || !on {
 		return nil, err
 	}
 	d, err := text.New(o)
 	return built(d, err, fields{"Window": keyText + ".window", "Threshold": keyText + ".threshold", "Warn": keyText + ".warn"})
+}
+
+// countInWindow reads the section key of a rule that counts repeats within
+// a window: "threshold" (at least 2), "window" (2 to maxWindow) and "warn".
+func (r *reader) countInWindow(key string, ms []member, maxWindow int) (threshold, window int, warn bool) {
+	for _, m := range ms {
+		path := join(key, m.key)
+		switch m.key {
+		case "window":
+			if window = r.integer(path, m.val, 2); window > maxWindow {
+				r.failf(path, "must be at most %d, not %d", maxWindow, window)
+			}
+		case "threshold":
+			threshold = r.integer(path, m.val, 2)
+		case fieldWarn:
+			warn = r.boolean(path, m.val)
+		default:
+			r.unknown(key, m.key, []string{"threshold", fieldWarn, "window"})
+		}
+	}
+	return threshold, window, warn
 }
 
 // buildRefusal builds the repeated-refusal rule: absent or true for its
