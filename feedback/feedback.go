@@ -192,7 +192,7 @@ func text(code string, f fields) string {
 	case CodeWindowedRepeat:
 		return fmt.Sprintf("You have made exactly the same call to %s %s among your recent calls, and another one will not tell you anything new. Change the arguments, use a different tool, or answer with what you already know.", ToolName(f.Tool), times(f.Count))
 	case CodeRepeatedFailure:
-		return fmt.Sprintf("Your calls to %s have failed %s the same way, although the arguments changed each time. Another variation of the same call will fail like the others. Read the error, step back and try a different approach, or answer with what you know.", ToolName(f.Tool), times(f.Count))
+		return fmt.Sprintf("Your calls to %s have failed %s the same way, whatever the arguments. Another call like them will fail like the others. Read the error, step back and try a different approach, or answer with what you know.", ToolName(f.Tool), times(f.Count))
 	case CodeRepeatedText:
 		return fmt.Sprintf("You have written the same message %s among your recent turns; repeating it does not move the task forward. Say something new that helps, try a different approach, or give your final answer.", times(f.Count))
 	case CodeRepeatedRefusal:

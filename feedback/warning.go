@@ -87,7 +87,7 @@ func ForWarning(w guard.Warning) string {
 	case CodeStallWarning:
 		return fmt.Sprintf("Your last %s steps brought no new information: no tool call returned anything new. One more such step will stop this run: make a tool call that can bring new information, or give your final answer.", num(w.Value))
 	case CodeRepeatedFailureWarning:
-		return fmt.Sprintf("Your calls to %s have failed %s the same way, although the arguments changed. Another call that fails like this will stop this run: read the error, then try a different approach or answer with what you know.", ToolName(w.Tool), times(w.Value))
+		return fmt.Sprintf("Your calls to %s have failed %s the same way. Another call that fails like this will stop this run: read the error, then try a different approach or answer with what you know.", ToolName(w.Tool), times(w.Value))
 	case CodeRepeatedRefusalWarning:
 		return fmt.Sprintf("You have asked %s for a call to %s that is not allowed to run. It will not be run; asking for it again will stop this run. Use another approach or answer with what you have.", times(w.Value), ToolName(w.Tool))
 	case CodeRepeatedTextWarning:
