@@ -341,6 +341,7 @@ func TestOptions(t *testing.T) {
 	same := []finish.Options{
 		{Terminal: finish.DefaultTerminal(), OtherPolicy: finish.StopIfTextOnly},
 		{Terminal: []string{"ERROR", "stop", "length", "Content_Filter", "stop"}},
+		{StopWithToolCalls: finish.Continue}, // the default, spelt out
 	}
 	for _, o := range same {
 		if got := fingerprint(t, o); got != def {
@@ -352,6 +353,7 @@ func TestOptions(t *testing.T) {
 		{Terminal: []string{"stop"}},
 		{OtherPolicy: finish.Stop},
 		{OtherPolicy: finish.Continue},
+		{StopWithToolCalls: finish.Stop}, // the reference's reading: a restore must not mix the two
 	}
 	seen := map[string]finish.Options{def: {}}
 	for _, o := range different {
