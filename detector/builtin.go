@@ -428,7 +428,7 @@ func buildNoProgress(in Input) (guard.Detector, error) {
 
 // buildWindow builds the windowed repeat rule, which is off unless "window"
 // is present: true for its defaults, or {"window": N, "threshold": M,
-// "warn": b}.
+// "warn": b, "compare": "outcome" | "call"}.
 func buildWindow(in Input) (guard.Detector, error) {
 	r := &reader{det: window.Name}
 	var o window.Options

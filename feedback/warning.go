@@ -73,7 +73,8 @@ const (
 // text, and it never reads w.Detail.
 //
 // The warnings of the tool rules (REPEAT_WARNING, WINDOWED_REPEAT_WARNING,
-// TOOL_CALL_CAP_WARNING) carry the tool's name in w.Tool.
+// TOOL_CALL_CAP_WARNING, REPEATED_FAILURE_WARNING, REPEATED_REFUSAL_WARNING)
+// carry the tool's name in w.Tool.
 func ForWarning(w guard.Warning) string {
 	switch w.Code {
 	case CodeRepeatWarning:

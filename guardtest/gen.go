@@ -27,8 +27,8 @@ var (
 // with a few arguments and results, written in several equivalent ways
 // (JSON text with or without spaces, Go maps, numbers as int or float64),
 // sometimes failing, now and then a refused call; a few texts and finish
-// reasons; small usage numbers, and now and then new input or an odd value (a negative or NaN number, a
-// tool name of 300 bytes, invalid UTF-8).
+// reasons; small usage numbers, and now and then new input or an odd value
+// (a negative or NaN number, a tool name of 300 bytes, invalid UTF-8).
 //
 // It is the default generator of [Run] and [Check]. Call it from a generator
 // of your own to mix your steps with these.

@@ -40,6 +40,7 @@ func (k EntryKind) String() string {
 
 // An Entry is one entry of a log: a step, or a control line.
 type Entry struct {
+	// Kind says which of the fields below the entry fills.
 	Kind EntryKind
 	// Line is the 1-based line of the input where the entry starts: its
 	// step line, or the assistant message or response it was made from.

@@ -93,11 +93,12 @@ type Options struct {
 
 // Evidence is the evidence of a stop.
 type Evidence struct {
-	// FinishReason is the finish reason as the provider gave it, and
-	// Normalized the normalised reason, each as guard.Clean shows it
-	// (escaped, and cut to 256 bytes).
+	// FinishReason is the finish reason as the provider gave it, as
+	// guard.Clean shows it (escaped, and cut to 256 bytes).
 	FinishReason string `json:"finishReason"`
-	Normalized   string `json:"normalized"`
+	// Normalized is the normalised reason (guard.NormalizeFinishReason),
+	// shown the same way.
+	Normalized string `json:"normalized"`
 	// Policy is the configured policy for other reasons.
 	Policy Policy `json:"policy"`
 	// HasText reports whether the step has text that is not blank.
