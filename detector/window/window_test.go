@@ -342,6 +342,26 @@ func TestWarn(t *testing.T) {
 			want:  cat(goOn(4), one(warn("search", 3)), goOn(1), one(stopA(4))),
 		},
 		{
+			name: "comparing outcomes, a call whose result changes is not the same: no warning, no stop",
+			opts: window.Options{Warn: true, Compare: window.CompareOutcome},
+			steps: each(withResult(a, "1"), x, withResult(a, "2"), y, withResult(a, "3"), z,
+				withResult(a, "4")),
+			want: goOn(7),
+		},
+		{
+			name: "comparing outcomes, the third same answer warns, the fourth stops",
+			opts: window.Options{Warn: true, Compare: window.CompareOutcome},
+			steps: each(withResult(a, "1"), x, withResult(a, "1"), y, withResult(a, "1"), z,
+				withResult(a, "1")),
+			want: cat(goOn(4), one(warn("search", 3)), goOn(1), one(func() guard.Verdict {
+				v := stopA(4)
+				ev := v.Evidence.(window.Evidence)
+				ev.IdenticalResults = true
+				v.Evidence = ev
+				return v
+			}())),
+		},
+		{
 			name:  "no warning without Warn",
 			steps: each(a, x, a, y, a),
 			want:  goOn(5),
