@@ -126,15 +126,9 @@ func guarded(ctx context.Context, g *guard.Guard, call guard.ToolCall, run func(
 // result whose only content is d's feedback (or, when a custom Feedback
 // option left it empty, a plain sentence saying the call was not run).
 func Refusal(d guard.Decision) *sdk.CallToolResult {
-	text := d.Feedback
-	if text == "" {
-		text = fallbackFeedback
-	}
+	text := (&guard.RefusedError{Decision: d}).Error() // the feedback, or guard's plain sentence
 	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: text}}}
 }
-
-// fallbackFeedback is the refusal text when a decision carries none.
-const fallbackFeedback = "That call was not run: loopguard refused it."
 
 // toolResult is the part of a tool result that is its outcome. Meta and the
 // protocol's bookkeeping are left out, so that equal answers compare equal.

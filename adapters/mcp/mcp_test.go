@@ -341,3 +341,17 @@ func TestConcurrentCallsSeeEachOther(t *testing.T) {
 		t.Errorf("%d steps and %d calls recorded, want 3 (2 calls and a refusal) and 2", sum.Steps, sum.ToolCalls)
 	}
 }
+
+// TestRefusalText: a refusal is an error result with the decision's
+// feedback, and guard's plain sentence when a custom feedback left it empty.
+func TestRefusalText(t *testing.T) {
+	for _, tt := range []struct{ feedback, want string }{
+		{"Try another query.", "Try another query."},
+		{"", (&guard.RefusedError{}).Error()},
+	} {
+		res := lgmcp.Refusal(guard.Decision{Feedback: tt.feedback})
+		if !res.IsError || len(res.Content) != 1 || res.Content[0].(*sdk.TextContent).Text != tt.want {
+			t.Errorf("Refusal(feedback %q) = %+v, want an error result with %q", tt.feedback, res, tt.want)
+		}
+	}
+}

@@ -100,15 +100,8 @@ func awaitsInput(res *mcp.CallToolResult, err error) bool {
 // mcp.NewToolResultError with d's feedback (or, when a custom Feedback option
 // left it empty, a plain sentence saying the call was not run).
 func Refusal(d guard.Decision) *mcp.CallToolResult {
-	text := d.Feedback
-	if text == "" {
-		text = fallbackFeedback
-	}
-	return mcp.NewToolResultError(text)
+	return mcp.NewToolResultError((&guard.RefusedError{Decision: d}).Error()) // the feedback, or guard's plain sentence
 }
-
-// fallbackFeedback is the refusal text when a decision carries none.
-const fallbackFeedback = "That call was not run: loopguard refused it."
 
 // arguments returns a call's arguments: the JSON text that came over the
 // wire when there is one, else the decoded value (nil when absent).

@@ -282,3 +282,18 @@ func TestConcurrentCallsSeeEachOther(t *testing.T) {
 		t.Errorf("the tool ran %d times and %d steps, %d calls were recorded, want 2, 3 (2 calls and a refusal) and 2", n, sum.Steps, sum.ToolCalls)
 	}
 }
+
+// TestRefusalText: a refusal is an error result with the decision's
+// feedback, and guard's plain sentence when a custom feedback left it empty.
+func TestRefusalText(t *testing.T) {
+	for _, tt := range []struct{ feedback, want string }{
+		{"Try another query.", "Try another query."},
+		{"", (&guard.RefusedError{}).Error()},
+	} {
+		res := mcpgo.Refusal(guard.Decision{Feedback: tt.feedback})
+		text, ok := res.Content[0].(mcp.TextContent)
+		if !res.IsError || len(res.Content) != 1 || !ok || text.Text != tt.want {
+			t.Errorf("Refusal(feedback %q) = %+v, want an error result with %q", tt.feedback, res, tt.want)
+		}
+	}
+}
