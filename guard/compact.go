@@ -6,9 +6,10 @@ import (
 	"unicode/utf8"
 )
 
-// maxCompactDepth is the deepest nesting appendCompact accepts: that of
-// encoding/json's scanner, so that it accepts exactly what json.Valid does.
-const maxCompactDepth = 10000
+// maxJSONDepth is the deepest nesting that appendCompact and UnmarshalState
+// accept: that of encoding/json's scanner, so that they accept what
+// json.Valid and json.Unmarshal do.
+const maxJSONDepth = 10000
 
 // appendCompact appends src to dst without its insignificant white space,
 // as json.Compact does, and reports whether src is one valid JSON value, as
@@ -85,7 +86,7 @@ func (c *compacter) value() bool {
 // container copies an object or an array whose bracket is next; end is its
 // closing bracket.
 func (c *compacter) container(end byte) bool {
-	if c.depth++; c.depth > maxCompactDepth {
+	if c.depth++; c.depth > maxJSONDepth {
 		return false
 	}
 	c.dst = append(c.dst, c.src[c.i])

@@ -41,10 +41,10 @@ func TestAppendCompact(t *testing.T) {
 		`{}`, `[]`, `{ "a" : [ 1 , 2 , { } ] , "b" : null }`, `{"a":1,}`, `[1,]`, `[,1]`, `{"a"}`, `{"a":}`, `{1:2}`, `{"a":1 "b":2}`,
 		`[1] [2]`, "[\n1,\r\n2\t]", `{"a":1}}`, `[[[]]`, `"` + strings.Repeat("0123456789abcdef", 100) + `"`,
 		`"` + strings.Repeat("x", 13) + `\n` + strings.Repeat("y", 9) + `"`,
-		strings.Repeat("[", maxCompactDepth) + strings.Repeat("]", maxCompactDepth),
-		strings.Repeat("[", maxCompactDepth+1) + strings.Repeat("]", maxCompactDepth+1),
-		strings.Repeat(`{"a":`, maxCompactDepth) + "1" + strings.Repeat("}", maxCompactDepth),
-		strings.Repeat(`{"a":`, maxCompactDepth+1) + "1" + strings.Repeat("}", maxCompactDepth+1),
+		strings.Repeat("[", maxJSONDepth) + strings.Repeat("]", maxJSONDepth),
+		strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1),
+		strings.Repeat(`{"a":`, maxJSONDepth) + "1" + strings.Repeat("}", maxJSONDepth),
+		strings.Repeat(`{"a":`, maxJSONDepth+1) + "1" + strings.Repeat("}", maxJSONDepth+1),
 	} {
 		checkCompact(t, []byte(src))
 	}

@@ -32,18 +32,12 @@ func UnmarshalState(data []byte, v any) error {
 	return json.Unmarshal(data, v)
 }
 
-// checkKeys checks the object keys of the JSON text data against the type t
-// that it will be decoded into (nil for any value): exact spelling, no
-// duplicates and, unless unknown is set, no key that no field reads.
-// Values whose type decodes itself (json.Unmarshaler, TextUnmarshaler) are
-// only checked for duplicate keys. It reads the text without decoding any
-// value, and reports text that is not JSON as an error.
-func checkKeys(data []byte, t reflect.Type, unknown bool) error {
-	k := keyChecker{data: data, unknown: unknown}
-	return k.check(t)
-}
-
-// check checks the text against t.
+// check checks the object keys of the JSON text against the type t that it
+// will be decoded into (nil for any value): exact spelling, no duplicates
+// and no key that no field reads. Values whose type decodes itself
+// (json.Unmarshaler, TextUnmarshaler) are only checked for duplicate keys.
+// It reads the text without decoding any value, and reports text that is not
+// JSON as an error.
 func (k *keyChecker) check(t reflect.Type) error {
 	if err := k.value(t); err != nil {
 		return err
@@ -55,12 +49,11 @@ func (k *keyChecker) check(t reflect.Type) error {
 }
 
 type keyChecker struct {
-	data    []byte
-	i       int
-	unknown bool
-	depth   int             // arrays and objects open
-	keys    stack[[]byte]   // the keys of the objects open, in order, decoded
-	path    stack[pathStep] // to the value being checked
+	data  []byte
+	i     int
+	depth int             // arrays and objects open
+	keys  stack[[]byte]   // the keys of the objects open, in order, decoded
+	path  stack[pathStep] // to the value being checked
 
 	// presize is set when sizes is wanted: the number of elements of each
 	// array that sets a slice field of the top-level struct.
@@ -149,12 +142,9 @@ func containsKey(s *stack[[]byte], first int, key []byte) bool {
 	return false
 }
 
-// Limits of the key checker: as deep as encoding/json reads, and the keys
-// of one object looked up in a list up to a few, in a map beyond.
-const (
-	maxCheckDepth = 10_000
-	listedKeys    = 16
-)
+// The keys of one object are looked up in a list up to a few, in a map
+// beyond.
+const listedKeys = 16
 
 // pathStep is one step of the path to the value being checked: a key, or for
 // an array element its index (key nil).
@@ -290,8 +280,8 @@ func (k *keyChecker) value(t reflect.Type) error {
 	}
 	switch k.data[k.i] {
 	case '{', '[':
-		if k.depth++; k.depth > maxCheckDepth {
-			return fmt.Errorf("guard: state: nested deeper than %d levels", maxCheckDepth)
+		if k.depth++; k.depth > maxJSONDepth {
+			return fmt.Errorf("guard: state: nested deeper than %d levels", maxJSONDepth)
 		}
 		defer func() { k.depth-- }()
 	}
@@ -417,9 +407,7 @@ func (k *keyChecker) object(t reflect.Type) error {
 						return fmt.Errorf("guard: state: key %q is not spelt %q", k.where(), f.name)
 					}
 				}
-				if !k.unknown {
-					return fmt.Errorf("guard: state: unknown key %q", k.where())
-				}
+				return fmt.Errorf("guard: state: unknown key %q", k.where())
 			}
 		}
 		if k.space(); k.i >= len(k.data) || k.data[k.i] != ':' {
