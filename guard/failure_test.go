@@ -155,6 +155,23 @@ func TestFailWhenFingerprint(t *testing.T) {
 	if _, err := (guard.Options{FailWhen: []string{"^ERROR"}}).Restore(data); err != nil {
 		t.Errorf("restored with the same FailWhen: %v", err)
 	}
+	// Any pattern that matches marks a failure, so their order and
+	// repeats change nothing: a list in another order restores.
+	two := guard.Options{FailWhen: []string{"^ERROR", "exit code [1-9]"},
+		Tools: map[string]guard.ToolOptions{"bash": {FailWhen: []string{"a", "b"}}}}
+	data, err = mustNew(t, two).Snapshot(guard.SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reordered := guard.Options{FailWhen: []string{"exit code [1-9]", "^ERROR", "^ERROR"},
+		Tools: map[string]guard.ToolOptions{"bash": {FailWhen: []string{"b", "a"}}}}
+	if _, err := reordered.Restore(data); err != nil {
+		t.Errorf("restored with the same patterns in another order: %v", err)
+	}
+	other := guard.Options{FailWhen: []string{"^ERROR"}, Tools: two.Tools}
+	if _, err := other.Restore(data); !errors.Is(err, guard.ErrOptionsChanged) {
+		t.Errorf("restored with a pattern fewer: %v, want ErrOptionsChanged", err)
+	}
 }
 
 func TestRefusedFacts(t *testing.T) {

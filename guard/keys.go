@@ -148,8 +148,9 @@ func mayHoldMember(text []byte, drop map[string]bool) bool {
 	return false
 }
 
-// keyFingerprint is the part of the call-key options that can be
-// fingerprinted: the dropped fields (functions cannot be).
+// keyFingerprint is the part of the options that change a call's facts and
+// can be fingerprinted: the dropped fields and the failure patterns, each a
+// set (functions cannot be).
 func (o *Options) keyFingerprint() map[string]any {
 	fp := map[string]any{}
 	if len(o.DropArgs) > 0 {
@@ -165,12 +166,12 @@ func (o *Options) keyFingerprint() map[string]any {
 		fp["toolDropArgs"] = tools
 	}
 	if len(o.FailWhen) > 0 {
-		fp["failWhen"] = o.FailWhen
+		fp["failWhen"] = sortedSet(o.FailWhen)
 	}
 	failTools := map[string]any{}
 	for name, t := range o.Tools {
 		if len(t.FailWhen) > 0 {
-			failTools[name] = t.FailWhen
+			failTools[name] = sortedSet(t.FailWhen)
 		}
 	}
 	if len(failTools) > 0 {
