@@ -564,6 +564,31 @@ func TestBacklogIsBounded(t *testing.T) {
 	if err := runs.Flush(ctx, "run"); err != nil {
 		t.Errorf("second Flush = %v, want nil (reported once)", err)
 	}
+	// The steps kept are the newest, "2" and "3": a third "3" in a row
+	// stops the run (the same text, no progress); with "0" and "1" kept,
+	// it would not.
+	if v, err := runs.Check(ctx, "run", testutil.Text("3")); err != nil || v.Stop {
+		t.Fatalf("the second step of text 3: %v, %s", err, guard.Explain(v))
+	}
+	if v, err := runs.Check(ctx, "run", testutil.Text("3")); err != nil || !v.Stop {
+		t.Errorf("the third step of text 3 in a row: %v, %s; want a stop (the newest steps kept)", err, guard.Explain(v))
+	}
+
+	// A backlog of exactly Backlog steps drops nothing.
+	store = &flaky{Store: snapshot.NewMemory(nil), down: true}
+	runs = newRuns(t, store, &defaults{}, snapshot.Options{Backlog: 2})
+	for i := range 2 {
+		if _, err := runs.Check(ctx, "run", testutil.Text(fmt.Sprint(i))); err == nil {
+			t.Fatal("no error with the store down")
+		}
+	}
+	store.set(false, false)
+	if err := runs.Flush(ctx, "run"); err != nil {
+		t.Errorf("Flush of a full backlog = %v, want nil", err)
+	}
+	if n := storedSteps(t, store, "run", snapshot.Options{}); n != 2 {
+		t.Errorf("%d steps stored, want 2", n)
+	}
 }
 
 func TestTimeout(t *testing.T) {
