@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes manifest.json from the hand-written labels below plus counts taken from testdata/traces/.
 
-Rerun (from /work/corpus/c1): python3 testdata/traces/convert/coding/manifest.py > manifest.json
+Rerun (from the repository root): python3 testdata/traces/convert/coding/manifest.py > /tmp/coding.json
+(the entries of MANIFEST.json for these runs)
 The labels were written by reading each run, before these counts were computed; the "stats"
 block only describes the file (same keys as testdata/traces/MANIFEST.json) and decides nothing.
 """
@@ -196,7 +197,7 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     out = []
     for r in RUNS:
-        path = os.path.join(here, "..", "runs", r["file"])
+        path = os.path.join(here, "..", "..", r["file"])  # testdata/traces
         steps = [json.loads(l) for l in open(path)]
         e = {"file": r["file"], "harness": r["harness"], "source_repo": r["source_repo"],
              "source_path": r["source_path"], "source_commit": r["source_commit"], "license": r["license"],

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Descriptive counts for the manifest's "stats" (the same keys as testdata/traces/MANIFEST.json).
-Run after labelling, never to decide a label:  python3 testdata/traces/convert/frameworks/stats.py runs/NAME.jsonl
+Run after labelling, never to decide a label:  python3 testdata/traces/convert/frameworks/stats.py testdata/traces/NAME.jsonl
 - maxIdenticalConsecutiveToolStep: longest run of consecutive steps with the same non-empty list
   of calls (name + args); maxIdenticalToolCallRunIgnoringTextOnlySteps: the same, skipping steps
   without calls; longestCycle: longest stretch where step i has the signature of step i-p

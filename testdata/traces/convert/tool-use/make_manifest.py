@@ -1,6 +1,8 @@
 """Write manifest.json from the hand-made labels below plus simple counts of each run.
 
-Rerun (after build.sh): python3 testdata/traces/convert/tool-use/make_manifest.py > manifest.json
+Rerun (after build.sh, from the repository root):
+python3 testdata/traces/convert/tool-use/make_manifest.py > /tmp/tool-use.json (the entries of
+MANIFEST.json for these runs)
 The labels were written by reading each run (before any counting); the counts in
 "stats" are plain tallies (same keys as testdata/traces/MANIFEST.json), no detector.
 """
@@ -10,7 +12,7 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-RUNS = os.path.join(HERE, "..", "runs")
+RUNS = os.path.join(HERE, "..", "..")  # testdata/traces
 
 TAU = ("sierra-research/tau-bench", "59a200c6d575d595120f1cb70fea53cef0632f6b",
        "historical_trajectories/gpt-4o-airline.json")
