@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/spell"
 )
 
 // This file holds the strict JSON reading that the registry and the built-in
@@ -298,34 +299,9 @@ func suggest(key string, known []string) string {
 		if len(k) < 5 {
 			continue
 		}
-		if d := editDistance(strings.ToLower(key), strings.ToLower(k)); d < bestDist {
+		if d := spell.Distance(strings.ToLower(key), strings.ToLower(k)); d < bestDist {
 			best, bestDist = k, d
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between two short strings, in
-// bytes. Keys longer than 64 bytes are not compared.
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return math.MaxInt
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -3,6 +3,8 @@ package trace
 import (
 	"fmt"
 	"strings"
+
+	"github.com/loopguard/loopguard/internal/spell"
 )
 
 // This file holds the keys of loopguard's step lines and what is said about
@@ -111,7 +113,7 @@ func resemble(p place, key string) (suggestion string, provider bool) {
 			}
 		}
 	}
-	if len(key) < 3 || len(key) > 64 {
+	if len(key) < 3 || len(key) > spell.MaxLen {
 		return "", false
 	}
 	best, bestDist := "", 3
@@ -120,7 +122,7 @@ func resemble(p place, key string) (suggestion string, provider bool) {
 		if len(k) <= 4 {
 			limit = 1
 		}
-		if d := editDistance(strings.ToLower(key), strings.ToLower(k)); d <= limit && d < bestDist {
+		if d := spell.Distance(strings.ToLower(key), strings.ToLower(k)); d <= limit && d < bestDist {
 			best, bestDist = k, d
 		}
 	}
@@ -139,33 +141,6 @@ func normKey(key string) string {
 		}
 	}
 	return b.String()
-}
-
-// editDistance is the optimal string alignment distance between two short
-// strings, in bytes: the Levenshtein distance, with a swap of two neighbours
-// counted as one edit ("txet" is one edit from "text").
-func editDistance(a, b string) int {
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
 }
 
 // isKnown reports whether key is one of place p's keys, exactly.
