@@ -11,8 +11,10 @@
 // Options.Threshold of them, itself included. Steps without text hold a place
 // in the window and never count, and so does a step whose input repeats the
 // previous step's input word for word: the same answer to a user who says
-// the same thing again is no loop of the agent's. A text that goes on stops
-// again.
+// the same thing again is no loop of the agent's. (In detector.Defaults the
+// no-progress rule, for which a new input is no progress, still stops a
+// run of identical steps that call no tool, whatever the input.) A text
+// that goes on stops again.
 //
 // In labelled real runs, a healthy agent says the same thing at most twice
 // within ten steps ("Now I run the tests again."), while looping agents
