@@ -14,7 +14,27 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/loopguard/loopguard/canonical"
 )
+
+// snapshotJSON is the envelope of a snapshot, as encoding/json reads it:
+// the shape that Snapshot writes by hand.
+type snapshotJSON struct {
+	Version         int              `json:"version"`
+	Steps           int              `json:"steps"`
+	ToolCalls       int              `json:"toolCalls"`
+	FailedToolCalls int              `json:"failedToolCalls"`
+	Totals          Totals           `json:"totals"`
+	Guard           canonical.Sum    `json:"guard"`
+	Detectors       []detectorRecord `json:"detectors"`
+}
+
+type detectorRecord struct {
+	Name        string          `json:"name"`
+	Fingerprint canonical.Sum   `json:"fingerprint"`
+	State       json.RawMessage `json:"state"`
+}
 
 // ReferenceRestore is Options.Restore as it was before the one-pass reader.
 func ReferenceRestore(o Options, data []byte, detectors ...Detector) (*Guard, error) {

@@ -22,23 +22,6 @@ const (
 	MaxSnapshotDepth = 32
 )
 
-// snapshotJSON is the envelope of a snapshot.
-type snapshotJSON struct {
-	Version         int              `json:"version"`
-	Steps           int              `json:"steps"`
-	ToolCalls       int              `json:"toolCalls"`
-	FailedToolCalls int              `json:"failedToolCalls"`
-	Totals          Totals           `json:"totals"`
-	Guard           canonical.Sum    `json:"guard"`
-	Detectors       []detectorRecord `json:"detectors"`
-}
-
-type detectorRecord struct {
-	Name        string          `json:"name"`
-	Fingerprint canonical.Sum   `json:"fingerprint"`
-	State       json.RawMessage `json:"state"`
-}
-
 // Fingerprint returns the fingerprint of a detector's options: the hash of
 // their canonical JSON.
 func Fingerprint(d Detector) canonical.Sum { return canonical.Hash(d.Options()) }
@@ -70,7 +53,9 @@ func (g *Guard) Snapshot(o SnapshotOptions) ([]byte, error) {
 			g.fingerprints.dets[i] = Fingerprint(d)
 		}
 	}
-	// The envelope is snapshotJSON, written by hand around the detectors'
+	// The envelope ({"version", "steps", "toolCalls", "failedToolCalls",
+	// "totals", "guard", "detectors": [{"name", "fingerprint", "state"}]};
+	// snapshotJSON in the tests) is written by hand around the detectors'
 	// states: encoding/json would check each state and then compact it
 	// again, and a run kept in a store is snapshotted at every step.
 	// appendCompact checks and copies a state in one pass, as json.Compact
