@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/loopguard/loopguard/canonical"
+	"github.com/loopguard/loopguard/internal/escape"
 )
 
 // PreviewLen is the most characters a preview of arguments or text holds.
@@ -154,7 +155,7 @@ func previewOf(b []byte) string {
 	for i := 0; i < len(b); {
 		r, size := utf8.DecodeRune(b[i:])
 		i += size
-		piece := escapeRune(buf[:0], r, false, 0, false)
+		piece := escape.AppendRune(buf[:0], r, false)
 		k := utf8.RuneCount(piece)
 		if n+k > PreviewLen {
 			return string(append(cut, "..."...))

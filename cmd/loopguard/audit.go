@@ -19,6 +19,7 @@ import (
 
 	"github.com/loopguard/loopguard/detector/finish"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/escape"
 	"github.com/loopguard/loopguard/trace"
 )
 
@@ -289,7 +290,7 @@ func runAudit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, readError{r.Error.Line, r.Error.Message}.in(r.Run))
 			status = exitUsage
 		case r.Empty:
-			fmt.Fprintf(stderr, "%s: empty: no steps\n", escape(r.Run))
+			fmt.Fprintf(stderr, "%s: empty: no steps\n", escape.String(r.Run))
 			status = exitUsage
 		}
 		w.run(r)
@@ -402,7 +403,7 @@ func (a *auditor) collect(paths []string, stderr io.Writer) []*job {
 				// not a regular file is never opened.
 				info, err := os.Stat(path)
 				if err != nil || !info.Mode().IsRegular() {
-					fmt.Fprintf(stderr, "%s: skipped: not a regular file\n", escape(path))
+					fmt.Fprintf(stderr, "%s: skipped: not a regular file\n", escape.String(path))
 					return nil
 				}
 			}
@@ -678,11 +679,11 @@ func newReportWriter(out io.Writer, format string, jobs []*job) *reportWriter {
 	w.prefix = commonDir(names)
 	head := "RUN"
 	if w.prefix != "" {
-		head = "RUN (in " + cutLeft(escape(w.prefix), maxRunWidth-len("RUN (in )")) + ")"
+		head = "RUN (in " + cutLeft(escape.String(w.prefix), maxRunWidth-len("RUN (in )")) + ")"
 	}
 	w.width = width(head)
 	for _, n := range names {
-		w.width = max(w.width, width(escape(strings.TrimPrefix(n, w.prefix))))
+		w.width = max(w.width, width(escape.String(strings.TrimPrefix(n, w.prefix))))
 	}
 	w.width = min(w.width, maxRunWidth)
 	w.row(head, "STEPS", "LINE", "RESULT")
@@ -713,7 +714,7 @@ func commonDir(names []string) string {
 // name is a run's name in the table: escaped, without the common directory,
 // and cut to the column from the left (the end names the file).
 func (w *reportWriter) name(run string) string {
-	return cutLeft(escape(strings.TrimPrefix(run, w.prefix)), w.width)
+	return cutLeft(escape.String(strings.TrimPrefix(run, w.prefix)), w.width)
 }
 
 func (w *reportWriter) row(run, steps, line, result string) {
@@ -727,7 +728,7 @@ func (w *reportWriter) detail(text string) {
 	if text == "" {
 		return
 	}
-	for _, l := range wrap(escape(text), tableWidth-len(indent), detailLines) {
+	for _, l := range wrap(escape.String(text), tableWidth-len(indent), detailLines) {
 		w.buf.WriteString(indent + l + "\n")
 	}
 }
@@ -759,7 +760,7 @@ func (w *reportWriter) run(r *runReport) {
 		if !s.Fault {
 			result += " (normal)"
 		}
-		w.row(name, fmt.Sprint(r.Steps), fmt.Sprint(s.Line), escape(result))
+		w.row(name, fmt.Sprint(r.Steps), fmt.Sprint(s.Line), escape.String(result))
 		why := s.Why
 		if ws := warningsText(r.Warnings); ws != "" {
 			why += "; " + ws
@@ -812,7 +813,7 @@ func (w *reportWriter) summary(s *summary) {
 	}
 	slices.Sort(reasons)
 	for _, r := range reasons {
-		fmt.Fprintf(b, "  %-20s %d\n", escape(r), s.ByReason[r])
+		fmt.Fprintf(b, "  %-20s %d\n", escape.String(r), s.ByReason[r])
 	}
 	if s.Skipped > 0 {
 		fmt.Fprintf(b, "%s with no trace skipped\n", plural(s.Skipped, ".json file", ".json files"))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/loopguard/loopguard/detector"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/escape"
 )
 
 // This file holds what the subcommands share: reading the options document,
@@ -105,7 +106,7 @@ func (c *guardConfig) restore(snapshot []byte, extra ...guard.Detector) (*guard.
 // reportConfigError writes err, one "config: " line per problem.
 func reportConfigError(w io.Writer, err error) {
 	for _, line := range strings.Split(err.Error(), "\n") {
-		fmt.Fprintf(w, "config: %s\n", escape(line))
+		fmt.Fprintf(w, "config: %s\n", escape.String(line))
 	}
 }
 

@@ -382,26 +382,6 @@ func checkWidth(t *testing.T, table string) {
 	}
 }
 
-// TestEscape pins the escapes.
-func TestEscape(t *testing.T) {
-	for in, want := range map[string]string{
-		"plain text, café, 日本":    "plain text, café, 日本",
-		"a\nb\rc\td":              `a\nb\rc\td`,
-		"\x1b[31mred\x1b[0m":      `\x1b[31mred\x1b[0m`,
-		"bell\x07 del\x7f":        `bell\x07 del\x7f`,
-		"c1 \u0085 \u009b":        `c1 \u0085 \u009b`,
-		"bidi \u202eevil\u2066":   `bidi \u202eevil\u2066`,
-		"lines \u2028 \u2029":     `lines \u2028 \u2029`,
-		"bad \xff\xfe utf8":       `bad \xff\xfe utf8`,
-		`back\slash \n stays`:     `back\slash \n stays`,
-		"emoji 👩‍💻 keeps its ZWJ": "emoji 👩‍💻 keeps its ZWJ",
-	} {
-		if got := escape(in); got != want {
-			t.Errorf("escape(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // TestTableFits checks the table's layout at its limits: long names are cut
 // from the left, long details wrapped to two lines and cut.
 func TestTableFits(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/escape"
 )
 
 // This file writes audit --html: one self-contained HTML page (inline CSS and
@@ -68,7 +69,7 @@ func (t teeOutput) flush() error {
 // characters, bidirectional controls and invalid UTF-8 become Go escapes),
 // then the markup characters. XML's non-characters are escaped too.
 func esc(s string) string {
-	s = escape(s)
+	s = escape.String(s)
 	if strings.ContainsAny(s, "\uFFFE\uFFFF") {
 		s = strings.NewReplacer("\uFFFE", `\ufffe`, "\uFFFF", `\uffff`).Replace(s)
 	}

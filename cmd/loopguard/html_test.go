@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/loopguard/loopguard/internal/escape"
 	"github.com/loopguard/loopguard/trace"
 )
 
@@ -354,7 +355,7 @@ func TestHTMLEscapes(t *testing.T) {
 			t.Errorf("the page does not show %q as text", s)
 		}
 	}
-	if secs := root.find(byClass("section", "run")); len(secs) != 1 || secs[0].Attrs["data-run"] != escape(name) {
+	if secs := root.find(byClass("section", "run")); len(secs) != 1 || secs[0].Attrs["data-run"] != escape.String(name) {
 		t.Errorf("section: %v", secs)
 	}
 }

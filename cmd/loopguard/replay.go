@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/escape"
 	"github.com/loopguard/loopguard/trace"
 )
 
@@ -193,7 +194,7 @@ func (r *replayer) run(rd *trace.Reader, maxSize int64) int {
 			if steps == 0 {
 				// As audit says: a trace without steps (or preflights) is
 				// a broken logging pipeline, not a clean run.
-				fmt.Fprintf(r.stderr, "%s: empty: no steps\n", escape(r.name))
+				fmt.Fprintf(r.stderr, "%s: empty: no steps\n", escape.String(r.name))
 				return exitUsage
 			}
 			return exitOK
@@ -215,7 +216,7 @@ func (r *replayer) run(rd *trace.Reader, maxSize int64) int {
 		}
 		rec, err := s.apply(e)
 		if err != nil {
-			fmt.Fprintf(r.stderr, "%s:%d: %s\n", escape(r.name), e.Line, escape(err.Error()))
+			fmt.Fprintf(r.stderr, "%s:%d: %s\n", escape.String(r.name), e.Line, escape.String(err.Error()))
 			return exitFailed
 		}
 		if rec.Kind == kindCheck || rec.Kind == kindPreflight {
@@ -238,7 +239,7 @@ func (r *replayer) run(rd *trace.Reader, maxSize int64) int {
 func textRecord(rec record) string {
 	head := fmt.Sprintf("line %d: ", rec.Line)
 	if rec.Run != "" {
-		head += "run " + escape(rec.Run) + ": "
+		head += "run " + escape.String(rec.Run) + ": "
 	}
 	switch rec.Kind {
 	case kindCheck:
@@ -263,12 +264,12 @@ func textRecord(rec record) string {
 // rule or the input escaped: a tool name cannot end the line or send the
 // terminal an escape sequence.
 func explain(v guard.Verdict) string {
-	v.Reason = guard.Reason(escape(string(v.Reason)))
-	v.Code = escape(v.Code)
-	v.Detail = escape(v.Detail)
+	v.Reason = guard.Reason(escape.String(string(v.Reason)))
+	v.Code = escape.String(v.Code)
+	v.Detail = escape.String(v.Detail)
 	ws := make([]guard.Warning, len(v.Warnings))
 	for i, w := range v.Warnings {
-		w.Code, w.Detail = escape(w.Code), escape(w.Detail)
+		w.Code, w.Detail = escape.String(w.Code), escape.String(w.Detail)
 		ws[i] = w
 	}
 	v.Warnings = ws
