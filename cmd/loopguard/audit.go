@@ -92,9 +92,10 @@ the value that stops the run. Hover a step for what it held; the stop's
 evidence is in a panel below. With --labels, the labelled start of each
 loop is drawn and the lead given.
 
-Exit status: 2 for bad arguments, bad options, or a PATH that cannot be
-audited: missing, unreadable, larger than --max-size, or empty (no steps: a
-broken logging pipeline must not pass a CI gate). Each is named on standard
+Exit status: 2 for bad arguments, bad options (an options file or manifest
+is read whole, up to 16M), or a PATH that cannot be audited: missing,
+unreadable, larger than --max-size, or empty (no steps: a broken logging
+pipeline must not pass a CI gate). Each is named on standard
 error ("FILE:LINE: why" or "FILE: why") and counted in the totals, and the
 other runs are still reported. Otherwise 1 when a run stops on a fault
 (--fail-on fault, the default), on any stop (--fail-on any), never (--fail-on

@@ -8,7 +8,6 @@ import (
 	"io"
 	"maps"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -151,7 +150,10 @@ func loadLabels(path string) (*labelSet, error) {
 	if path == "" {
 		return nil, nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := readDoc(path)
+	if errors.Is(err, errDocTooLarge) {
+		return nil, &manifestError{Path: path, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -69,8 +69,9 @@ did. With --format json, each is an object:
 	{"line": N, "kind": "reset"}
 
 Exit status: 0 when the trace was read; 2 for bad arguments, bad options
-("config: why") or an input that cannot be read ("FILE:LINE: why", or
-"FILE: too large: ..." past --max-size); 1 when the guard itself failed.
+("config: why"; an options file is read whole, up to 16M) or an input that
+cannot be read ("FILE:LINE: why", or "FILE: too large: ..." past
+--max-size); 1 when the guard itself failed.
 
 Flags:
 
