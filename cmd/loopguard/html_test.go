@@ -262,13 +262,14 @@ func TestHTMLCounters(t *testing.T) {
 			if r.tl == nil || r.Error != nil || r.skipped {
 				continue
 			}
-			if len(r.tl.steps) != r.Steps {
-				t.Errorf("%s: %d steps recorded, want %d", r.Run, len(r.tl.steps), r.Steps)
+			steps := r.tl.drawn()
+			if len(steps) != r.Steps {
+				t.Errorf("%s: %d steps recorded, want %d", r.Run, len(steps), r.Steps)
 			}
-			stopAt := len(r.tl.steps)
+			stopAt := len(steps)
 			if r.Stop != nil && r.Stop.Fault {
 				stopAt = -1
-				for i, s := range r.tl.steps {
+				for i, s := range steps {
 					if s.judged && s.index == r.Stop.Step && s.line == r.Stop.Line {
 						stopAt = i
 					}
@@ -278,15 +279,15 @@ func TestHTMLCounters(t *testing.T) {
 					continue
 				}
 			}
-			for i, s := range r.tl.steps {
+			for i, s := range steps {
 				if s.judged != (i <= stopAt || r.Stop == nil || !r.Stop.Fault) {
 					t.Errorf("%s: step %d judged %v, the stop is at %d", r.Run, i, s.judged, stopAt)
 				}
 			}
 			for mi, m := range r.tl.meters {
-				for i := 0; i < min(stopAt, len(r.tl.steps)); i++ {
-					s := r.tl.steps[i]
-					reached := s.values[mi] >= m.limit && (i == 0 || r.tl.steps[i-1].values[mi] < m.limit)
+				for i := 0; i < min(stopAt, len(steps)); i++ {
+					s := steps[i]
+					reached := s.values[mi] >= m.limit && (i == 0 || steps[i-1].values[mi] < m.limit)
 					if reached && (s.stop == nil || s.stop.Code != "FINISH_TERMINAL") {
 						t.Errorf("%s: %s reaches %v (limit %v) at step %d, before the stop, and the step goes on", r.Run, m.label, s.values[mi], m.limit, i)
 					}
@@ -295,7 +296,7 @@ func TestHTMLCounters(t *testing.T) {
 					}
 				}
 				if r.Stop != nil && r.Stop.Fault && m.name == r.Stop.Detector {
-					if v := r.tl.steps[stopAt].values[mi]; v < m.limit {
+					if v := steps[stopAt].values[mi]; v < m.limit {
 						t.Errorf("%s: stopped by %s, whose counter is %v at the stop, below %v", r.Run, m.name, v, m.limit)
 					}
 					checked[m.name]++
