@@ -129,7 +129,9 @@ type Reader struct {
 	started bool
 	line    int    // the lines read so far
 	first   *Entry // an entry read while detecting the format
-	whole   *Trace // a transcript read whole
+	whole   *Trace // a transcript read whole, or the OTLP run being read
+	otlp    *otlpRuns
+	run     string // the name of the OTLP run being read
 	array   *items // a JSON array of steps
 	next    int    // the next step of whole
 	err     error  // the error every later call returns
@@ -186,6 +188,21 @@ func (r *Reader) next1() (Entry, error) {
 		e := *r.first
 		r.first = nil
 		return e, nil
+	case r.otlp != nil:
+		for r.whole == nil || r.next >= len(r.whole.Steps) {
+			t, run, noArgs, err := r.otlp.nextRun()
+			if err != nil {
+				r.whole = nil
+				return Entry{}, err
+			}
+			if noArgs && r.opt.Warn != nil {
+				r.opt.Warn(&Error{Line: t.Lines[0], Err: fmt.Errorf("run %s: %w", run, ErrNoContent)})
+			}
+			r.whole, r.next, r.run = t, 0, run
+		}
+		i := r.next
+		r.next++
+		return Entry{Kind: StepEntry, Line: r.whole.Lines[i], Step: r.whole.Steps[i], Run: r.run}, nil
 	case r.whole != nil:
 		if r.next >= len(r.whole.Steps) {
 			return Entry{}, io.EOF
@@ -282,13 +299,7 @@ func (r *Reader) readWhole(head []byte) error {
 	case Anthropic:
 		r.whole, err = parseAnthropic(data)
 	case OTLP:
-		var warnings []error
-		r.whole, warnings, err = parseOTLP(data)
-		if r.opt.Warn != nil {
-			for _, w := range warnings {
-				r.opt.Warn(w)
-			}
-		}
+		r.otlp, err = parseOTLP(data)
 	default:
 		return unknownFormat(data)
 	}
