@@ -105,6 +105,10 @@ Flags:
 
 `
 
+// auditMemoryLimit is the soft memory limit of an audit (see runAudit),
+// unless GOGC or GOMEMLIMIT is set.
+const auditMemoryLimit = 256 << 20
+
 // textActionsFinish is the finish-reason option of --preset text-actions.
 const textActionsFinish = `{"terminal": ["length", "content-filter", "error"], "otherPolicy": "continue"}`
 
@@ -250,8 +254,14 @@ func runAudit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if os.Getenv("GOGC") == "" {
 		// An audit makes much short-lived garbage (each run's steps) and
 		// keeps little: collecting less often saves a quarter of its time
-		// for a few tens of megabytes.
+		// for a few tens of megabytes. Only while the heap is small: past
+		// auditMemoryLimit the collector works to stay there, so that an
+		// input that keeps much alive (an OTLP file is read whole) does
+		// not take five times that.
 		defer debug.SetGCPercent(debug.SetGCPercent(400))
+		if os.Getenv("GOMEMLIMIT") == "" {
+			defer debug.SetMemoryLimit(debug.SetMemoryLimit(auditMemoryLimit))
+		}
 	}
 	opts := readOptions{format: input, keys: trace.WarnUnknownKeys, maxSize: flags.maxSize.n}
 	if *flags.strict {
@@ -344,9 +354,6 @@ type job struct {
 	path   string // "-" for standard input
 	walked bool   // found in a directory, not named
 	err    error  // the path cannot be read at all (missing, ...)
-	// reports are the runs of the input: one, or for a file that holds
-	// several (OTLP), one per run.
-	reports []*runReport
 }
 
 // auditor replays runs.
@@ -419,22 +426,26 @@ func (a *auditor) collect(paths []string, stderr io.Writer) []*job {
 }
 
 // run audits the jobs on a bounded pool of workers and hands the reports to
-// emit in the order of the jobs.
+// emit in the order of the jobs. The reports of an input that holds many
+// runs are handed on as they are made, not gathered.
 func (a *auditor) run(jobs []*job, emit func(*runReport)) {
 	workers := min(runtime.GOMAXPROCS(0), max(len(jobs), 1))
-	// window bounds how many runs are audited ahead of the one being
+	// window bounds how many inputs are audited ahead of the one being
 	// emitted, so that memory does not grow with the corpus.
-	window := make(chan struct{}, 4*workers)
-	next := make(chan int)
-	done := make([]chan struct{}, len(jobs))
-	for i := range done {
-		done[i] = make(chan struct{})
+	window := 4 * workers
+	type work struct {
+		j       *job
+		reports chan *runReport
 	}
+	next := make(chan work)
+	order := make(chan chan *runReport, window) // the jobs' reports, in order
 	go func() {
 		defer close(next)
-		for i := range jobs {
-			window <- struct{}{}
-			next <- i
+		defer close(order)
+		for _, j := range jobs {
+			w := work{j, make(chan *runReport, 8)}
+			order <- w.reports
+			next <- w
 		}
 	}()
 	var wg sync.WaitGroup
@@ -442,50 +453,74 @@ func (a *auditor) run(jobs []*job, emit func(*runReport)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
-				jobs[i].reports = a.audit(jobs[i])
-				close(done[i])
+			for w := range next {
+				func() {
+					defer close(w.reports)
+					a.audit(w.j, func(r *runReport) { w.reports <- r })
+				}()
 			}
 		}()
 	}
-	for i, j := range jobs {
-		<-done[i]
-		for _, r := range j.reports {
+	for reports := range order {
+		for r := range reports {
 			emit(r)
 		}
-		j.reports = nil
-		<-window
 	}
 	wg.Wait()
 }
 
-// audit replays the runs of one input, each read as replay reads it: the
-// first fault is the stop replay ends at. A normal finish ("stop") is the
-// run's stop only when it is the run's last step; when more steps follow,
-// the harness went on (one that reads actions from the model's text asks
-// again), and so does the audit. The rest of the input is still read, so that
-// every step is counted and every line checked. An input that holds several
-// runs (an OTLP file) gives a report per run, named FILE#RUN, each run
-// replayed through a guard of its own.
-func (a *auditor) audit(j *job) []*runReport {
-	r := a.newReport(j.name)
-	var done []*runReport // the input's earlier runs
-	var runs []string     // the names of the runs, done and r
+// audit replays the runs of one input, each read as replay reads it, and
+// hands each run's report to send: the first fault is the stop replay ends
+// at. A normal finish ("stop") is the run's stop only when it is the run's
+// last step; when more steps follow, the harness went on (one that reads
+// actions from the model's text asks again), and so does the audit. The rest
+// of the input is still read, so that every step is counted and every line
+// checked. An input that holds several runs (an OTLP file) gives a report per
+// run, named FILE#RUN, each run replayed through a guard of its own; each is
+// sent once the next run starts. The warnings about the input go with the
+// report that follows them.
+func (a *auditor) audit(j *job, send func(*runReport)) {
 	var notes []string
-	fail := func(err error) []*runReport {
+	var first *runReport // the input's first run, held until it is known whether more follow
+	runs := 0            // the runs sent or held
+	var firstRun string  // the name of the first run in the input
+	out := func(r *runReport, run string) {
+		r.notes = append(notes, r.notes...)
+		notes = nil
+		runs++
+		switch runs {
+		case 1:
+			first, firstRun = r, run
+			return
+		case 2:
+			first.Run = j.name + "#" + firstRun
+			send(first)
+			first = nil
+		}
+		r.Run = j.name + "#" + run
+		send(r)
+	}
+	defer func() {
+		if first != nil {
+			send(first)
+		}
+	}()
+	r := a.newReport(j.name)
+	run := "" // the run of r in the input
+	fail := func(err error) {
 		re := readErrorOf(err, a.read.maxSize)
 		r.Error = &inputError{Line: re.line, Message: re.msg}
 		r.Format, r.Steps, r.Stop, r.Warnings, r.tl = "", 0, nil, nil, nil
-		reports := append(done, r)
-		reports[0].notes = append(notes, reports[0].notes...)
-		return reports
+		out(r, run)
 	}
 	if j.err != nil {
-		return fail(j.err)
+		fail(j.err)
+		return
 	}
 	in, err := a.read.open(j.path, a.stdin, j.walked)
 	if err != nil {
-		return fail(err)
+		fail(err)
+		return
 	}
 	defer in.Close()
 	rd := a.read.newReader(in, func(err error) {
@@ -498,10 +533,12 @@ func (a *auditor) audit(j *job) []*runReport {
 	s, err := a.newSession()
 	if err != nil {
 		r.Error = &inputError{Message: "config: " + err.Error()}
-		return []*runReport{r}
+		out(r, run)
+		return
 	}
 	var finish *stopReport // the last normal finish
 	lastStep := 0          // the line of the last step
+	started := false       // an entry of the input was read
 	end := func() {
 		if r.Stop == nil && finish != nil {
 			if finish.Line == lastStep {
@@ -521,21 +558,23 @@ func (a *auditor) audit(j *job) []*runReport {
 		if err != nil {
 			if j.walked && errors.Is(err, trace.ErrUnknownFormat) && strings.EqualFold(filepath.Ext(j.path), ".json") {
 				r.skipped = true // JSON that is no trace, such as a manifest
-				return []*runReport{r}
+				out(r, run)
+				return
 			}
-			return fail(err)
+			fail(err)
+			return
 		}
-		if len(runs) == 0 {
-			runs = append(runs, e.Run)
-		} else if e.Run != runs[len(runs)-1] {
+		if !started {
+			started, run = true, e.Run
+		} else if e.Run != run {
 			// The next run of the input: a fresh guard.
 			end()
-			done = append(done, r)
-			runs = append(runs, e.Run)
-			r = a.newReport(j.name)
+			out(r, run)
+			r, run = a.newReport(j.name), e.Run
 			if s, err = a.newSession(); err != nil {
 				r.Error = &inputError{Message: "config: " + err.Error()}
-				return append(done, r)
+				out(r, run)
+				return
 			}
 			finish, lastStep = nil, 0
 		}
@@ -549,7 +588,8 @@ func (a *auditor) audit(j *job) []*runReport {
 		}
 		rec, err := s.apply(e)
 		if err != nil {
-			return fail(err)
+			fail(err)
+			return
 		}
 		r.tl.add(e, &rec, s)
 		if v := rec.Verdict; v != nil {
@@ -570,14 +610,7 @@ func (a *auditor) audit(j *job) []*runReport {
 		}
 	}
 	end()
-	reports := append(done, r)
-	reports[0].notes = append(notes, reports[0].notes...)
-	if len(reports) > 1 {
-		for i, rep := range reports {
-			rep.Run = j.name + "#" + runs[i]
-		}
-	}
-	return reports
+	out(r, run)
 }
 
 // newSession returns the session of a run: with a probe when the runs are

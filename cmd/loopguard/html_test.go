@@ -258,7 +258,9 @@ func TestHTMLCounters(t *testing.T) {
 	}
 	checked := map[string]int{}
 	for _, j := range jobs {
-		for _, r := range a.audit(j) {
+		var reports []*runReport
+		a.audit(j, func(r *runReport) { reports = append(reports, r) })
+		for _, r := range reports {
 			if r.tl == nil || r.Error != nil || r.skipped {
 				continue
 			}
