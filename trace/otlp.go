@@ -289,32 +289,49 @@ func (s *spanAttrs) failed() bool { return s.sp.Status != nil && s.sp.Status.Cod
 // array of them. Their runs are made into steps one by one, as they are
 // read (see otlpRuns).
 func parseOTLP(data []byte) (*otlpRuns, error) {
-	var spans []*genSpan
+	var p otlpSpans
+	if err := p.items(data); err != nil {
+		return nil, err
+	}
+	return newOTLPRuns(p.spans)
+}
+
+// otlpSpans gathers the spans of a file, document by document.
+type otlpSpans struct{ spans []*genSpan }
+
+// doc adds the spans of a document that is one line, line.
+func (p *otlpSpans) doc(raw json.RawMessage, line int) error {
+	return otlpWalk(raw, line, func(sp json.RawMessage, _ int64) error { return p.span(sp, line) })
+}
+
+// items adds the spans of the documents in data, whose first byte is on
+// line 1.
+func (p *otlpSpans) items(data []byte) error {
 	lines := lineCounter{data: data, line: 1}
 	it := newItems(data)
 	for {
 		raw, line, err := it.next()
 		if err == io.EOF {
-			break
+			return nil
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		base := it.lastStart
-		err = otlpWalk(raw, line, func(sp json.RawMessage, off int64) error {
-			line := lines.at(base + off)
-			var s otlpSpan
-			if err := object(sp, line, "a span", &s); err != nil {
-				return err
-			}
-			spans = append(spans, newGenSpan(&s, line, len(spans)))
-			return nil
-		})
+		err = otlpWalk(raw, line, func(sp json.RawMessage, off int64) error { return p.span(sp, lines.at(base+off)) })
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return newOTLPRuns(spans)
+}
+
+func (p *otlpSpans) span(sp json.RawMessage, line int) error {
+	var s otlpSpan
+	if err := object(sp, line, "a span", &s); err != nil {
+		return err
+	}
+	p.spans = append(p.spans, newGenSpan(&s, line, len(p.spans)))
+	return nil
 }
 
 // otlpWalk calls fn with every span of an OTLP/JSON document

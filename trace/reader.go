@@ -3,6 +3,7 @@ package trace
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -231,9 +232,9 @@ func (r *Reader) next1() (Entry, error) {
 // start reads up to the first item and decides how to read the rest.
 func (r *Reader) start() error {
 	switch r.format {
-	case OpenAI, Anthropic, OTLP:
+	case OpenAI, Anthropic:
 		return r.readWhole(nil)
-	case Unknown, Steps:
+	case Unknown, Steps, OTLP:
 	default:
 		return fmt.Errorf("trace: unknown format %v", r.format)
 	}
@@ -246,6 +247,17 @@ func (r *Reader) start() error {
 	}
 	if err != nil {
 		return err
+	}
+	if text[0] == '{' && r.format != Steps {
+		if f, _ := detectItem(text); f == OTLP {
+			// An OTLP document on one line, as the Collector's file
+			// exporter writes them: read the file line by line.
+			r.format = OTLP
+			return r.readOTLPLines(text, line)
+		}
+	}
+	if r.format == OTLP {
+		return r.readWhole(append(bytes.Repeat([]byte{'\n'}, line-1), append(text, '\n')...))
 	}
 	if text[0] == '{' && (r.format == Steps || firstIsSteps(text)) {
 		r.format = Steps
@@ -303,6 +315,42 @@ func (r *Reader) readWhole(head []byte) error {
 	default:
 		return unknownFormat(data)
 	}
+	return err
+}
+
+// readOTLPLines reads OTLP traces whose first document is the line text, at
+// line: each line that holds a document is read on its own and let go, so
+// that the spans, not the file, are held. From a line that is not a document
+// by itself on, the rest is read whole.
+func (r *Reader) readOTLPLines(text []byte, line int) error {
+	var p otlpSpans
+	for {
+		if text[0] == '{' && json.Valid(text) {
+			if err := p.doc(text, line); err != nil {
+				return err
+			}
+		} else {
+			rest, err := io.ReadAll(r.br)
+			if err != nil {
+				return r.readErr(err)
+			}
+			head := append(bytes.Repeat([]byte{'\n'}, line-1), text...)
+			if err := p.items(append(append(head, '\n'), rest...)); err != nil {
+				return err
+			}
+			break
+		}
+		var err error
+		text, line, err = r.readLine()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	var err error
+	r.otlp, err = newOTLPRuns(p.spans)
 	return err
 }
 

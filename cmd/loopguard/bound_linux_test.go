@@ -97,3 +97,38 @@ func childRSS(t *testing.T, args ...string) (int64, int) {
 	}
 	return ru.Maxrss, code
 }
+
+// TestOTLPMemoryBound audits an OTLP file of 50,000 runs (16.75 MB, a
+// model span each) in a child process with the audit's own collector
+// settings, and checks its peak memory: under 200 MB, where it was 443 MB
+// (26 times the file) when each span kept its attributes, the reports of
+// the file were gathered, and every guard outlived a collection.
+func TestOTLPMemoryBound(t *testing.T) {
+	if os.Getenv("LOOPGUARD_TEST_ARGS") != "" {
+		os.Exit(run(strings.Split(os.Getenv("LOOPGUARD_TEST_ARGS"), "\x1f"), os.Stdin, os.Stdout, os.Stderr))
+	}
+	if testing.Short() || raceEnabled {
+		t.Skip("50,000 runs; the race detector takes several times the memory")
+	}
+	const runs = 50_000
+	var b strings.Builder
+	for i := 1; i <= runs; i++ {
+		fmt.Fprintf(&b, `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"%032x","spanId":"%016x","name":"chat m",`+
+			`"startTimeUnixNano":"%d","attributes":[{"key":"gen_ai.operation.name","value":{"stringValue":"chat"}},`+
+			`{"key":"gen_ai.usage.output_tokens","value":{"intValue":"12"}}],"status":{}}]}]}]}`+"\n", i, i, 1772442000000000000+i)
+	}
+	input := filepath.Join(t.TempDir(), "runs.otlp.json")
+	if err := os.WriteFile(input, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	rss, code := childRSS(t, "audit", "--format", "json", input)
+	t.Logf("audit of %d OTLP runs (%d bytes): peak RSS %d KiB", runs, b.Len(), rss)
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	if rss > 200<<10 {
+		t.Errorf("peak RSS %d KiB, more than 200 MiB", rss)
+	}
+}
