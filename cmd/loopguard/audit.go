@@ -90,7 +90,11 @@ ones hollow), the steps with text, user input or a finish reason, the
 warnings, the stop, and under them each rule's counter step by step against
 the value that stops the run. Hover a step for what it held; the stop's
 evidence is in a panel below. With --labels, the labelled start of each
-loop is drawn and the lead given.
+loop is drawn and the lead given. The page is bounded: a run draws at most
+500 steps (of a longer one, the first 25, at least the 400 up to and
+including its stop and the 50 after it, and the last ones, with gaps that
+count the others), the page at most 50,000 steps and 2,000 runs; it says
+what it leaves out.
 
 Exit status: 2 for bad arguments, bad options (an options file or manifest
 is read whole, up to 16M), or a PATH that cannot be audited: missing,

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/loopguard/loopguard/guard"
@@ -75,6 +79,69 @@ func TestTimelineWindows(t *testing.T) {
 		if r.stop >= 0 {
 			must(r.stop-beforeStop+1, r.stop+1, "before the stop")
 			must(r.stop+1, r.stop+1+afterStop, "after the stop")
+		}
+	}
+}
+
+// TestHTMLPageBounds checks the page's bounds at their edges: of runs of
+// maxDrawnSteps steps, the first that would take the page past maxPageSteps
+// gets no timeline; of maxPageRuns+1 runs, the last is left out of the page.
+// The page says both.
+func TestHTMLPageBounds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("2,001 runs")
+	}
+	page := func(dir string) (*element, string) {
+		t.Helper()
+		p := filepath.Join(t.TempDir(), "page.html")
+		if res := runCmd(t, "", "audit", "--fail-on", "never", "--html", p, dir); res.code != exitOK {
+			t.Fatalf("exit %d: %.500s", res.code, res.stderr)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		root := parsePage(t, data)
+		return root, root.text()
+	}
+	// Runs of maxDrawnSteps steps, one more than the page draws in all.
+	dir := t.TempDir()
+	long := strings.Repeat(`{"text": "a"}`+"\n", maxDrawnSteps)
+	n := maxPageSteps/maxDrawnSteps + 1
+	for i := range n {
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("run-%03d.jsonl", i)), []byte(long), 0o644)
+	}
+	root, text := page(dir)
+	sections := root.find(byClass("section", "run"))
+	if len(sections) != n {
+		t.Fatalf("%d sections, want %d", len(sections), n)
+	}
+	for i, s := range sections {
+		hits := len(s.find(byClass("rect", "hit")))
+		if want := maxDrawnSteps; i == n-1 && hits != 0 || i < n-1 && hits != want {
+			t.Errorf("run %d: %d steps drawn", i, hits)
+		}
+	}
+	if want := fmt.Sprintf("1 run is drawn without a timeline: the page draws at most %d steps in all.", maxPageSteps); !strings.Contains(text, want) {
+		t.Errorf("the page does not say %q", want)
+	}
+
+	// One run more than the page holds.
+	dir = t.TempDir()
+	for i := range maxPageRuns + 1 {
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("run-%04d.jsonl", i)), []byte(`{"text": "a"}`+"\n"), 0o644)
+	}
+	root, text = page(dir)
+	if rows, sections := len(root.find(func(e *element) bool { return e.Name == "tr" && len(e.Children) > 0 && e.Children[0].Name == "td" })),
+		len(root.find(byClass("section", "run"))); rows != maxPageRuns || sections != maxPageRuns {
+		t.Errorf("%d rows, %d sections; want %d", rows, sections, maxPageRuns)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("loopguard audit: %d runs", maxPageRuns+1),
+		fmt.Sprintf("1 run after the first %d is not on this page", maxPageRuns),
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the page does not say %q", want)
 		}
 	}
 }
