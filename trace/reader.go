@@ -112,12 +112,15 @@ type Options struct {
 // grows with the longest line, not with the length of the log. An OpenAI or
 // Anthropic transcript pairs results with calls wherever they come in the
 // log, and OTLP spans are ordered by their start times, so those are read
-// whole (up to [Options.MaxBytes]) before their first entry.
+// whole (up to [Options.MaxBytes]) before their first entry. Of OTLP traces,
+// what is held is each span's part of its step (not its attributes), and the
+// steps of one run at a time; a file of one document per line, as the
+// Collector's file exporter writes, is read line by line, and is not held.
 //
 // When the format is to be detected, the first item decides: an object with
 // a role, a chat completion or a message object makes a transcript, and an
-// object with "resourceSpans" OTLP traces (then read whole and detected as
-// [Detect] does); an object with a step's keys (or
+// object with "resourceSpans" OTLP traces (then read whole); an object with a
+// step's keys (or
 // a provider's spelling of them, to be reported), a control line or {} makes
 // step lines.
 type Reader struct {
