@@ -89,6 +89,9 @@ func TestGoBlocks(t *testing.T) {
 			problems[i] = append(problems[i], "not a Go file: "+err.Error())
 			continue
 		}
+		if isTestFile(b.code) {
+			continue // built and run with the block before it by TestTestFileBlocks
+		}
 		dir, buildDir := root, root
 		if m := adapterImport.FindStringSubmatch(b.code); m != nil {
 			dir = filepath.Join(root, "adapters", m[1])

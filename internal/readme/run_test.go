@@ -33,7 +33,7 @@ const maxOutputLine = 100
 // network. Such a block must say what it prints.
 func runnable(b block) bool {
 	f, err := parser.ParseFile(token.NewFileSet(), "", b.code, parser.ImportsOnly)
-	if err != nil || f.Name.Name != "main" {
+	if err != nil || f.Name.Name != "main" || isTestFile(b.code) {
 		return false
 	}
 	for _, imp := range f.Imports {
@@ -269,4 +269,61 @@ func lastJSONBlocks(text string) map[int]string {
 		}
 	}
 	return found
+}
+
+// TestTestFileBlocks runs every test-file block of README.md (see
+// isTestFile) as the main_test.go of the Go block before it, with go test.
+func TestTestFileBlocks(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := goBlocks(t, string(readme))
+	tmp := t.TempDir()
+	found := 0
+	for i, b := range blocks {
+		if !isTestFile(b.code) {
+			continue
+		}
+		found++
+		if i == 0 || isTestFile(blocks[i-1].code) || !runnable(blocks[i-1]) {
+			t.Errorf("README.md:%d: a test file must follow the block it tests, a program that runs anywhere", b.line)
+			continue
+		}
+		pkg := filepath.Join(root, "internal", "readmeblocks", fmt.Sprintf("block%02d", i))
+		replace := map[string]string{}
+		for name, code := range map[string]block{"main.go": blocks[i-1], "main_test.go": b} {
+			file := filepath.Join(tmp, fmt.Sprintf("README-line-%d.go", code.line))
+			if err := os.WriteFile(file, []byte(code.code), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			replace[filepath.Join(pkg, name)] = file
+		}
+		overlay, _ := json.Marshal(map[string]any{"Replace": replace})
+		overlayFile := filepath.Join(tmp, fmt.Sprintf("overlay%d.json", i))
+		if err := os.WriteFile(overlayFile, overlay, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// The package's directory exists only in the overlay: build the
+		// test binary, and run it elsewhere.
+		bin := filepath.Join(tmp, fmt.Sprintf("block%02d.test", i))
+		cmd := exec.Command("go", "test", "-c", "-vet=off", "-overlay", overlayFile, "-o", bin, pkg)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("README.md:%d: go test -c of the block with the block before it (README.md:%d) fails: %v\n%s", b.line, blocks[i-1].line, err, out)
+			continue
+		}
+		cmd = exec.Command(bin, "-test.v", "-test.short="+strconv.FormatBool(testing.Short()))
+		cmd.Dir = t.TempDir()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("README.md:%d: the test of the block with the block before it (README.md:%d) fails: %v\n%s", b.line, blocks[i-1].line, err, out)
+		}
+	}
+	if found == 0 {
+		t.Fatal("no test-file block in README.md: the custom detectors' section shows guardtest in one")
+	}
 }
