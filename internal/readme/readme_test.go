@@ -20,21 +20,30 @@ type block struct {
 	code string // as written
 }
 
-// goBlocks returns the ```go blocks of a Markdown text.
-func goBlocks(t *testing.T, text string) []block {
+// A fenced block of a Markdown text: its info string ("go", "sh", "") and
+// its text.
+type fenced struct {
+	line int // of its first line of text
+	lang string
+	text string
+}
+
+// fencedBlocks returns the fenced blocks of a Markdown text.
+func fencedBlocks(t *testing.T, text string) []fenced {
 	t.Helper()
-	var blocks []block
-	var cur *block
+	var blocks []fenced
+	var cur *fenced
 	var b strings.Builder
 	sc := bufio.NewScanner(strings.NewReader(text))
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
+		trimmed := strings.TrimSpace(line)
 		switch {
-		case cur == nil && strings.TrimSpace(line) == "```go":
-			cur = &block{line: n + 1}
+		case cur == nil && strings.HasPrefix(trimmed, "```"):
+			cur = &fenced{line: n + 1, lang: strings.TrimPrefix(trimmed, "```")}
 			b.Reset()
-		case cur != nil && strings.TrimSpace(line) == "```":
-			cur.code = b.String()
+		case cur != nil && trimmed == "```":
+			cur.text = b.String()
 			blocks = append(blocks, *cur)
 			cur = nil
 		case cur != nil:
@@ -42,7 +51,19 @@ func goBlocks(t *testing.T, text string) []block {
 		}
 	}
 	if cur != nil {
-		t.Fatalf("README.md:%d: a Go block that does not end", cur.line-1)
+		t.Fatalf("line %d: a block that does not end", cur.line-1)
+	}
+	return blocks
+}
+
+// goBlocks returns the ```go blocks of a Markdown text.
+func goBlocks(t *testing.T, text string) []block {
+	t.Helper()
+	var blocks []block
+	for _, f := range fencedBlocks(t, text) {
+		if f.lang == "go" {
+			blocks = append(blocks, block{line: f.line, code: f.text})
+		}
 	}
 	return blocks
 }

@@ -135,7 +135,7 @@ func TestOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	blocks := goBlocks(t, string(readme))
-	jsonBefore := lastJSONBlocks(string(readme))
+	jsonBefore := lastJSONBlocks(t, string(readme))
 	tmp := t.TempDir()
 	replace := map[string]string{}
 	var pkgs []string
@@ -248,24 +248,17 @@ func TestOutputs(t *testing.T) {
 
 // lastJSONBlocks maps the first code line of each ```go block to the last
 // ```json block before it.
-func lastJSONBlocks(text string) map[int]string {
+func lastJSONBlocks(t *testing.T, text string) map[int]string {
 	found := map[int]string{}
-	var last, cur strings.Builder
-	inJSON, seen := false, false
-	for n, line := range strings.Split(text, "\n") {
-		trimmed := strings.TrimSpace(line)
-		switch {
-		case inJSON && trimmed == "```":
-			inJSON, seen = false, true
-			last.Reset()
-			last.WriteString(cur.String())
-		case inJSON:
-			cur.WriteString(line + "\n")
-		case trimmed == "```json":
-			inJSON = true
-			cur.Reset()
-		case trimmed == "```go" && seen:
-			found[n+2] = last.String()
+	last, seen := "", false
+	for _, b := range fencedBlocks(t, text) {
+		switch b.lang {
+		case "json":
+			last, seen = b.text, true
+		case "go":
+			if seen {
+				found[b.line] = last
+			}
 		}
 	}
 	return found
