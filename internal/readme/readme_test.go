@@ -77,15 +77,8 @@ var adapterImport = regexp.MustCompile(`"github\.com/loopguard/loopguard/adapter
 // The blocks are laid over the tree with go build -overlay, so nothing is
 // written into it. A build that fails without naming a block fails too.
 func TestGoBlocks(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks := goBlocks(t, string(readme))
+	root, readme := readREADME(t)
+	blocks := goBlocks(t, readme)
 	if len(blocks) < 8 {
 		t.Fatalf("only %d Go blocks in README.md", len(blocks))
 	}

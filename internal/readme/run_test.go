@@ -125,19 +125,12 @@ func shorten(line string) string {
 // comments are rewritten with what the blocks print (shown lines that still
 // match are kept; new long lines are cut short at a space, with "...").
 func TestOutputs(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, readme := readREADME(t)
 	readmePath := filepath.Join(root, "README.md")
-	readme, err := os.ReadFile(readmePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks := goBlocks(t, string(readme))
-	jsonBefore := lastJSONBlocks(t, string(readme))
+	blocks := goBlocks(t, readme)
+	jsonBefore := lastJSONBlocks(t, readme)
 	tmp := t.TempDir()
-	replace := map[string]string{}
+	files := map[string]block{}
 	var pkgs []string
 	var run []int
 	for i, b := range blocks {
@@ -149,22 +142,14 @@ func TestOutputs(t *testing.T) {
 			continue
 		}
 		pkg := filepath.Join(root, "internal", "readmeblocks", fmt.Sprintf("block%02d", i))
-		file := filepath.Join(tmp, fmt.Sprintf("README-line-%d.go", b.line))
-		if err := os.WriteFile(file, []byte(b.code), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		replace[filepath.Join(pkg, "main.go")] = file
+		files[filepath.Join(pkg, "main.go")] = b
 		pkgs = append(pkgs, pkg)
 		run = append(run, i)
 	}
 	if len(run) < 4 {
 		t.Fatalf("only %d blocks of README.md run anywhere", len(run))
 	}
-	overlay, _ := json.Marshal(map[string]any{"Replace": replace})
-	overlayFile := filepath.Join(tmp, "overlay.json")
-	if err := os.WriteFile(overlayFile, overlay, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	overlayFile := writeOverlay(t, tmp, "overlay.json", files)
 	bin := filepath.Join(tmp, "bin")
 	cmd := exec.Command("go", append([]string{"build", "-overlay", overlayFile, "-o", bin + string(filepath.Separator)}, pkgs...)...)
 	cmd.Dir = root
@@ -172,7 +157,7 @@ func TestOutputs(t *testing.T) {
 		t.Fatalf("go build of the blocks that run anywhere: %v\n%s", err, out) // TestGoBlocks names the block
 	}
 
-	lines := strings.Split(string(readme), "\n")
+	lines := strings.Split(readme, "\n")
 	rewrite := map[int][]string{} // by the README's 0-based line of the first output line
 	ends := map[int]int{}
 	for _, i := range run {
@@ -267,15 +252,8 @@ func lastJSONBlocks(t *testing.T, text string) map[int]string {
 // TestTestFileBlocks runs every test-file block of README.md (see
 // isTestFile) as the main_test.go of the Go block before it, with go test.
 func TestTestFileBlocks(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks := goBlocks(t, string(readme))
+	root, readme := readREADME(t)
+	blocks := goBlocks(t, readme)
 	tmp := t.TempDir()
 	found := 0
 	for i, b := range blocks {
@@ -288,19 +266,8 @@ func TestTestFileBlocks(t *testing.T) {
 			continue
 		}
 		pkg := filepath.Join(root, "internal", "readmeblocks", fmt.Sprintf("block%02d", i))
-		replace := map[string]string{}
-		for name, code := range map[string]block{"main.go": blocks[i-1], "main_test.go": b} {
-			file := filepath.Join(tmp, fmt.Sprintf("README-line-%d.go", code.line))
-			if err := os.WriteFile(file, []byte(code.code), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			replace[filepath.Join(pkg, name)] = file
-		}
-		overlay, _ := json.Marshal(map[string]any{"Replace": replace})
-		overlayFile := filepath.Join(tmp, fmt.Sprintf("overlay%d.json", i))
-		if err := os.WriteFile(overlayFile, overlay, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		overlayFile := writeOverlay(t, tmp, fmt.Sprintf("overlay%d.json", i), map[string]block{
+			filepath.Join(pkg, "main.go"): blocks[i-1], filepath.Join(pkg, "main_test.go"): b})
 		// The package's directory exists only in the overlay: build the
 		// test binary, and run it elsewhere.
 		bin := filepath.Join(tmp, fmt.Sprintf("block%02d.test", i))
@@ -319,4 +286,42 @@ func TestTestFileBlocks(t *testing.T) {
 	if found == 0 {
 		t.Fatal("no test-file block in README.md: the custom detectors' section shows guardtest in one")
 	}
+}
+
+// readREADME returns the repository's root and its README.md.
+func readREADME(t *testing.T) (root, text string) {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, string(b)
+}
+
+// writeOverlay writes each block into dir, as README-line-N.go, and an
+// overlay file for go build -overlay that lays each at its path; it
+// returns the overlay file's path.
+func writeOverlay(t *testing.T, dir, name string, files map[string]block) string {
+	t.Helper()
+	replace := map[string]string{}
+	for path, b := range files {
+		file := filepath.Join(dir, fmt.Sprintf("README-line-%d.go", b.line))
+		if err := os.WriteFile(file, []byte(b.code), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		replace[path] = file
+	}
+	overlay, err := json.Marshal(map[string]any{"Replace": replace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, overlay, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
