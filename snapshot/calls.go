@@ -38,8 +38,7 @@ func (r *Runs) StartCall(ctx context.Context, key string, call guard.ToolCall) (
 	if !d.Allow {
 		if err == nil {
 			d.CallIndex, d.CallID = 0, call.ID
-			e.backlog = append(e.backlog, pending{seq: r.seq.Add(1), step: guard.Step{Refused: []guard.ToolCall{call}}})
-			_, err = r.commit(ctx, e)
+			_, err = r.record(ctx, e, guard.Step{Refused: []guard.ToolCall{call}})
 		}
 		return nil, d, err
 	}
@@ -61,8 +60,7 @@ func (c *Call) Finish(ctx context.Context, result any, err error) (guard.Verdict
 	}
 	call := c.call
 	call.Result, call.Err = result, err
-	e.backlog = append(e.backlog, pending{seq: c.r.seq.Add(1), step: guard.Step{ToolCalls: []guard.ToolCall{call}}})
-	return c.r.commit(ctx, e)
+	return c.r.record(ctx, e, guard.Step{ToolCalls: []guard.ToolCall{call}})
 }
 
 // Abandon lets the call go without recording it.
