@@ -52,18 +52,23 @@ func TestKeyFuncs(t *testing.T) {
 
 func TestKeyedSessionWithoutID(t *testing.T) {
 	// The in-memory transport's sessions have no ID: keyed by session, a
-	// call fails and does not run.
+	// call does not run, and is answered with an error result the model
+	// can read (it used to be a JSON-RPC error); the error goes to OnError.
 	var runs atomic.Int32
 	s := newServer(t, &runs)
-	keyed, err := lgmcp.NewKeyed(lgmcp.KeyedOptions{})
+	var reported []error
+	keyed, err := lgmcp.NewKeyed(lgmcp.KeyedOptions{OnError: func(_ context.Context, _ string, err error) { reported = append(reported, err) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.AddReceivingMiddleware(keyed.Middleware())
 	_, cs := connect(t, s, nil)
-	_, err = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "search", Arguments: map[string]any{"query": "q"}})
-	if err == nil || !strings.Contains(err.Error(), "no ID") {
-		t.Errorf("CallTool = %v, want an error saying the session has no ID", err)
+	r := call(t, cs, "search", "q")
+	if !r.IsError || !strings.HasPrefix(r.Text, "That call was not run") {
+		t.Errorf("answer = %+v, want an error result saying the call was not run", r)
+	}
+	if len(reported) != 1 || !errors.Is(reported[0], lgmcp.ErrNoKey) {
+		t.Errorf("OnError got %v, want one ErrNoKey", reported)
 	}
 	if n := runs.Load(); n != 0 {
 		t.Errorf("the tool ran %d times, want 0", n)
