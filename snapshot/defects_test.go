@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -307,6 +308,35 @@ func TestTurnEndStopError(t *testing.T) {
 		}
 		if i == 2 && (stop == nil || stop.Verdict.Code != wv.Code) {
 			t.Errorf("third identical step: error %v, want a *guard.StopError for %s", err, wv.Code)
+		}
+	}
+}
+
+// TestStartCallRefusalEscalates is guard.TestStartCallRefusalEscalates on a
+// run in the store: once recording a refusal stops the run, the answer is
+// that stop (REPEATED_REFUSAL, counting the requests), not the first
+// refusal's words again.
+func TestStartCallRefusalEscalates(t *testing.T) {
+	ctx := context.Background()
+	runs := newRuns(t, snapshot.NewMemory(nil), &defaults{}, snapshot.Options{})
+	twin, _ := guard.New(detector.Defaults()...)
+	for i := range 7 {
+		c, d, err := runs.StartCall(ctx, "run", testutil.Q("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c != nil {
+			c.Finish(ctx, "nothing", nil)
+		}
+		r, wd := twin.StartCall(ctx, testutil.Q("x"))
+		if r != nil {
+			r.Finish(ctx, "nothing", nil)
+		}
+		if diff := cmp.Diff(decisionAnswer(wd), decisionAnswer(d)); diff != "" {
+			t.Errorf("call %d (-guard +runs):\n%s", i+1, diff)
+		}
+		if i >= 4 && (d.Code != "REPEATED_REFUSAL" || !strings.Contains(d.Feedback, fmt.Sprintf("%d times", i-1))) {
+			t.Errorf("call %d: %s %q, want REPEATED_REFUSAL counting %d requests", i+1, d.Code, d.Feedback, i-1)
 		}
 	}
 }

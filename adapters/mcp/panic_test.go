@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -75,6 +76,51 @@ func TestPanickingToolIsAFailedCall(t *testing.T) {
 			r := call(t, cs, "explode", "x")
 			if !r.IsError || runs.Load() != 2 {
 				t.Errorf("third call: %+v, the tool ran %d times; want a refusal and 2 runs", r, runs.Load())
+			}
+		})
+	}
+}
+
+// TestRefusalEscalates calls the same tool again and again: once the model
+// has asked three times for a refused call, the answer says so and says the
+// run should end (it used to say "it would have been the 3rd call in a row"
+// for ever).
+func TestRefusalEscalates(t *testing.T) {
+	for _, door := range []string{"Middleware", "Keyed"} {
+		t.Run(door, func(t *testing.T) {
+			var runs atomic.Int32
+			s := newServer(t, &runs)
+			if door == "Middleware" {
+				s.AddReceivingMiddleware(lgmcp.Middleware(newGuard(t)))
+			} else {
+				keyed, err := lgmcp.NewKeyed(lgmcp.KeyedOptions{Key: func(context.Context, *sdk.CallToolRequest) (string, error) { return "one", nil }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.AddReceivingMiddleware(keyed.Middleware())
+			}
+			_, cs := connect(t, s, nil)
+			first := wantRefusal(t, "search", `{"query":"q"}`)
+			for i := range 7 {
+				r := call(t, cs, "search", "q")
+				switch {
+				case i < 2:
+					if r.IsError {
+						t.Fatalf("call %d refused: %s", i+1, r.Text)
+					}
+				case i == 2:
+					if !r.IsError || r.Text != first {
+						t.Errorf("call 3: %+v, want the refusal %q", r, first)
+					}
+				case i >= 4:
+					want := fmt.Sprintf("You have asked %d times for a call to `search`", i-1)
+					if !r.IsError || !strings.HasPrefix(r.Text, "That call was not run.") || !strings.Contains(r.Text, want) {
+						t.Errorf("call %d: %+v, want a refusal that says %q", i+1, r, want)
+					}
+				}
+			}
+			if n := runs.Load(); n != 2 {
+				t.Errorf("the tool ran %d times, want 2", n)
 			}
 		})
 	}

@@ -2,6 +2,8 @@ package mcpgo_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -62,6 +64,49 @@ func TestPanickingToolIsAFailedCall(t *testing.T) {
 			r := call(t, c, "explode", "x")
 			if !r.IsError || runs.Load() != 2 {
 				t.Errorf("third call: %+v, the tool ran %d times; want a refusal and 2 runs", r, runs.Load())
+			}
+		})
+	}
+}
+
+// TestRefusalEscalates calls the same tool again and again: once the model
+// has asked three times for a refused call, the answer says so and says the
+// run should end (it used to say "it would have been the 3rd call in a row"
+// for ever).
+func TestRefusalEscalates(t *testing.T) {
+	for _, door := range []string{"Middleware", "Keyed"} {
+		t.Run(door, func(t *testing.T) {
+			mw := mcpgo.Middleware(newGuard(t))
+			if door == "Keyed" {
+				keyed, err := mcpgo.NewKeyed(mcpgo.KeyedOptions{Key: func(context.Context, mcp.CallToolRequest) (string, error) { return "one", nil }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				mw = keyed.Middleware()
+			}
+			var runs atomic.Int32
+			c := connect(t, newServer(&runs, server.WithToolHandlerMiddleware(mw)))
+			first := wantRefusal(t, "search", `{"query":"q"}`)
+			for i := range 7 {
+				r := call(t, c, "search", "q")
+				switch {
+				case i < 2:
+					if r.IsError {
+						t.Fatalf("call %d refused: %s", i+1, r.Text)
+					}
+				case i == 2:
+					if !r.IsError || r.Text != first {
+						t.Errorf("call 3: %+v, want the refusal %q", r, first)
+					}
+				case i >= 4:
+					want := fmt.Sprintf("You have asked %d times for a call to `search`", i-1)
+					if !r.IsError || !strings.HasPrefix(r.Text, "That call was not run.") || !strings.Contains(r.Text, want) {
+						t.Errorf("call %d: %+v, want a refusal that says %q", i+1, r, want)
+					}
+				}
+			}
+			if n := runs.Load(); n != 2 {
+				t.Errorf("the tool ran %d times, want 2", n)
 			}
 		})
 	}
