@@ -3,6 +3,7 @@ package guard_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,31 +55,13 @@ func TestStartCallRefusalEscalates(t *testing.T) {
 	}
 }
 
-// panicOnce is a rule of one's own whose Observe panics once.
-type panicOnce struct{ armed *bool }
-
-func (panicOnce) Name() string                                   { return "panic-once" }
-func (panicOnce) Priority() int                                  { return guard.PriorityCustom }
-func (panicOnce) Options() any                                   { return nil }
-func (panicOnce) Verdict() guard.Verdict                         { return guard.Verdict{} }
-func (panicOnce) Preflight(*guard.Facts) guard.Verdict           { return guard.Verdict{} }
-func (panicOnce) Snapshot(guard.SnapshotOptions) ([]byte, error) { return []byte("null"), nil }
-func (panicOnce) Restore([]byte) error                           { return nil }
-func (panicOnce) Reset()                                         {}
-func (p panicOnce) Observe(*guard.Facts) {
-	if *p.armed {
-		*p.armed = false
-		panic("panic-once: boom")
-	}
-}
-
 // TestStartCallSurvivesAPanickingRule panics in a rule while Finish records
 // a call. The guard must stay usable: its lock of running calls used to stay
 // held, and every later call of the server blocked for ever.
 func TestStartCallSurvivesAPanickingRule(t *testing.T) {
 	ctx := context.Background()
-	armed := false
-	g, err := guard.New(append(detector.Defaults(), panicOnce{&armed})...)
+	panics := new(atomic.Int32)
+	g, err := guard.New(append(detector.Defaults(), testutil.Panicky{Panics: panics})...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +69,7 @@ func TestStartCallSurvivesAPanickingRule(t *testing.T) {
 	if r == nil || !d.Allow {
 		t.Fatalf("first call: %+v", d)
 	}
-	armed = true
+	panics.Store(1)
 	func() {
 		defer func() {
 			if recover() == nil {

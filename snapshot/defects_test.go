@@ -176,33 +176,15 @@ func TestGarbageInTheStoreIsRefused(t *testing.T) {
 	}
 }
 
-// panicky is a rule of one's own whose Observe panics while panics is above
-// zero (or always, when it is negative).
-type panicky struct{ panics *atomic.Int32 }
-
-func (panicky) Name() string                                   { return "panicky" }
-func (panicky) Priority() int                                  { return guard.PriorityCustom }
-func (panicky) Options() any                                   { return nil }
-func (panicky) Verdict() guard.Verdict                         { return guard.Verdict{} }
-func (panicky) Preflight(*guard.Facts) guard.Verdict           { return guard.Verdict{} }
-func (panicky) Snapshot(guard.SnapshotOptions) ([]byte, error) { return []byte("null"), nil }
-func (panicky) Restore([]byte) error                           { return nil }
-func (panicky) Reset()                                         {}
-func (p panicky) Observe(*guard.Facts) {
-	if n := p.panics.Load(); n < 0 || n > 0 && p.panics.CompareAndSwap(n, n-1) {
-		panic("panicky: boom")
-	}
-}
-
 // panickyGuards makes guards of the default detectors and a panicky rule.
 type panickyGuards struct{ panics *atomic.Int32 }
 
 func (f panickyGuards) New() (*guard.Guard, error) {
-	return guard.New(append(detector.Defaults(), panicky(f))...)
+	return guard.New(append(detector.Defaults(), testutil.Panicky{Panics: f.panics})...)
 }
 
 func (f panickyGuards) Restore(data []byte) (*guard.Guard, error) {
-	return guard.Restore(data, append(detector.Defaults(), panicky(f))...)
+	return guard.Restore(data, append(detector.Defaults(), testutil.Panicky{Panics: f.panics})...)
 }
 
 // mustPanic runs fn and reports whether it panicked.
