@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -100,5 +101,39 @@ func TestServerDefaultsHaveNoStepLimit(t *testing.T) {
 	sum, err := keyed.Runs().Summary(context.Background(), "one")
 	if err != nil || sum.Steps != 62 {
 		t.Errorf("Summary = %d steps, %v; want 62 (the refusal is a step)", sum.Steps, err)
+	}
+}
+
+// TestSessionKeyOnAStatefulHandler keys by default on the SDK's stateful
+// streamable HTTP handler, with a client that negotiates what the SDK
+// negotiates by default: its sessions have IDs, and the third identical call
+// is refused. (mcp-go's default revision, 2026-07-28, has no sessions on
+// streamable HTTP; see adapters/mcpgo.)
+func TestSessionKeyOnAStatefulHandler(t *testing.T) {
+	var runs atomic.Int32
+	s := newServer(t, &runs)
+	keyed, err := lgmcp.NewKeyed(lgmcp.KeyedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.AddReceivingMiddleware(keyed.Middleware())
+	srv := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil))
+	defer srv.Close()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "agent", Version: "v0.0.1"}, nil).
+		Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: srv.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if cs.ID() == "" {
+		t.Fatalf("protocol %s: the session has no ID", cs.InitializeResult().ProtocolVersion)
+	}
+	for i := range 3 {
+		if r := call(t, cs, "search", "x"); r.IsError != (i == 2) {
+			t.Errorf("call %d: %+v", i+1, r)
+		}
+	}
+	if n := runs.Load(); n != 2 {
+		t.Errorf("the tool ran %d times, want 2", n)
 	}
 }
