@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -116,4 +117,42 @@ func OptionFields(t testing.TB, err error, detector string) []string {
 		fields = append(fields, oe.Field)
 	}
 	return fields
+}
+
+// Panicky is a rule of one's own whose Observe panics while *Panics is above
+// zero (counting it down), or always while it is negative: for tests that a
+// panicking rule leaves its guard, its run and its locks as they were.
+type Panicky struct{ Panics *atomic.Int32 }
+
+var _ guard.Detector = Panicky{}
+
+// Name returns "panicky".
+func (Panicky) Name() string { return "panicky" }
+
+// Priority returns guard.PriorityCustom.
+func (Panicky) Priority() int { return guard.PriorityCustom }
+
+// Options returns nil.
+func (Panicky) Options() any { return nil }
+
+// Verdict goes on.
+func (Panicky) Verdict() guard.Verdict { return guard.Verdict{} }
+
+// Preflight allows.
+func (Panicky) Preflight(*guard.Facts) guard.Verdict { return guard.Verdict{} }
+
+// Snapshot returns null: the rule keeps no state.
+func (Panicky) Snapshot(guard.SnapshotOptions) ([]byte, error) { return []byte("null"), nil }
+
+// Restore does nothing.
+func (Panicky) Restore([]byte) error { return nil }
+
+// Reset does nothing.
+func (Panicky) Reset() {}
+
+// Observe panics as *Panics says.
+func (p Panicky) Observe(*guard.Facts) {
+	if n := p.Panics.Load(); n < 0 || n > 0 && p.Panics.CompareAndSwap(n, n-1) {
+		panic("panicky: boom")
+	}
 }
