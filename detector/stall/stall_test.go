@@ -405,15 +405,7 @@ func TestSnapshotState(t *testing.T) {
 }
 
 func TestRestoreRejects(t *testing.T) {
-	sums := func(ids ...byte) string {
-		var raw []byte
-		for _, id := range ids {
-			var s [16]byte
-			s[0] = id
-			raw = append(raw, s[:]...)
-		}
-		return base64.RawStdEncoding.EncodeToString(raw)
-	}
+	sums := testutil.Sums
 	bad := []string{
 		``, `[]`, `{`, `"x"`, `{"stalled":"1","outcomes":""}`,
 		`{"stalled":-1,"outcomes":""}`,

@@ -1,7 +1,6 @@
 package text_test
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
@@ -201,10 +200,10 @@ func TestOptionsAndRestore(t *testing.T) {
 		`{"texts":["00000000000000000000000000000000"],"steps":[0]}`,
 		`{"texts":[null],"steps":[0],"lastInput":"00000000000000000000000000000000"}`,
 		`{"texts":[null],"steps":[0],"outcomes":[]}`, `{"texts":[null],"steps":[0],"outcomes":[""]}`,
-		`{"texts":[null],"steps":[0],"outcomes":["` + sums(1) + `",""]}`, `{"texts":[null],"steps":[0],"outcomes":["not base64!"]}`,
-		`{"texts":[null],"steps":[0],"outcomes":["` + sums(1) + `="]}`, `{"texts":[null],"steps":[0],"outcomes":["AAEC"]}`,
-		`{"texts":[null],"steps":[0],"outcomes":["` + sums(1, 2, 3, 4, 5) + `"]}`, `{"texts":[null],"steps":[0],"outcomes":["` + sums(0) + `"]}`,
-		`{"texts":[null],"steps":[0],"outcomes":["` + sums(1, 1) + `"]}`} {
+		`{"texts":[null],"steps":[0],"outcomes":["` + testutil.Sums(1) + `",""]}`, `{"texts":[null],"steps":[0],"outcomes":["not base64!"]}`,
+		`{"texts":[null],"steps":[0],"outcomes":["` + testutil.Sums(1) + `="]}`, `{"texts":[null],"steps":[0],"outcomes":["AAEC"]}`,
+		`{"texts":[null],"steps":[0],"outcomes":["` + testutil.Sums(1, 2, 3, 4, 5) + `"]}`, `{"texts":[null],"steps":[0],"outcomes":["` + testutil.Sums(0) + `"]}`,
+		`{"texts":[null],"steps":[0],"outcomes":["` + testutil.Sums(1, 1) + `"]}`} {
 		d := newDetector(t, text.Options{Window: 3, Threshold: 2})
 		g, _ := guard.New(d)
 		g.Check(say("x"))
@@ -222,25 +221,13 @@ func TestOptionsAndRestore(t *testing.T) {
 	if got, _ := d.Snapshot(guard.SnapshotOptions{}); string(got) != good {
 		t.Errorf("snapshot after restore = %s", got)
 	}
-	withOutcomes := `{"texts":[null,` + k + `],"steps":[4,7],"outcomes":["` + sums(1, 2, 3, 4) + `",""],"lastInput":` + k + `}`
+	withOutcomes := `{"texts":[null,` + k + `],"steps":[4,7],"outcomes":["` + testutil.Sums(1, 2, 3, 4) + `",""],"lastInput":` + k + `}`
 	if err := d.Restore([]byte(withOutcomes)); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := d.Snapshot(guard.SnapshotOptions{}); string(got) != withOutcomes {
 		t.Errorf("snapshot after restore = %s", got)
 	}
-}
-
-// sums returns the base64 form of the outcome sums 0, 0, ..., i, one for
-// each i.
-func sums(is ...byte) string {
-	var b []byte
-	for _, i := range is {
-		var s [16]byte
-		s[15] = i
-		b = append(b, s[:]...)
-	}
-	return base64.RawStdEncoding.EncodeToString(b)
 }
 
 // TestStateOfTheFirstVersionRestores: a snapshot written before the window
@@ -302,4 +289,28 @@ func TestConformance(t *testing.T) {
 	}
 	guardtest.Run(t, build(text.Options{}), guardtest.WithOtherOptions(build(text.Options{Threshold: 4})), checks)
 	guardtest.Run(t, build(text.Options{Window: 4, Threshold: 2, Warn: true}), guardtest.WithOtherOptions(build(text.Options{Window: 4, Threshold: 2})), checks)
+}
+
+// TestWarnsOneStepBefore: with Warn, the second counted step warns and the
+// third stops; a step with the text that brings a new outcome neither warns
+// nor stops, and does not bring the stop nearer.
+func TestWarnsOneStepBefore(t *testing.T) {
+	g, _ := guard.New(newDetector(t, text.Options{Warn: true}))
+	const s = "Let me try again."
+	var got []string
+	for _, st := range []guard.Step{say(s), act(s, 1), act(s, 2), say(s), act(s, 3), say(s)} {
+		v := g.Check(st)
+		switch {
+		case v.Stop:
+			got = append(got, v.Code)
+		case len(v.Warnings) > 0:
+			got = append(got, v.Warnings[0].Code)
+		default:
+			got = append(got, "")
+		}
+	}
+	want := []string{"", "", "", text.WarningCode, "", text.Code}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("verdicts (-want +got):\n%s", diff)
+	}
 }

@@ -3,6 +3,7 @@
 package testutil
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -116,4 +117,17 @@ func OptionFields(t testing.TB, err error, detector string) []string {
 		fields = append(fields, oe.Field)
 	}
 	return fields
+}
+
+// Sums returns the form of outcome sums in detector states: one 16-byte sum
+// per id (the id in its first byte, zeros after it), concatenated and
+// encoded in base64 without padding.
+func Sums(ids ...byte) string {
+	var raw []byte
+	for _, id := range ids {
+		var s [16]byte
+		s[0] = id
+		raw = append(raw, s[:]...)
+	}
+	return base64.RawStdEncoding.EncodeToString(raw)
 }
