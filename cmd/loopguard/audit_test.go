@@ -152,12 +152,18 @@ func scoreTraces(t *testing.T, doc, preset string) (outcomes map[string]map[stri
 
 // knownFalseStops are the healthy runs of testdata/traces that the defaults
 // (and the text-actions preset) still stop before their last step: they came
-// with set A and set B (issue 22), labelled before any rule ran on them. Each
-// must still stop, so that the list empties as the rules stop stopping them.
+// with set A and set B and the runs added for issue 22, labelled before any
+// rule ran on them. Each must still stop, so that the list empties as the
+// rules stop stopping them.
 var knownFalseStops = map[string]bool{
 	// 145 steps; the model narrates "Run reproduction script." on steps
 	// whose calls each bring a new result; REPEATED_TEXT stops it at 106.
 	"mini-gemini3pro-django-16560.jsonl": true,
+	// The same narration in three more Gemini runs of convert/teams:
+	// "Run reproduction script." (or "... again.") before each rerun.
+	"mini-gemini3pro-django-13297.jsonl": true,
+	"mini-gemini3pro-django-14855.jsonl": true,
+	"mini-gemini3pro-django-15280.jsonl": true,
 }
 
 // TestRealTraces audits the real agent runs of testdata/traces, labelled by
