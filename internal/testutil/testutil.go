@@ -3,6 +3,7 @@
 package testutil
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -155,4 +156,17 @@ func (p Panicky) Observe(*guard.Facts) {
 	if n := p.Panics.Load(); n < 0 || n > 0 && p.Panics.CompareAndSwap(n, n-1) {
 		panic("panicky: boom")
 	}
+}
+
+// Sums returns the form of outcome sums in detector states: one 16-byte sum
+// per id (the id in its first byte, zeros after it), concatenated and
+// encoded in base64 without padding.
+func Sums(ids ...byte) string {
+	var raw []byte
+	for _, id := range ids {
+		var s [16]byte
+		s[0] = id
+		raw = append(raw, s[:]...)
+	}
+	return base64.RawStdEncoding.EncodeToString(raw)
 }
