@@ -36,3 +36,12 @@ cr f4731f5025f861c78e3af0487cc80bf5e7c64782 lib/crewai/tests/cassettes/test_hier
 mi django__django-13297 mini-gemini3pro-django-13297
 mi django__django-15280 mini-gemini3pro-django-15280
 mi django__django-14855 mini-gemini3pro-django-14855
+# tau2-bench (telecom solo mode and airline): polling checks and a parallel sweep
+T=/work/.mirror/sierra-research+tau2-bench/repo
+TR=src/experiments/model_training/results
+t2() { git --git-dir=$T show 59d0fb96f4292815e1f6463fb2f139ffef47dc7f:"$TR/$1" | python3 "$HERE"/../tool-use/tau2_results.py $2 > "$OUT"/$3.jsonl; }
+t2 gpt-4.1_telecom_no-user_gpt-4.1_1trials.json 35 tau2-telecom-nouser-gpt41-sim35
+t2 gpt-4.1_telecom_no-user_gpt-4.1_1trials.json 29 tau2-telecom-nouser-gpt41-sim29
+t2 gpt-4.1_telecom_no-user_gpt-4.1_1trials.json 4 tau2-telecom-nouser-gpt41-sim4
+t2 "ft:gpt-4.1-2025-04-14:sierra:tau2-full-sft:BzrYdMNm_telecom_default_gpt-4.1_1trials.json" 38 tau2-telecom-ftgpt41-sim38
+t2 gpt-4.1_airline_default_gpt-4.1_1trials.json 7 tau2-airline-gpt41-task18

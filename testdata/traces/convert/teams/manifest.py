@@ -22,6 +22,10 @@ AG = "python/packages/autogen-core/docs/src/user-guide/agentchat-user-guide/"
 AN = "python/docs/src/user-guide/agentchat-user-guide/"
 AGM = "AutoGen AgentChat %s (OpenAIChatCompletionClient gpt-4o%s; the notebook's tools return canned data)"
 
+TAU2 = ("sierra-research/tau2-bench", "MIT")
+TR = "src/experiments/model_training/results/"
+NOUSER = TR + "gpt-4.1_telecom_no-user_gpt-4.1_1trials.json (entry simulations[%d])"
+
 RUNS = [
     # file, source, path, commit, harness, label, loop_start, pattern, why, model, notes
     ("agentchat-swarm-stock-research-a", AUTOGEN, AN + "swarm.ipynb (console output of cell 16)",
@@ -120,7 +124,32 @@ RUNS = [
      "d12a71affd95403b036b2bdbd827349b77bfffb9", "mini-swe-agent", "healthy", None, "same-text",
      "A 44-step run that reruns reproduce_issue.py ten times ('Now run `reproduce_issue.py` again.' four times), each after building the reproduction or a debug print, until the URL shows the custom admin; the test suite passes and it submits.",
      "google/gemini-3-pro-preview (mini-swe-agent 1.15.0, text actions)", "Narration and re-running hard negative."),
+    ("tau2-telecom-nouser-gpt41-sim35", TAU2, NOUSER % 35, "59d0fb96f4292815e1f6463fb2f139ffef47dc7f", "tau2-bench", "healthy", None, "polling",
+     "Solo mode: the agent checks can_send_mms {} after each fix and gets the identical 'cannot send MMS' four times (steps 4, 11, 15, 18), each after another fix (airplane mode and SIM, network mode and roaming, APN reset and reboot, Wi-Fi calling); check_network_status changes each time; after the app permissions the fifth check succeeds (21) and it stops.",
+     "gpt-4.1-2025-04-14", "Polling hard negative: the identical call with the identical result, four times, with different fixes between. Telecom task [mms_issue] with seven faults."),
+    ("tau2-telecom-nouser-gpt41-sim29", TAU2, NOUSER % 29, "59d0fb96f4292815e1f6463fb2f139ffef47dc7f", "tau2-bench", "healthy", None, "polling",
+     "Solo mode: can_send_mms {} answers 'cannot send' three times (steps 5, 8, 12), after no fix, after turning airplane mode off and after roaming; after Wi-Fi calling is turned off the fourth check succeeds (15) and it stops.",
+     "gpt-4.1-2025-04-14", "Polling hard negative. Telecom task [mms_issue] with three faults."),
+    ("tau2-telecom-nouser-gpt41-sim4", TAU2, NOUSER % 4, "59d0fb96f4292815e1f6463fb2f139ffef47dc7f", "tau2-bench", "healthy", None, "polling",
+     "Solo mode: refuels data, then runs run_speed_test {} after each round of fixes: no connection (7), 27.5 Mbps after data, data saver and network mode (14), 275 Mbps after the VPN is disconnected (17), and stops.",
+     "gpt-4.1-2025-04-14", "Polling: the same check, a new result each time. Telecom task [mobile_data_issue] with six faults."),
+    ("tau2-telecom-ftgpt41-sim38", TAU2, TR + "ft:gpt-4.1-2025-04-14:sierra:tau2-full-sft:BzrYdMNm_telecom_default_gpt-4.1_1trials.json (entry simulations[38])",
+     "59d0fb96f4292815e1f6463fb2f139ffef47dc7f", "tau2-bench", "loops", 20, "identical-call-run",
+     "After guiding the user through airplane mode, data and APN checks, the fine-tuned model calls get_details_by_id {'id': 'L1002'} in every step from 20 to 91 (72 identical calls, the identical result) until max_steps.",
+     "ft:gpt-4.1-2025-04-14:sierra:tau2-full-sft", "Telecom task [mobile_data_issue] with five faults, PERSONA:Hard; the same loop kind as tau2-telecom-ftgpt41-sim35, another task."),
+    ("tau2-airline-gpt41-task18", TAU2, TR + "gpt-4.1_airline_default_gpt-4.1_1trials.json (entry simulations[7], task_id=18)",
+     "59d0fb96f4292815e1f6463fb2f139ffef47dc7f", "tau2-bench", "healthy", None, "none",
+     "Reads six reservations in one step, prices economy on every leg with twelve search_direct_flight calls in one step (each another route or date), downgrades five reservations in one step, computes the refund and answers the user's thanks.",
+     "gpt-4.1-2025-04-14", "A sweep in parallel calls: the same tool twelve times in one step with different arguments."),
 ]
+
+EXTRA = {
+    "tau2-telecom-nouser-gpt41-sim35": {"reward": 1.0, "termination": "agent_stop"},
+    "tau2-telecom-nouser-gpt41-sim29": {"reward": 1.0, "termination": "agent_stop"},
+    "tau2-telecom-nouser-gpt41-sim4": {"reward": 1.0, "termination": "agent_stop"},
+    "tau2-telecom-ftgpt41-sim38": {"reward": 0.0, "termination": "max_steps"},
+    "tau2-airline-gpt41-task18": {"reward": 1.0, "termination": "user_stop"},
+}
 
 
 def main():
@@ -133,6 +162,7 @@ def main():
             "loop_start": start, "pattern": pattern, "stats": stats(steps), "model": model,
             "handwritten": False, "notes": notes, "converter": "convert/teams",
         })
+        out[-1].update(EXTRA.get(f, {}))
     json.dump(out, sys.stdout, indent=1)
     print()
 
