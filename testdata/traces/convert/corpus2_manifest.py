@@ -101,6 +101,53 @@ RUNS += [
          None, "narration; re-running after edits", ""),
 ]
 
+RUNS += [
+    mint("mint-codellama13b-fbgpt4-mmlu-2", D + "/CodeLlama-13b-Instruct-hf/F=gpt-4-0613/PHF=no_GT-textual/max5_p2+tool+cd/reasoning/mmlu/results.jsonl", 2,
+         "CodeLlama-13b-Instruct-hf (feedback by gpt-4-0613)", "loops",
+         "Five unparseable replies in a row (an <execute> block cut off before its closing tag), each answered with the same 'I don't understand your input'; steps 3-5 are the identical text and receive the identical expert feedback.",
+         1, "failure loop", "Stall of unparseable replies until the cap."),
+    mint("mint-lemur70b-fbgpt4-mmlu-51", D + "/lemur-70b-v1/F=gpt-4-0613/PHF=no_GT-textual/max5_p2+tool+cd/reasoning/mmlu/results.jsonl", 51,
+         "lemur-70b-v1 (feedback by gpt-4-0613)", "healthy",
+         "Five searches with different keywords ('Jaina traditions', 'caityavasis in Jaina traditions', 'Jaina caityavasis', 'caityavasis', 'Jainism'), three of them empty, each one the next term the expert feedback suggests.",
+         None, "sweep", "Hard negative: empty results from different keywords, following new input each step."),
+    mint("mint-llama3-70b-humaneval-39", D + "/Meta-Llama-3-70B-Instruct/F=None/max5_p2+tool+cd/code_generation/humaneval/results.jsonl", 39,
+         "Meta-Llama-3-70B-Instruct", "loops",
+         "Four rewrites of the same digit-sum sort (generator, list, helper function, enumerate) print the identical wrong order [1, -1, 11, -11, -12] four times while each thought says the output is still not correct; then the same code is proposed.",
+         1, "same result from slightly different args", "The same code comes back with extra lines and gives the same output."),
+    mint("mint-gpt4-humaneval-26", D + "/gpt-4-0613/F=None/max5_p2+tool+cd/code_generation/humaneval/results.jsonl", 26,
+         "gpt-4-0613", "healthy",
+         "Kadane-style attempt fails a bare AssertionError twice (two different fixes), the third reading of the task passes both tests and the solution is correct.",
+         None, "retries that succeed", "Hard negative: two identical error texts in a row in a 4-step run that succeeds."),
+]
+
+AUTOGPT = dict(source_repo="Significant-Gravitas/AutoGPT", source_commit="3203842180aa6e6eba157f552490a688141f4836",
+               license="MIT", harness="autogpt-agbenchmark", converter="convert/autogpt/agbenchmark_report.py",
+               handwritten=False, model="AutoGPT agent (model not printed in the report)")
+
+
+def autogpt(file, task, attempt, label, why, loop_start=None, pattern="none", notes=""):
+    return dict(file=file + ".jsonl",
+                source_path="benchmark/reports/autogpt/20240522T021420_full_run/report.md (### %s, attempt %d)" % (task, attempt),
+                label=label, why=why, loop_start=loop_start, pattern=pattern,
+                notes=(notes + " " if notes else "") + "Converted from the report's text as read through the code index (the repository is over the snapshot size limit); the report prints no reply to ask_user.",
+                **AUTOGPT)
+
+
+RUNS += [
+    autogpt("autogpt-20240522-answerquestioncombinecsv-a1", "AnswerQuestionCombineCsv", 1, "loops",
+            "Eleven turns in a row ask the user where the utility files are (the same question 8 times, the thought reworded), though list_folder would have shown them; no answer ever comes and nothing else is tried.",
+            1, "canned reply", "Stall: the same ask_user question with no input."),
+    autogpt("autogpt-20240522-answerquestioncombinecsv-a3", "AnswerQuestionCombineCsv", 3, "loops",
+            "Twelve turns ask the identical question for the location of the utility data, with the identical thought on 9 of them; nothing else is tried until the attempt ends.",
+            1, "canned reply", ""),
+    autogpt("autogpt-20240522-revenueretrieval2-a1", "RevenueRetrieval2", 1, "healthy",
+            "Two web searches fail with DuckDuckGo '202 Ratelimit' (each error carries a different vqd request token), then the agent switches to its own knowledge, runs code and writes the file.",
+            None, "outage then a new approach", "Hard negative: tool outage with request ids in the error, two failures, then progress."),
+    autogpt("autogpt-20240522-revenueretrieval2-a3", "RevenueRetrieval2", 3, "healthy",
+            "Search rate-limited (vqd token), SEC page too long for raw content, search rate-limited again (new token), then a site-restricted search: four different approaches in four steps until the time cutoff.",
+            None, "failures with ids, each followed by a new approach", "Three failures in three calls, all different calls; the attempt ends on the benchmark's time cutoff."),
+]
+
 
 def count(path):
     steps = calls = 0

@@ -22,3 +22,7 @@ run mint-gpt4-mbpp-11 "$D/gpt-4-0613/F=None/max5_p2+tool+cd/code_generation/mbpp
 run mint-gpt4-humaneval-42 "$D/gpt-4-0613/F=None/max5_p2+tool+cd/code_generation/humaneval/results.jsonl" 42
 run mint-gpt4-hotpotqa-7 "$D/gpt-4-0613/F=None/max5_p2+tool+cd/reasoning/hotpotqa/results.jsonl" 7
 run mint-gpt4-alfworld-twopeppershaker "$D/gpt-4-0613/F=None/max5_p2+tool+cd/decision_making/alfworld/results.jsonl" pick_two_obj_and_place-PepperShaker-None-Drawer-10/trial_T20190908_010306_215435
+run mint-codellama13b-fbgpt4-mmlu-2 "$D/CodeLlama-13b-Instruct-hf/F=gpt-4-0613/PHF=no_GT-textual/max5_p2+tool+cd/reasoning/mmlu/results.jsonl" 2
+run mint-lemur70b-fbgpt4-mmlu-51 "$D/lemur-70b-v1/F=gpt-4-0613/PHF=no_GT-textual/max5_p2+tool+cd/reasoning/mmlu/results.jsonl" 51
+run mint-llama3-70b-humaneval-39 "$D/Meta-Llama-3-70B-Instruct/F=None/max5_p2+tool+cd/code_generation/humaneval/results.jsonl" 39
+run mint-gpt4-humaneval-26 "$D/gpt-4-0613/F=None/max5_p2+tool+cd/code_generation/humaneval/results.jsonl" 26
