@@ -3,7 +3,7 @@
 corpus2 batch (issue 22), in MANIFEST.json's schema, for the coordinator to merge.
 
 Labels, `why` and `loop_start` were written here by reading each converted run before any
-detector ran on it; `steps` and `toolCalls` are counted from the files.
+detector ran on it; `steps` and `stats` are counted from the files.
 """
 import json
 import os
@@ -165,7 +165,9 @@ def main():
         s, c = count(os.path.join(TRACES, e["file"]))
         e = dict(e)
         e["steps"] = s
-        e["toolCalls"] = c
+        # Counts go under "stats", as in MANIFEST.json: a top-level "toolCalls" key makes audit
+        # read this file as a trace of steps when it walks testdata/traces.
+        e["stats"] = {"steps": s, "toolCalls": c}
         out.append(e)
     with open(os.path.join(HERE, "corpus2-manifest.json"), "w", encoding="utf-8") as f:
         json.dump(out, f, indent=1, ensure_ascii=False)
