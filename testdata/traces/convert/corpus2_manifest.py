@@ -148,6 +148,17 @@ RUNS += [
             None, "failures with ids, each followed by a new approach", "Three failures in three calls, all different calls; the attempt ends on the benchmark's time cutoff."),
 ]
 
+RUNS += [
+    mint("mint-opencodeinterp70b-math-16", D + "/OpenCodeInterpreter-CL-70B/F=None/max5_p2+tool+cd/reasoning/math/results.jsonl", 16,
+         "OpenCodeInterpreter-CL-70B", "loops",
+         "An a-b-a-b-a ping-pong: two sympy cells that differ only in the right-hand side (2**(1/3) or x**(1/3)) alternate five times, each failing with the same TypeError on the literal '...', while each thought says it corrects the other one.",
+         1, "cycle", "A short ping-pong of calls that fail identically; the fifth call is unresolved at the cap."),
+    mint("mint-agentlm70b-mbpp-14", D + "/agentlm-70b-llama-2/F=None/max5_p2+tool+cd/code_generation/mbpp/results.jsonl", 14,
+         "agentlm-70b-llama-2", "loops",
+         "Two versions of count_Hexadecimal alternate a-b-a-b-a, each failing with the same 'Expected 6 but got 0', while the thoughts swap back and forth between the same two plans.",
+         1, "cycle", "A short ping-pong of calls that fail identically."),
+]
+
 
 def count(path):
     steps = calls = 0

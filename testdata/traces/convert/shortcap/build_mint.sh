@@ -26,3 +26,5 @@ run mint-codellama13b-fbgpt4-mmlu-2 "$D/CodeLlama-13b-Instruct-hf/F=gpt-4-0613/P
 run mint-lemur70b-fbgpt4-mmlu-51 "$D/lemur-70b-v1/F=gpt-4-0613/PHF=no_GT-textual/max5_p2+tool+cd/reasoning/mmlu/results.jsonl" 51
 run mint-llama3-70b-humaneval-39 "$D/Meta-Llama-3-70B-Instruct/F=None/max5_p2+tool+cd/code_generation/humaneval/results.jsonl" 39
 run mint-gpt4-humaneval-26 "$D/gpt-4-0613/F=None/max5_p2+tool+cd/code_generation/humaneval/results.jsonl" 26
+run mint-opencodeinterp70b-math-16 "$D/OpenCodeInterpreter-CL-70B/F=None/max5_p2+tool+cd/reasoning/math/results.jsonl" 16
+run mint-agentlm70b-mbpp-14 "$D/agentlm-70b-llama-2/F=None/max5_p2+tool+cd/code_generation/mbpp/results.jsonl" 14
