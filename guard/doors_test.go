@@ -167,3 +167,38 @@ func TestPreambleGoesOn(t *testing.T) {
 		})
 	}
 }
+
+// TestFiveCallsLoopStops: a model that loops over two steps, each with the
+// same sentence and the same five calls with the same results, brings
+// nothing new from its third step on, and is stopped at every door. The
+// repeated-text rule remembers four outcomes per step; when it kept the
+// first four, the fifth call of each step was new every time and no step
+// counted (the no-progress rule restarts its count on each change of text,
+// and no call repeats in a row), so the run met the step limit.
+func TestFiveCallsLoopStops(t *testing.T) {
+	five := func(tool string) []guard.ToolCall {
+		var cs []guard.ToolCall
+		for j := range 5 {
+			cs = append(cs, guard.ToolCall{Name: tool, Args: json.RawMessage(fmt.Sprintf(`{"n":%d}`, j))})
+		}
+		return cs
+	}
+	type stop struct {
+		Code string
+		Step int
+	}
+	for dn, dr := range doors {
+		t.Run(dn, func(t *testing.T) {
+			model := func(i int) (string, []guard.ToolCall) {
+				if i%2 == 0 {
+					return "Let me check the files again.", five("read")
+				}
+				return "Nothing changed, let me look at the logs.", five("logs")
+			}
+			code, step, _ := drive(t, dr, model, func(guard.ToolCall) any { return "same as before" })
+			if diff := cmp.Diff(stop{"REPEATED_TEXT", 8}, stop{code, step}); diff != "" {
+				t.Errorf("a two-step loop of five calls each (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

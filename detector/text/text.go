@@ -79,9 +79,10 @@ const (
 )
 
 // MaxStepOutcomes is how many outcomes of successful calls the detector
-// remembers per step: a later call with one of them brings nothing new. A
-// call whose outcome was not remembered (the fifth successful call of a
-// step, and after) counts as new when it comes again.
+// remembers per step: a later call with one of them brings nothing new. The
+// outcomes that the window had not seen are remembered first, then those it
+// had; an outcome not remembered (a fifth new outcome in one step) counts
+// as new when it comes again.
 const MaxStepOutcomes = 4
 
 // maxLabel is the longest text (in bytes, trimmed) that is read as a
@@ -257,16 +258,26 @@ func (d *Detector) Observe(f *guard.Facts) {
 	sameInput := f.NewInput && f.InputHash == d.lastInput
 	d.lastInput = f.InputHash
 	e := entry{step: f.Index}
+	// The outcomes that the window has not seen are kept first, then the
+	// seen ones while there is room: a step of more than MaxStepOutcomes
+	// calls that brings one new outcome keeps it, so that the outcome
+	// is not new again when it comes back.
 	progress := false
 	for i := range f.Calls {
 		c := &f.Calls[i]
-		if c.Ignored || c.Failed {
+		if c.Ignored || c.Failed || d.seen(c.Outcome) {
 			continue
 		}
-		if !d.seen(c.Outcome) {
-			progress = true
-		}
+		progress = true
 		if e.nOut < MaxStepOutcomes && !e.has(c.Outcome) {
+			e.outs[e.nOut] = c.Outcome
+			e.nOut++
+		}
+	}
+	// With room left, every unseen outcome is kept already: a call whose
+	// outcome the step does not hold yet is a seen one (no second seen).
+	for i := 0; i < len(f.Calls) && e.nOut < MaxStepOutcomes; i++ {
+		if c := &f.Calls[i]; !c.Ignored && !c.Failed && !e.has(c.Outcome) {
 			e.outs[e.nOut] = c.Outcome
 			e.nOut++
 		}

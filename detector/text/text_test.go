@@ -37,6 +37,16 @@ func act(s string, i int) guard.Step {
 	return guard.Step{Text: s, ToolCalls: []guard.ToolCall{{Name: "transfer", Args: map[string]int{"n": i}, Result: "ok"}}}
 }
 
+// act5 is a step with text and five calls, the same ones each time: one more
+// than a step's remembered outcomes.
+func act5(s string) guard.Step {
+	st := guard.Step{Text: s}
+	for i := range text.MaxStepOutcomes + 1 {
+		st.ToolCalls = append(st.ToolCalls, guard.ToolCall{Name: "read", Args: map[string]int{"n": i}, Result: "same"})
+	}
+	return st
+}
+
 // fail is a step with text and a new call that fails.
 func fail(s string, i int) guard.Step {
 	return guard.Step{Text: s, ToolCalls: []guard.ToolCall{{Name: "run", Args: map[string]int{"n": i}, Err: errors.New("exit status 1")}}}
@@ -100,6 +110,9 @@ func TestCheck(t *testing.T) {
 			[]guard.Step{act("x", 1), say("x"), {Text: "x", ToolCalls: []guard.ToolCall{
 				{Name: "transfer", Args: map[string]int{"n": 1}, Result: "ok"}, {Name: "transfer", Args: map[string]int{"n": 2}, Result: "ok"}}}},
 			[]string{"", "", ""}},
+		{"a new outcome past the fourth call of a step is kept", text.Options{Threshold: 2},
+			[]guard.Step{act5("x"), act5("x"), act5("x"), act5("x")},
+			[]string{"", "", "", "REPEATED_TEXT 2"}},
 		{"an outcome of the step the window lets go is new again", text.Options{Window: 3, Threshold: 2},
 			[]guard.Step{act("x", 1), say("x"), say("y"), act("x", 1)},
 			[]string{"", "", "", ""}},
