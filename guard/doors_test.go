@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/loopguard/loopguard/detector"
+	"github.com/loopguard/loopguard/detector/refusal"
+	"github.com/loopguard/loopguard/detector/toollimit"
 	"github.com/loopguard/loopguard/guard"
 )
 
@@ -198,6 +200,49 @@ func TestFiveCallsLoopStops(t *testing.T) {
 			code, step, _ := drive(t, dr, model, func(guard.ToolCall) any { return "same as before" })
 			if diff := cmp.Diff(stop{"REPEATED_TEXT", 8}, stop{code, step}); diff != "" {
 				t.Errorf("a two-step loop of five calls each (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCappedToolWithNewArgsStops: with a tool cap (toollimit), every call of
+// the capped tool is refused, whatever its arguments. A model that goes on
+// asking for it with new arguments and the same sentence has each call
+// refused once, and the text, no-progress and stall rules skip steps with a
+// refused call; the refusal rule counts the steps in which the tool was
+// refused since it last ran, and stops the run at the third, at every door
+// (it met the step limit before).
+func TestCappedToolWithNewArgsStops(t *testing.T) {
+	type stop struct {
+		Code           string
+		Step, Refusals int
+		Evidence       any
+	}
+	want := stop{"REPEATED_REFUSAL", 4, 3, refusal.Evidence{Tool: "search", Count: 3, Threshold: 3, Scope: refusal.ScopeTool}}
+	for dn, dr := range doors {
+		t.Run(dn, func(t *testing.T) {
+			capped, err := toollimit.New(toollimit.Options{MaxCalls: map[string]int{"search": 2}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := guard.New(append(detector.Defaults(), capped)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := stop{Step: 30}
+			for i := range 30 {
+				v, refused := dr(t, g, "Let me search for more information.", searchFor(fmt.Sprintf("topic %d", i)),
+					func(guard.ToolCall) any { return "no results" })
+				if refused {
+					got.Refusals++
+				}
+				if v.Stop {
+					got.Code, got.Step, got.Evidence = v.Code, i, v.Evidence
+					break
+				}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("stop (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -21,9 +21,14 @@
 // A step in which the guard refused a call (guard.Step.Refused) and that
 // brings no new outcome neither counts nor starts the count again: the
 // model was told by the guard itself that nothing ran, and a model that
-// keeps asking for a refused call is package refusal's case. So a model
-// that repeats a call stops the same way, with REPEATED_REFUSAL, whether its
-// loop records refused calls or not, and whatever its text.
+// keeps asking for a refused call is package refusal's case, which counts
+// the refusals of each call and the steps in which each tool was refused
+// since it last ran (a capped tool is refused whatever its arguments). So a
+// model that keeps asking for a refused call, or for a capped tool with new
+// arguments, stops the same way, with REPEATED_REFUSAL at its third refused
+// step (with detector.Defaults), whatever its text, and whether its loop
+// goes through guard.Turn or puts the refused calls in guard.Step.Refused
+// itself.
 //
 // To bound memory and snapshots, the detector remembers the newest
 // Options.Window distinct outcomes, in the order they were first seen: an

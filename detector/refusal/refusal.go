@@ -10,6 +10,17 @@
 // guard.Call.Key) over the run, and stops when one call has been refused
 // Options.Threshold times. It remembers the newest MaxCalls refused calls.
 //
+// It also counts, per tool, the steps in which a call of the tool was
+// refused since the tool last ran (a step in which a call of it ran starts
+// the count again), and stops when that count reaches Options.Threshold: a
+// tool cap (package toollimit) refuses every call of a tool whatever its
+// arguments, and a model that asks for the capped tool with new arguments
+// each time has each call refused once. Two refused calls of one tool in
+// one step count once here, so that the model gets to act on the feedback
+// of the refusal first. Such a stop names the tool and its count, with no
+// ArgsPreview (Evidence.Scope is "tool"). It remembers the newest MaxCalls
+// refused tools.
+//
 // It judges nothing in preflight: the refusal it counts comes from another
 // rule. With Options.Warn, a step whose refusal brings a count to one short
 // of the threshold (from 2) carries a REPEATED_REFUSAL_WARNING.
@@ -17,7 +28,6 @@ package refusal
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -69,15 +79,25 @@ type Options struct {
 type Evidence struct {
 	// Tool is the name of the refused call's tool.
 	Tool string `json:"tool"`
-	// ArgsPreview is a short preview of its arguments.
+	// ArgsPreview is a short preview of its arguments; empty when Scope
+	// is "tool".
 	ArgsPreview string `json:"argsPreview"`
-	// Count is the number of times the call was refused.
+	// Count is the number of times the call was refused; when Scope is
+	// "tool", the number of steps in which a call of the tool was refused
+	// since the tool last ran.
 	Count int `json:"count"`
 	// Threshold is Options.Threshold.
 	Threshold int `json:"threshold"`
+	// Scope is "tool" when the refusals of the tool with any arguments
+	// stopped the run, and empty when those of one call did.
+	Scope string `json:"scope,omitempty"`
 }
 
-// refused is one remembered call and its count.
+// ScopeTool is Evidence.Scope of a stop on the refusals of a tool.
+const ScopeTool = "tool"
+
+// refused is one remembered call (or tool: the hash of its name) and its
+// count.
 type refused struct {
 	key   canonical.Sum
 	count int
@@ -89,6 +109,7 @@ type Detector struct {
 
 	opts  Options
 	calls []refused // oldest refusal first, at most MaxCalls
+	tools []refused // per tool name hash, since it last ran; oldest first, at most MaxCalls
 
 	verdict guard.Verdict
 }
@@ -121,30 +142,37 @@ func (d *Detector) Priority() int { return Priority }
 // Options returns the options with the defaults filled in.
 func (d *Detector) Options() any { return d.opts }
 
-// add counts one refusal of key and returns the call's count; the call
+// add counts one refusal of key in rs and returns its count; the key
 // becomes the newest.
-func (d *Detector) add(key canonical.Sum) int {
-	i := slices.IndexFunc(d.calls, func(r refused) bool { return r.key == key })
+func add(rs *[]refused, key canonical.Sum) int {
+	i := slices.IndexFunc(*rs, func(r refused) bool { return r.key == key })
 	r := refused{key: key}
 	if i >= 0 {
-		r = d.calls[i]
-		d.calls = slices.Delete(d.calls, i, i+1)
-	} else if len(d.calls) == MaxCalls {
-		d.calls = slices.Delete(d.calls, 0, 1)
+		r = (*rs)[i]
+		*rs = slices.Delete(*rs, i, i+1)
+	} else if len(*rs) == MaxCalls {
+		*rs = slices.Delete(*rs, 0, 1)
 	}
 	r.count = min(r.count+1, maxCount)
-	d.calls = append(d.calls, r)
+	*rs = append(*rs, r)
 	return r.count
 }
 
 // Observe counts the step's refused calls.
 func (d *Detector) Observe(f *guard.Facts) {
 	d.verdict = guard.Verdict{}
+	if len(d.tools) > 0 {
+		// A tool that ran starts its count again.
+		for i := range f.Calls {
+			tool := canonical.HashString(f.Calls[i].Tool)
+			d.tools = slices.DeleteFunc(d.tools, func(r refused) bool { return r.key == tool })
+		}
+	}
 	var warn *guard.Call
 	warnCount := 0
 	for i := range f.Refused {
 		c := &f.Refused[i]
-		count := d.add(c.Key)
+		count := add(&d.calls, c.Key)
 		switch {
 		case d.verdict.Stop:
 		case count >= d.opts.Threshold:
@@ -162,16 +190,49 @@ func (d *Detector) Observe(f *guard.Facts) {
 			warn, warnCount = c, count
 		}
 	}
-	if warn != nil && !d.verdict.Stop {
-		w := guard.Warning{
-			Code: WarningCode, Tool: guard.Clean(warn.Tool), Value: float64(warnCount), Limit: float64(d.opts.Threshold),
-			Ratio: float64(warnCount) / float64(d.opts.Threshold),
-			Detail: fmt.Sprintf("the call %s(%s) was refused %d times; one more request for it stops the run (threshold %d)",
-				guard.Clean(warn.Tool), warn.Preview(), warnCount, d.opts.Threshold),
+	var warnTool *guard.Call
+	for i := range f.Refused {
+		c := &f.Refused[i]
+		if slices.ContainsFunc(f.Refused[:i], func(p guard.Call) bool { return p.Tool == c.Tool }) {
+			continue // once per step
 		}
-		w.Feedback = feedback.ForWarning(w)
-		d.verdict.Warnings = []guard.Warning{w}
+		count := add(&d.tools, canonical.HashString(c.Tool))
+		switch {
+		case d.verdict.Stop:
+		case count >= d.opts.Threshold:
+			ev := Evidence{Tool: guard.Clean(c.Tool), Count: count, Threshold: d.opts.Threshold, Scope: ScopeTool}
+			d.verdict = guard.Verdict{
+				Stop:   true,
+				Reason: ReasonRepeatedRefusal,
+				Code:   Code,
+				Detail: fmt.Sprintf("calls of %s were refused in %d steps since it last ran and the model keeps asking for it (threshold %d)",
+					ev.Tool, ev.Count, ev.Threshold),
+				Evidence: ev,
+			}
+			d.verdict.Feedback = feedback.For(d.verdict, guard.PhaseCheck)
+		case d.opts.Warn && count == d.opts.Threshold-1 && count >= 2 && warn == nil && warnTool == nil:
+			warnTool, warnCount = c, count
+		}
 	}
+	switch {
+	case d.verdict.Stop:
+	case warn != nil:
+		d.warn(warn.Tool, warnCount, fmt.Sprintf("the call %s(%s) was refused %d times; one more request for it stops the run (threshold %d)",
+			guard.Clean(warn.Tool), warn.Preview(), warnCount, d.opts.Threshold))
+	case warnTool != nil:
+		d.warn(warnTool.Tool, warnCount, fmt.Sprintf("calls of %s were refused in %d steps since it last ran; one more request for it stops the run (threshold %d)",
+			guard.Clean(warnTool.Tool), warnCount, d.opts.Threshold))
+	}
+}
+
+// warn sets the verdict's warning: count refusals of tool.
+func (d *Detector) warn(tool string, count int, detail string) {
+	w := guard.Warning{
+		Code: WarningCode, Tool: guard.Clean(tool), Value: float64(count), Limit: float64(d.opts.Threshold),
+		Ratio: float64(count) / float64(d.opts.Threshold), Detail: detail,
+	}
+	w.Feedback = feedback.ForWarning(w)
+	d.verdict.Warnings = []guard.Warning{w}
 }
 
 // Verdict returns the stop (or warning) found by the last Observe, if any.
@@ -182,15 +243,20 @@ func (d *Detector) Preflight(*guard.Facts) guard.Verdict { return guard.Verdict{
 
 // Reset forgets the run.
 func (d *Detector) Reset() {
-	d.calls = nil
+	d.calls, d.tools = nil, nil
 	d.verdict = guard.Verdict{}
 }
 
 // state is the JSON form of the detector's state: the remembered calls,
-// oldest refusal first.
+// oldest refusal first, and the tools refused since they last ran.
 type state struct {
 	Keys   []canonical.Sum `json:"keys"`
 	Counts []int           `json:"counts"`
+	// Tools are the hashes of the tools' names (canonical.HashString),
+	// oldest refusal first, and ToolCounts their counts of steps. Absent
+	// when none, as in the states of earlier versions.
+	Tools      []canonical.Sum `json:"tools,omitempty"`
+	ToolCounts []int           `json:"toolCounts,omitempty"`
 }
 
 // Snapshot returns the remembered calls and their counts as JSON, or null
@@ -203,11 +269,18 @@ func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 	for i, r := range d.calls {
 		s.Keys[i], s.Counts[i] = r.key, r.count
 	}
+	if len(d.tools) > 0 {
+		s.Tools, s.ToolCounts = make([]canonical.Sum, len(d.tools)), make([]int, len(d.tools))
+		for i, r := range d.tools {
+			s.Tools[i], s.ToolCounts[i] = r.key, r.count
+		}
+	}
 	return json.Marshal(s)
 }
 
 // Restore replaces the state by one that Snapshot returned: at most
-// MaxCalls distinct keys, each with a count from 1 to 2^30.
+// MaxCalls distinct keys, each with a count from 1 to 2^30, and as many
+// distinct tools.
 func (d *Detector) Restore(data []byte) error {
 	var s *state
 	if err := guard.UnmarshalState(data, &s); err != nil {
@@ -217,37 +290,62 @@ func (d *Detector) Restore(data []byte) error {
 		d.Reset()
 		return nil
 	}
-	switch {
-	case len(s.Keys) == 0:
+	if len(s.Keys) == 0 {
 		return fmt.Errorf("%s: a state without calls (a fresh state is null)", Name)
-	case len(s.Keys) > MaxCalls:
-		return fmt.Errorf("%s: %d calls, at most %d are kept", Name, len(s.Keys), MaxCalls)
-	case len(s.Counts) != len(s.Keys):
-		return fmt.Errorf("%s: %d counts for %d calls", Name, len(s.Counts), len(s.Keys))
 	}
-	calls := make([]refused, len(s.Keys))
-	seen := make(map[canonical.Sum]bool, len(s.Keys))
-	for i, key := range s.Keys {
-		if seen[key] {
-			return errors.New(Name + ": a call appears twice")
+	calls, err := restored("call", s.Keys, s.Counts)
+	if err != nil {
+		return err
+	}
+	var tools []refused
+	if s.Tools != nil || s.ToolCounts != nil {
+		if len(s.Tools) == 0 {
+			return fmt.Errorf("%s: an empty list of tools (it is absent then)", Name)
 		}
-		seen[key] = true
-		if c := s.Counts[i]; c < 1 || c > maxCount {
-			return fmt.Errorf("%s: count %d out of range", Name, c)
+		if tools, err = restored("tool", s.Tools, s.ToolCounts); err != nil {
+			return err
 		}
-		calls[i] = refused{key: key, count: s.Counts[i]}
 	}
 	d.Reset()
-	d.calls = calls
+	d.calls, d.tools = calls, tools
 	return nil
 }
 
+// restored checks and returns the what (call or tool) counts of a state.
+func restored(what string, keys []canonical.Sum, counts []int) ([]refused, error) {
+	switch {
+	case len(keys) > MaxCalls:
+		return nil, fmt.Errorf("%s: %d %ss, at most %d are kept", Name, len(keys), what, MaxCalls)
+	case len(counts) != len(keys):
+		return nil, fmt.Errorf("%s: %d counts for %d %ss", Name, len(counts), len(keys), what)
+	}
+	rs := make([]refused, len(keys))
+	seen := make(map[canonical.Sum]bool, len(keys))
+	for i, key := range keys {
+		if seen[key] {
+			return nil, fmt.Errorf("%s: a %s appears twice", Name, what)
+		}
+		seen[key] = true
+		if c := counts[i]; c < 1 || c > maxCount {
+			return nil, fmt.Errorf("%s: count %d out of range", Name, c)
+		}
+		rs[i] = refused{key: key, count: counts[i]}
+	}
+	return rs, nil
+}
+
 // CheckBounds checks the restored counts against the guard's counters:
-// refusals come with steps, so a run without a step has none. (A step may
-// hold any number of refused calls, so the counts have no other bound.)
+// refusals come with steps, so a run without a step has none, and a tool
+// counts at most one refusal per step. (A step may hold any number of
+// refused calls, so the counts of calls have no other bound.)
 func (d *Detector) CheckBounds(c guard.Counters) error {
 	if len(d.calls) > 0 && c.Steps == 0 {
 		return fmt.Errorf("%s: refusals without a step", Name)
+	}
+	for _, r := range d.tools {
+		if r.count > c.Steps {
+			return fmt.Errorf("%s: a tool refused in %d steps, but %d steps recorded", Name, r.count, c.Steps)
+		}
 	}
 	return nil
 }

@@ -35,6 +35,10 @@ func search(q string) guard.ToolCall {
 	return guard.ToolCall{Name: "search", Args: map[string]string{"q": q}}
 }
 
+func fetch(q string) guard.ToolCall {
+	return guard.ToolCall{Name: "fetch", Args: map[string]string{"url": q}}
+}
+
 // refused is a step whose only call was refused.
 func refused(calls ...guard.ToolCall) guard.Step { return guard.Step{Refused: calls} }
 
@@ -42,15 +46,18 @@ func run(g *guard.Guard, ss ...guard.Step) []string {
 	out := make([]string, len(ss))
 	for i, s := range ss {
 		if v := g.Check(s); v.Stop {
-			out[i] = fmt.Sprintf("%s %d", v.Code, v.Evidence.(refusal.Evidence).Count)
+			ev := v.Evidence.(refusal.Evidence)
+			out[i] = strings.TrimSpace(fmt.Sprintf("%s %d %s", v.Code, ev.Count, ev.Scope))
 		}
 	}
 	return out
 }
 
 func TestCheck(t *testing.T) {
-	a, b := search("a"), search("b")
+	a, b := search("a"), fetch("b")
 	ran := guard.Step{ToolCalls: []guard.ToolCall{search("c")}}
+	ranFetch := guard.Step{ToolCalls: []guard.ToolCall{fetch("c")}}
+	s := func(i int) guard.ToolCall { return search(fmt.Sprint(i)) }
 	tests := []struct {
 		name  string
 		opts  refusal.Options
@@ -67,6 +74,25 @@ func TestCheck(t *testing.T) {
 			[]guard.Step{refused(a), refused(a, a)}, []string{"", "REPEATED_REFUSAL 3"}},
 		{"it stops again on a later refusal", refusal.Options{},
 			[]guard.Step{refused(a), refused(a), refused(a), ran, refused(a)}, []string{"", "", "REPEATED_REFUSAL 3", "", "REPEATED_REFUSAL 4"}},
+		{"a tool refused with new arguments: two steps go on, the third stops", refusal.Options{},
+			[]guard.Step{refused(s(1)), refused(s(2)), refused(s(3))}, []string{"", "", "REPEATED_REFUSAL 3 tool"}},
+		{"a step in which the tool ran starts its count again", refusal.Options{},
+			[]guard.Step{refused(s(1)), refused(s(2)), ran, refused(s(3)), refused(s(4)), refused(s(5))},
+			[]string{"", "", "", "", "", "REPEATED_REFUSAL 3 tool"}},
+		{"a step in which the tool ran beside a refusal of it counts one", refusal.Options{},
+			[]guard.Step{refused(s(1)), refused(s(2)), {ToolCalls: []guard.ToolCall{search("c")}, Refused: []guard.ToolCall{s(3)}},
+				refused(s(4)), refused(s(5))},
+			[]string{"", "", "", "", "REPEATED_REFUSAL 3 tool"}},
+		{"another tool that ran does not start the count again", refusal.Options{},
+			[]guard.Step{refused(s(1)), refused(s(2)), ranFetch, refused(s(3))}, []string{"", "", "", "REPEATED_REFUSAL 3 tool"}},
+		{"refusals of a tool in one step count once", refusal.Options{},
+			[]guard.Step{refused(s(1), s(2), s(3)), refused(s(4), s(5)), refused(s(6))}, []string{"", "", "REPEATED_REFUSAL 3 tool"}},
+		{"the same call refused stops as that call", refusal.Options{},
+			[]guard.Step{refused(s(1)), refused(s(1)), refused(s(1))}, []string{"", "", "REPEATED_REFUSAL 3"}},
+		{"the tool's count goes on after a stop", refusal.Options{},
+			[]guard.Step{refused(s(1)), refused(s(2)), refused(s(3)), refused(s(4))}, []string{"", "", "REPEATED_REFUSAL 3 tool", "REPEATED_REFUSAL 4 tool"}},
+		{"tool threshold 4", refusal.Options{Threshold: 4},
+			[]guard.Step{refused(s(1)), refused(s(2)), refused(s(3)), refused(s(4))}, []string{"", "", "", "REPEATED_REFUSAL 4 tool"}},
 		{"threshold 5", refusal.Options{Threshold: 5},
 			[]guard.Step{refused(a), refused(a), refused(a), refused(a), refused(a)}, []string{"", "", "", "", "REPEATED_REFUSAL 5"}},
 	}
@@ -81,21 +107,50 @@ func TestCheck(t *testing.T) {
 }
 
 func TestOnlyTheNewestCallsAreRemembered(t *testing.T) {
+	// Each call of its own tool, so that calls and tools are counted alike.
+	call := func(name string) guard.ToolCall { return guard.ToolCall{Name: name, Args: map[string]int{"n": 1}} }
 	g, _ := guard.New(newDetector(t, refusal.Options{Threshold: 2}))
-	g.Check(refused(search("first")))
+	g.Check(refused(call("first")))
 	for i := range refusal.MaxCalls - 1 {
-		g.Check(refused(search(fmt.Sprint(i))))
+		g.Check(refused(call(fmt.Sprint(i))))
 	}
-	if v := g.Check(refused(search("first"))); !v.Stop {
+	if v := g.Check(refused(call("first"))); !v.Stop {
 		t.Errorf("the oldest of %d calls was forgotten", refusal.MaxCalls)
 	}
 	g.Reset()
-	g.Check(refused(search("first")))
+	g.Check(refused(call("first")))
 	for i := range refusal.MaxCalls {
-		g.Check(refused(search(fmt.Sprint(i))))
+		g.Check(refused(call(fmt.Sprint(i))))
 	}
-	if v := g.Check(refused(search("first"))); v.Stop {
-		t.Errorf("a call older than the newest %d was remembered", refusal.MaxCalls)
+	if v := g.Check(refused(call("first"))); v.Stop {
+		t.Errorf("a call older than the newest %d was remembered: %v", refusal.MaxCalls, v)
+	}
+}
+
+// TestToolStopAndWarning: a tool refused with new arguments in two steps
+// warns, and in the third stops, with evidence and feedback that name the
+// tool and hold no argument.
+func TestToolStopAndWarning(t *testing.T) {
+	g, _ := guard.New(newDetector(t, refusal.Options{Warn: true}))
+	secret := func(i int) guard.ToolCall {
+		return guard.ToolCall{Name: "delete_db", Args: map[string]string{"password": fmt.Sprint("hunter", i)}}
+	}
+	vs := []guard.Verdict{g.Check(refused(secret(1))), g.Check(refused(secret(2))), g.Check(refused(secret(3)))}
+	if vs[0].Stop || len(vs[0].Warnings) != 0 {
+		t.Errorf("first refusal: %v", vs[0])
+	}
+	if w := vs[1].Warnings; vs[1].Stop || len(w) != 1 || w[0].Code != refusal.WarningCode || w[0].Value != 2 || w[0].Tool != "delete_db" ||
+		strings.Contains(w[0].Feedback+w[0].Detail, "hunter") {
+		t.Errorf("second refusal: %v, want a warning without arguments", vs[1])
+	}
+	v := vs[2]
+	want := refusal.Evidence{Tool: "delete_db", Count: 3, Threshold: 3, Scope: refusal.ScopeTool}
+	if diff := cmp.Diff(want, v.Evidence); diff != "" || v.Code != refusal.Code || v.Reason != refusal.ReasonRepeatedRefusal {
+		t.Errorf("stop %v (-want +got evidence):\n%s", v, diff)
+	}
+	if v.Feedback != feedback.For(v, guard.PhaseCheck) || !strings.Contains(v.Feedback, "delete_db") ||
+		strings.Contains(v.Feedback+v.Detail, "hunter") {
+		t.Errorf("feedback %q, detail %q", v.Feedback, v.Detail)
 	}
 }
 
@@ -174,21 +229,40 @@ func TestOptionsAndRestore(t *testing.T) {
 			t.Errorf("after Restore(%s) failed, the state was lost", s)
 		}
 	}
-	good := `{"keys":[` + k + `],"counts":[2]}`
-	if err := d.Restore([]byte(good)); err != nil {
-		t.Fatal(err)
+	for _, s := range []string{`{"keys":[` + k + `],"counts":[1],"tools":[],"toolCounts":[]}`,
+		`{"keys":[` + k + `],"counts":[1],"toolCounts":[1]}`, `{"keys":[` + k + `],"counts":[1],"tools":[` + k + `]}`,
+		`{"keys":[` + k + `],"counts":[1],"tools":[` + k + `,` + k + `],"toolCounts":[1,1]}`,
+		`{"keys":[` + k + `],"counts":[1],"tools":[` + k + `],"toolCounts":[0]}`} {
+		if err := newDetector(t, refusal.Options{}).Restore([]byte(s)); err == nil {
+			t.Errorf("Restore(%s) succeeded", s)
+		}
 	}
-	if got, _ := d.Snapshot(guard.SnapshotOptions{}); string(got) != good {
-		t.Errorf("snapshot after restore = %s", got)
+	// A state of the first version, without tools, restores.
+	for _, good := range []string{`{"keys":[` + k + `],"counts":[2]}`, `{"keys":[` + k + `],"counts":[2],"tools":[` + k + `],"toolCounts":[2]}`} {
+		if err := d.Restore([]byte(good)); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := d.Snapshot(guard.SnapshotOptions{}); string(got) != good {
+			t.Errorf("snapshot after restore = %s", got)
+		}
+	}
+	// A tool counts at most one refusal per step: the state above needs
+	// two steps.
+	if err := d.CheckBounds(guard.Counters{Steps: 1}); err == nil {
+		t.Error("a tool refused in 2 steps of 1 passed the bounds")
+	}
+	if err := d.CheckBounds(guard.Counters{Steps: 2}); err != nil {
+		t.Errorf("bounds of 2 steps: %v", err)
 	}
 }
 
 func TestSnapshotRestoreContinues(t *testing.T) {
-	pool := []guard.ToolCall{search("a"), search("b"), search("c")}
+	pool := []guard.ToolCall{search("a"), search("b"), search("c"), fetch("a")}
 	rapid.Check(t, func(t *rapid.T) {
 		opts := refusal.Options{Threshold: rapid.IntRange(2, 4).Draw(t, "threshold"), Warn: rapid.Bool().Draw(t, "warn")}
 		ss := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) guard.Step {
-			return guard.Step{Refused: rapid.SliceOfN(rapid.SampledFrom(pool), 0, 2).Draw(t, "refused")}
+			return guard.Step{Refused: rapid.SliceOfN(rapid.SampledFrom(pool), 0, 2).Draw(t, "refused"),
+				ToolCalls: rapid.SliceOfN(rapid.SampledFrom([]guard.ToolCall{search("d"), fetch("d")}), 0, 1).Draw(t, "ran")}
 		}), 1, 20).Draw(t, "steps")
 		cut := rapid.IntRange(0, len(ss)).Draw(t, "cut")
 		orig, _ := guard.New(newDetector(t, opts))
