@@ -84,7 +84,8 @@ type Call struct {
 	// arguments has the same Failure. The text is lower-cased; the strings
 	// of the call's arguments that it echoes (an old_str that "did not
 	// appear verbatim", a path that does not exist) are taken out; numbers
-	// (line and column positions), hex ids and temporary names become '#';
+	// (line and column positions), ids (UUIDs, hex, providers' request and
+	// call ids, base62 and base64 runs) and temporary names become '#';
 	// white space is collapsed; at most 2048 bytes of each part count.
 	Failure canonical.Sum
 	// Ignored reports whether the tool is one the guard ignores

@@ -241,6 +241,34 @@ func TestDefaultThreshold(t *testing.T) {
 	}
 }
 
+// TestRequestIDs: a tool that fails five times with "service unavailable"
+// and another request id each time stops at the fifth, under the defaults,
+// whatever the provider's id format (issue 22: UUIDs and req_ ids were not
+// normalised, so such a run was never caught).
+func TestRequestIDs(t *testing.T) {
+	ids := map[string][]string{
+		"uuid v4": {"93d088a6-a044-4964-8b25-fab487a6859a", "ebbb2373-ab4b-484d-9bfa-9bef286759a5",
+			"8966d0fb-0628-45fb-9593-f629717be3ca", "1860658e-f681-4bf2-b84f-0adb1f93acf3", "3ccccc99-b27d-4340-bd10-df796324268f"},
+		"openai": {"req_1332ed8a813a4caaa2f0f3c55a6a68cb", "req_5c0e0b7a9d3f4e21b8a6c4d2e1f09a7b",
+			"req_0a1b2c3d4e5f60718293a4b5c6d7e8f9", "req_ffee00112233445566778899aabbccdd", "req_9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b"},
+		"anthropic": {"req_011CZAZuCr9hV42toiCdnnKB", "req_011CZCiainzQT1m7qR2Nvz2D", "req_011CZAYwiDg6Eqv7HiBNWoE5",
+			"req_011CZAY8xEUqbHSEE3BdFtMh", "req_01RCc7MbLyQNtGKzBTv8VCep"},
+	}
+	for name, ids := range ids {
+		t.Run(name, func(t *testing.T) {
+			var ss []guard.Step
+			for i, id := range ids {
+				ss = append(ss, guard.Step{ToolCalls: []guard.ToolCall{{Name: "fetch", Args: map[string]int{"page": i},
+					Err: errors.New("service unavailable (request " + id + ")")}}})
+			}
+			got := stops(run(newGuard(t, failure.Options{}, guard.Options{}), ss))
+			if diff := cmp.Diff([]string{"", "", "", "", "REPEATED_FAILURE 5"}, got); diff != "" {
+				t.Errorf("stops (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestWithinAStep(t *testing.T) {
 	g := newGuard(t, failure.Options{Threshold: 3}, guard.Options{})
 	g.Check(guard.Step{ToolCalls: []guard.ToolCall{edit("a1")}})
