@@ -88,6 +88,12 @@ type Call struct {
 	// call ids, base62 and base64 runs) and temporary names become '#';
 	// white space is collapsed; at most 2048 bytes of each part count.
 	Failure canonical.Sum
+	// Retry is, for a failed call, a hash of its Failure and of its
+	// canonical arguments with the white space inside their strings taken
+	// out; zero for a call that did not fail. Two failed calls with equal
+	// Retry failed the same way with the same arguments, up to white space:
+	// a retry, or an edit only re-indented.
+	Retry canonical.Sum
 	// Ignored reports whether the tool is one the guard ignores
 	// ([Options.Ignore]): such a call is no pattern, no progress and no
 	// use of a cap.
@@ -375,8 +381,9 @@ const (
 	kindKey    = 'k'
 	kindResult = 'r'
 	kindError  = 'e'
-	// kindFailure is read by failureSum.
+	// kindFailure is read by failureSum, kindRetry by retrySum.
 	kindFailure = 'f'
+	kindRetry   = 'w'
 )
 
 // combine hashes a kind, a tool name and sums into one sum, using scratch.
@@ -436,6 +443,7 @@ func (g *Guard) callFacts(scratch []byte, tc *ToolCall, withOutcome bool, known 
 	}
 	if c.Failed {
 		scratch, c.Failure = failureSum(scratch, tc)
+		scratch, c.Retry = g.retrySum(scratch, tc, c.Failure)
 	}
 	return scratch, c
 }

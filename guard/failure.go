@@ -105,6 +105,52 @@ func failureSum(scratch []byte, tc *ToolCall) ([]byte, canonical.Sum) {
 	return b, canonical.HashBytes(b)
 }
 
+// retrySum returns the Retry sum of a failed call (see [Call.Retry]): a
+// hash of its failure signature and of its canonical arguments (after the
+// key options) without the white space inside their strings.
+func (g *Guard) retrySum(scratch []byte, tc *ToolCall, failure canonical.Sum) (b []byte, sum canonical.Sum) {
+	b = append(scratch[:0], kindRetry)
+	b = append(b, failure[:]...)
+	start := len(b)
+	args := tc.Args
+	if g.keys != nil {
+		defer func() {
+			if recover() != nil {
+				b, sum = scratch[:0], canonical.Hash(failing{})
+			}
+		}()
+		args = g.keys.args(tc.Name, args)
+	}
+	b = canonical.Append(b, args)
+	return b, canonical.HashBytes(stripSpace(b, start))
+}
+
+// stripSpace removes from b[start:], canonical JSON, the white space inside
+// its strings: spaces and the escapes \n, \r and \t (canonical JSON has
+// no white space outside strings). It works in place.
+func stripSpace(b []byte, start int) []byte {
+	w := start
+	for i := start; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case c == ' ':
+			continue
+		case c == '\\' && i+1 < len(b):
+			if n := b[i+1]; n == 'n' || n == 'r' || n == 't' {
+				i++
+				continue
+			}
+			b[w], b[w+1] = c, b[i+1]
+			w += 2
+			i++
+			continue
+		}
+		b[w] = c
+		w++
+	}
+	return b[:w]
+}
+
 func appendUvarintString(b []byte, s string) []byte {
 	var n [10]byte
 	i := 0

@@ -269,6 +269,121 @@ func TestRequestIDs(t *testing.T) {
 	}
 }
 
+// reindent is an edit whose new text fails to parse; only its indentation
+// changes from call to call, and the error names another line each time.
+func reindent(indent string, line int) guard.ToolCall {
+	code := "def f(x):\n" + indent + "return x\n"
+	args, _ := json.Marshal(map[string]string{"command": "python -c", "code": code})
+	return guard.ToolCall{Name: "python", Args: json.RawMessage(args), Err: errors.New("exit code 1"),
+		Result: fmt.Sprintf("  File \"<string>\", line %d\nIndentationError: expected an indented block", line)}
+}
+
+// TestSameCall: the same failure of the same call (up to white space in its
+// arguments) stops at Options.SameCall, sooner than Threshold, and only
+// when the arguments are the same.
+func TestSameCall(t *testing.T) {
+	const stop3 = "REPEATED_FAILURE 3"
+	track := func(id string) guard.ToolCall {
+		return guard.ToolCall{Name: "track", Args: map[string]string{"id": id}, Err: errors.New("400 Bad Request")}
+	}
+	tests := []struct {
+		name  string
+		steps []guard.Step
+		want  []string
+	}{
+		{"two go on, the third stops (default SameCall 3)",
+			steps(track("ABC456"), track("ABC456"), track("ABC456")), []string{"", "", stop3}},
+		{"an edit only re-indented is the same call, its moving line the same failure",
+			steps(reindent("", 2), reindent(" ", 2), reindent("\t", 1)), []string{"", "", stop3}},
+		{"a short ping-pong of calls that each fail the same way",
+			steps(track("ABC456"), build("", 1), track("ABC456"), build("", 2), track("ABC456")), []string{"", "", "", "", stop3}},
+		{"other arguments wait for the threshold",
+			steps(track("A1"), track("B2"), track("C3"), track("D4"), track("E5")), []string{"", "", "", "", "REPEATED_FAILURE 5"}},
+		{"a success of the tool ends the streak",
+			steps(track("ABC456"), track("ABC456"), guard.ToolCall{Name: "track", Args: map[string]string{"id": "X"}, Result: "ok"},
+				track("ABC456"), track("ABC456")), []string{"", "", "", "", ""}},
+		{"the same call failing another way is another failure",
+			steps(track("ABC456"), guard.ToolCall{Name: "track", Args: map[string]string{"id": "ABC456"}, Err: errors.New("timeout")},
+				track("ABC456")), []string{"", "", ""}},
+		{"several calls of one step count once",
+			[]guard.Step{{ToolCalls: []guard.ToolCall{track("ABC456"), track("ABC456")}}, {ToolCalls: []guard.ToolCall{track("ABC456")}}},
+			[]string{"", ""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := stops(run(newGuard(t, failure.Options{}, guard.Options{}), tt.steps))
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("stops (-want +got):\n%s", diff)
+			}
+		})
+	}
+	t.Run("evidence", func(t *testing.T) {
+		vs := run(newGuard(t, failure.Options{}, guard.Options{}), steps(track("ABC456"), ok("r", "1"), track("ABC456"), track("ABC456")))
+		want := failure.Evidence{Tool: "track", Count: 3, Threshold: 3, Window: 10, StepIndexes: []int{0, 2, 3},
+			ArgsPreview: `{"id":"ABC456"}`, SameCall: true}
+		if diff := cmp.Diff(want, vs[3].Evidence); diff != "" {
+			t.Errorf("evidence (-want +got):\n%s", diff)
+		}
+		if fb := vs[3].Feedback; strings.Contains(fb, "ABC456") || strings.Contains(fb, "Bad Request") {
+			t.Errorf("feedback holds the arguments or the error: %q", fb)
+		}
+	})
+	t.Run("SameCall equal to Threshold adds nothing", func(t *testing.T) {
+		got := stops(run(newGuard(t, failure.Options{Threshold: 4, SameCall: 4}, guard.Options{}),
+			steps(track("A"), track("A"), track("A"), track("A"))))
+		if diff := cmp.Diff([]string{"", "", "", "REPEATED_FAILURE 4"}, got); diff != "" {
+			t.Errorf("stops (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("warns one step before", func(t *testing.T) {
+		vs := run(newGuard(t, failure.Options{Warn: true}, guard.Options{}), steps(track("A"), track("A"), track("A")))
+		want := []guard.Warning{{Code: failure.WarningCode, Tool: "track", Value: 2, Limit: 3, Ratio: 2.0 / 3, Detector: failure.Name}}
+		want[0].Feedback = feedback.ForWarning(want[0])
+		if len(vs[0].Warnings) != 0 {
+			t.Errorf("first failure warned: %v", vs[0].Warnings)
+		}
+		if diff := cmp.Diff(want, vs[1].Warnings, cmpopts.IgnoreFields(guard.Warning{}, "Detail")); diff != "" {
+			t.Errorf("warning one short of SameCall (-want +got):\n%s", diff)
+		}
+		if !vs[2].Stop {
+			t.Errorf("third failure: %v, want a stop", vs[2])
+		}
+	})
+}
+
+// TestRestoreWithoutRetries: a state written before the rule compared calls
+// (no "retries") restores, and its failures count for Threshold only.
+func TestRestoreWithoutRetries(t *testing.T) {
+	track := guard.ToolCall{Name: "track", Args: map[string]string{"id": "A"}, Err: errors.New("400 Bad Request")}
+	orig := newGuard(t, failure.Options{}, guard.Options{})
+	run(orig, steps(track, track))
+	d := orig.Detectors()[0]
+	data, err := d.Snapshot(guard.SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]json.RawMessage
+	if err := json.Unmarshal(data, &st); err != nil || st["retries"] == nil {
+		t.Fatalf("state %s: want retries (%v)", data, err)
+	}
+	delete(st, "retries")
+	old, _ := json.Marshal(st)
+	fresh := newDetector(t, failure.Options{})
+	g, _ := guard.New(fresh)
+	run(g, steps(ok("r", "0"), ok("r", "1")))
+	if err := fresh.Restore(old); err != nil {
+		t.Fatalf("Restore(%s): %v", old, err)
+	}
+	// With their retries the first new failure would stop (the third same
+	// call); without, the restored failures count only towards Threshold.
+	if got := stops(run(g, steps(track, track, track))); !cmp.Equal(got, []string{"", "", "REPEATED_FAILURE 5"}) {
+		t.Errorf("after restoring %s: stops %q, want the fifth failure to stop", old, got)
+	}
+	if err := fresh.Restore(data); err != nil || !g.Check(guard.Step{ToolCalls: []guard.ToolCall{track}}).Stop {
+		t.Errorf("restoring %s with its retries: %v, or the third same call went on", data, err)
+	}
+}
+
 func TestWithinAStep(t *testing.T) {
 	g := newGuard(t, failure.Options{Threshold: 3}, guard.Options{})
 	g.Check(guard.Step{ToolCalls: []guard.ToolCall{edit("a1")}})
@@ -331,6 +446,9 @@ func TestOptions(t *testing.T) {
 		{failure.Options{Window: failure.MaxWindow + 1}, []string{"Window"}},
 		{failure.Options{Window: 4, Threshold: 5}, []string{"Threshold"}},
 		{failure.Options{Window: 4}, []string{"Threshold"}}, // the default threshold is over it
+		{failure.Options{SameCall: 1}, []string{"SameCall"}},
+		{failure.Options{SameCall: 6}, []string{"SameCall"}}, // over the default threshold
+		{failure.Options{Threshold: 4, SameCall: 5}, []string{"SameCall"}},
 	} {
 		d, err := failure.New(tt.opts)
 		if d != nil || !errors.Is(err, guard.ErrInvalidOption) {
@@ -341,13 +459,14 @@ func TestOptions(t *testing.T) {
 			t.Errorf("New(%+v) fields (-want +got):\n%s", tt.opts, diff)
 		}
 	}
-	for _, o := range []failure.Options{{Window: 2, Threshold: 2}, {Window: 5}, {Window: failure.MaxWindow}, {Threshold: 10}} {
+	for _, o := range []failure.Options{{Window: 2, Threshold: 2}, {Window: 5}, {Window: failure.MaxWindow}, {Threshold: 10},
+		{SameCall: 2}, {SameCall: 5}, {Threshold: 2}} {
 		if _, err := failure.New(o); err != nil {
 			t.Errorf("New(%+v): %v", o, err)
 		}
 	}
 	d := newDetector(t, failure.Options{})
-	if diff := cmp.Diff(failure.Options{Threshold: 5, Window: 10}, d.Options()); diff != "" {
+	if diff := cmp.Diff(failure.Options{Threshold: 5, Window: 10, SameCall: 3}, d.Options()); diff != "" {
 		t.Errorf("Options (-want +got):\n%s", diff)
 	}
 	if d.Name() != "failure" || d.Priority() != 425 {
@@ -362,6 +481,7 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		w := rapid.IntRange(2, 6).Draw(t, "window")
 		opts := failure.Options{Window: w, Threshold: rapid.IntRange(2, w).Draw(t, "threshold"), Warn: rapid.Bool().Draw(t, "warn")}
+		opts.SameCall = rapid.IntRange(2, opts.Threshold).Draw(t, "sameCall")
 		gopts := guard.Options{Ignore: []string{"think"}}
 		ss := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) guard.Step {
 			return guard.Step{ToolCalls: rapid.SliceOfN(rapid.SampledFrom(pool), 0, 3).Draw(t, "calls")}
@@ -425,9 +545,10 @@ func TestConformance(t *testing.T) {
 		return func() guard.Detector { return newDetector(t, o) }
 	}
 	for name, o := range map[string]failure.Options{
-		"default": {},
-		"small":   {Window: 4, Threshold: 2, Warn: true},
-		"largest": {Window: failure.MaxWindow, Threshold: 5, Warn: true},
+		"default":  {},
+		"small":    {Window: 4, Threshold: 2, Warn: true},
+		"largest":  {Window: failure.MaxWindow, Threshold: 5, Warn: true},
+		"sameCall": {Window: 6, Threshold: 4, SameCall: 2, Warn: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			other := o
