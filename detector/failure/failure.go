@@ -25,8 +25,9 @@
 // the fifth same failure within the last 10 calls. It stops sooner, at
 // Options.SameCall (3 by default), when those failures are of the same call:
 // the same arguments up to white space (guard.Call.Retry), such as an edit
-// only re-indented, a retry of a request that keeps failing, or the calls of
-// a short ping-pong that each fail the same way. Short runs (harnesses that
+// only re-indented or a retry of a request that keeps failing; and at
+// SameCall+1 when they come from two calls only (a short ping-pong of two
+// versions of a call, each failing the same way). Short runs (harnesses that
 // cap a run at 5 to 7 turns) never reach five failures. Within a step calls are
 // judged one by one, and the first that reaches the threshold is the one
 // reported. It also catches ping-pongs of calls that each fail the same way
@@ -37,8 +38,8 @@
 // in preflight.
 //
 // With Options.Warn, a step whose failure brings a count to one short of the
-// threshold, or a same-call count to one short of SameCall (from a count of
-// 2), carries a REPEATED_FAILURE_WARNING.
+// threshold, a same-call count to one short of SameCall (from a count of 2),
+// or a two-call count to SameCall, carries a REPEATED_FAILURE_WARNING.
 package failure
 
 import (
@@ -121,12 +122,14 @@ type Evidence struct {
 	// Count is the number of steps in the window in which the tool failed
 	// the same way since it last succeeded, the reported call's included.
 	Count int `json:"count"`
-	// Threshold is Options.Threshold, or Options.SameCall when the
-	// failures were of the same call.
+	// Threshold is Options.Threshold, Options.SameCall when the failures
+	// were of the same call, SameCall+1 when of two calls.
 	Threshold int `json:"threshold"`
-	// SameCall reports whether the counted failures were of the same call
-	// (the same arguments up to white space).
-	SameCall bool `json:"sameCall,omitempty"`
+	// Calls is 1 when the counted failures were of the same call (the
+	// same arguments up to white space), 2 when of two calls (a ping-pong
+	// of calls that each fail the same way), and 0 (absent) for the
+	// Threshold rule, whatever the arguments.
+	Calls int `json:"calls,omitempty"`
 	// Window is Options.Window.
 	Window int `json:"window"`
 	// StepIndexes are the 0-based indexes of those steps, oldest first.
@@ -258,7 +261,7 @@ func (d *Detector) push(e entry) {
 // first, and a step with several calls that fail the same way counts once.
 func (d *Detector) counted(e entry, same bool) []int {
 	var steps []int
-	d.scan(e, same, func(step int) { steps = append(steps, step) })
+	d.scan(e, same, func(x entry) { steps = append(steps, x.step) })
 	slices.Reverse(steps)
 	return steps
 }
@@ -266,14 +269,40 @@ func (d *Detector) counted(e entry, same bool) []int {
 // count returns len(d.counted(e, same)) without allocating.
 func (d *Detector) count(e entry, same bool) int {
 	n := 0
-	d.scan(e, same, func(int) { n++ })
+	d.scan(e, same, func(entry) { n++ })
+	return n
+}
+
+// pairCount returns the count of the failure e (as count does, whatever the
+// arguments) when those failures come from at most two calls (Retry sums),
+// and 0 when they come from more, or from a call restored without its sum.
+func (d *Detector) pairCount(e entry) int {
+	var seen [2]canonical.Sum
+	n, distinct := 0, 0
+	d.scan(e, false, func(x entry) {
+		n++
+		switch {
+		case distinct > 2:
+		case x.retry == (canonical.Sum{}):
+			distinct = 3 // restored from a state without retries: unknown
+		case distinct > 0 && x.retry == seen[0], distinct > 1 && x.retry == seen[1]:
+		case distinct < 2:
+			seen[distinct] = x.retry
+			distinct++
+		default:
+			distinct = 3
+		}
+	})
+	if distinct > 2 {
+		return 0
+	}
 	return n
 }
 
 // scan calls fn with the step index of each step that counts for the
 // failure e, newest first; with same, only the steps that made the same
 // call (equal Retry sums).
-func (d *Detector) scan(e entry, same bool, fn func(step int)) {
+func (d *Detector) scan(e entry, same bool, fn func(x entry)) {
 	last := -1
 	for i := d.n - 1; i >= 0; i-- {
 		x := d.at(i)
@@ -289,7 +318,7 @@ func (d *Detector) scan(e entry, same bool, fn func(step int)) {
 			}
 		case x.failure == e.failure && x.step != last && (!same || x.retry == e.retry):
 			last = x.step
-			fn(x.step)
+			fn(x)
 		}
 	}
 }
@@ -332,27 +361,38 @@ func (d *Detector) Observe(f *guard.Facts) {
 		}
 		e.tool, e.op, e.failure, e.retry = toolKey(c.Tool), opKey(c), c.Failure, c.Retry
 		d.push(e)
-		count, same := d.count(e, false), 0
+		count, same, pair := d.count(e, false), 0, 0
 		if d.opts.SameCall < d.opts.Threshold {
 			same = d.count(e, true)
+		}
+		if d.opts.SameCall+1 < d.opts.Threshold {
+			pair = d.pairCount(e)
 		}
 		switch {
 		case d.verdict.Stop:
 		case count >= d.opts.Threshold:
-			d.verdict = d.stop(c, e, count, false)
+			d.verdict = d.stop(c, e, count, 0)
 		case same >= d.opts.SameCall:
-			d.verdict = d.stop(c, e, same, true)
+			d.verdict = d.stop(c, e, same, 1)
+		case pair > d.opts.SameCall:
+			d.verdict = d.stop(c, e, pair, 2)
 		case !d.opts.Warn || warn != nil:
 		case count == d.opts.Threshold-1 && count >= 2:
 			warn, warnCount, warnLimit = c, count, d.opts.Threshold
 		case same == d.opts.SameCall-1 && same >= 2:
 			warn, warnCount, warnLimit = c, same, d.opts.SameCall
+		case pair == d.opts.SameCall:
+			warn, warnCount, warnLimit = c, pair, d.opts.SameCall+1
 		}
 	}
 	if warn != nil && !d.verdict.Stop {
 		what := "the same way"
-		if warnLimit != d.opts.Threshold {
+		switch {
+		case warnLimit == d.opts.Threshold:
+		case warnLimit == d.opts.SameCall:
 			what = "the same way with the same arguments"
+		default:
+			what = "the same way with two sets of arguments in turn"
 		}
 		w := guard.Warning{
 			Code: WarningCode, Tool: guard.Clean(warn.Tool), Value: float64(warnCount), Limit: float64(warnLimit),
@@ -365,14 +405,18 @@ func (d *Detector) Observe(f *guard.Facts) {
 	}
 }
 
-// stop builds the stop verdict for call c with this count; same tells that
-// the count is of the same call (Options.SameCall).
-func (d *Detector) stop(c *guard.Call, e entry, count int, same bool) guard.Verdict {
+// stop builds the stop verdict for call c with this count; calls is 0 for
+// the Threshold rule, 1 for the same call (Options.SameCall) and 2 for two
+// calls (SameCall+1).
+func (d *Detector) stop(c *guard.Call, e entry, count, calls int) guard.Verdict {
 	ev := Evidence{Tool: guard.Clean(c.Tool), Count: count, Threshold: d.opts.Threshold, Window: d.opts.Window,
-		ArgsPreview: c.Preview(), StepIndexes: d.counted(e, same), SameCall: same}
+		ArgsPreview: c.Preview(), StepIndexes: d.counted(e, calls == 1), Calls: calls}
 	what := "the same way"
-	if same {
+	switch calls {
+	case 1:
 		ev.Threshold, what = d.opts.SameCall, "the same way with the same arguments"
+	case 2:
+		ev.Threshold, what = d.opts.SameCall+1, "the same way with two sets of arguments in turn"
 	}
 	v := guard.Verdict{
 		Stop:   true,

@@ -297,6 +297,10 @@ func TestSameCall(t *testing.T) {
 			steps(reindent("", 2), reindent(" ", 2), reindent("\t", 1)), []string{"", "", stop3}},
 		{"a short ping-pong of calls that each fail the same way",
 			steps(track("ABC456"), build("", 1), track("ABC456"), build("", 2), track("ABC456")), []string{"", "", "", "", stop3}},
+		{"two calls in turn, each failing the same way: three go on, the fourth stops",
+			steps(track("A1"), track("B2"), track("A1"), track("B2")), []string{"", "", "", "REPEATED_FAILURE 4"}},
+		{"three calls are no ping-pong",
+			steps(track("A1"), track("B2"), track("C3"), track("A1"), track("B2")), []string{"", "", "", "", "REPEATED_FAILURE 5"}},
 		{"other arguments wait for the threshold",
 			steps(track("A1"), track("B2"), track("C3"), track("D4"), track("E5")), []string{"", "", "", "", "REPEATED_FAILURE 5"}},
 		{"a success of the tool ends the streak",
@@ -320,7 +324,7 @@ func TestSameCall(t *testing.T) {
 	t.Run("evidence", func(t *testing.T) {
 		vs := run(newGuard(t, failure.Options{}, guard.Options{}), steps(track("ABC456"), ok("r", "1"), track("ABC456"), track("ABC456")))
 		want := failure.Evidence{Tool: "track", Count: 3, Threshold: 3, Window: 10, StepIndexes: []int{0, 2, 3},
-			ArgsPreview: `{"id":"ABC456"}`, SameCall: true}
+			ArgsPreview: `{"id":"ABC456"}`, Calls: 1}
 		if diff := cmp.Diff(want, vs[3].Evidence); diff != "" {
 			t.Errorf("evidence (-want +got):\n%s", diff)
 		}
@@ -347,6 +351,17 @@ func TestSameCall(t *testing.T) {
 		}
 		if !vs[2].Stop {
 			t.Errorf("third failure: %v, want a stop", vs[2])
+		}
+		// A A B: the third failure is B's first, one short of two calls
+		// in turn.
+		vs = run(newGuard(t, failure.Options{Warn: true}, guard.Options{}), steps(track("A"), track("A"), track("B"), track("B")))
+		want = []guard.Warning{{Code: failure.WarningCode, Tool: "track", Value: 3, Limit: 4, Ratio: 3.0 / 4, Detector: failure.Name}}
+		want[0].Feedback = feedback.ForWarning(want[0])
+		if diff := cmp.Diff(want, vs[2].Warnings, cmpopts.IgnoreFields(guard.Warning{}, "Detail")); diff != "" {
+			t.Errorf("warning one short of two calls in turn (-want +got):\n%s", diff)
+		}
+		if !vs[3].Stop {
+			t.Errorf("fourth failure of two calls: %v, want a stop", vs[3])
 		}
 	})
 }
