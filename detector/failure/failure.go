@@ -589,9 +589,14 @@ type Summary struct {
 	Failures int `json:"failures"`
 	// MaxCount is the highest count of one failure (see Options).
 	MaxCount int `json:"maxCount"`
+	// MaxSameCall is the highest count of one failure of one call (see
+	// Options.SameCall), and MaxTwoCalls that of one failure from at most
+	// two calls; 0 where the rule adds nothing to Threshold.
+	MaxSameCall int `json:"maxSameCall"`
+	MaxTwoCalls int `json:"maxTwoCalls"`
 }
 
-// Summary returns the window's size, its failures and the count of its most
+// Summary returns the window's size, its failures and the counts of its most
 // repeated failure (a Summary).
 func (d *Detector) Summary() any {
 	s := Summary{Calls: d.n}
@@ -599,6 +604,12 @@ func (d *Detector) Summary() any {
 		if e := d.ring[i]; e.failure != (canonical.Sum{}) {
 			s.Failures++
 			s.MaxCount = max(s.MaxCount, d.count(e, false))
+			if d.opts.SameCall < d.opts.Threshold {
+				s.MaxSameCall = max(s.MaxSameCall, d.count(e, true))
+			}
+			if d.opts.SameCall+1 < d.opts.Threshold {
+				s.MaxTwoCalls = max(s.MaxTwoCalls, d.pairCount(e))
+			}
 		}
 	}
 	return s
