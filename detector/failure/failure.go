@@ -106,8 +106,10 @@ type Options struct {
 	Window int `json:"window"`
 	// SameCall is how many of those steps stop the run when the failures
 	// are of the same call (guard.Call.Retry: the same arguments up to
-	// white space): 0 means DefaultSameCall; any other value must be from
-	// 2 to Threshold (at Threshold it adds nothing to it).
+	// white space), and SameCall+1 when they come from two calls, if that
+	// is below Threshold: 0 means DefaultSameCall (or Threshold, when
+	// that is smaller); any other value must be from 2 to Threshold (at
+	// Threshold it adds nothing to it).
 	SameCall int `json:"sameCall"`
 	// Warn adds a REPEATED_FAILURE_WARNING to a step whose failure brings
 	// a count to Threshold-1, or a same-call count to SameCall-1 (when
