@@ -152,13 +152,10 @@ func scoreTraces(t *testing.T, doc, preset string) (outcomes map[string]map[stri
 
 // knownFalseStops are the healthy runs of testdata/traces that the defaults
 // (and the text-actions preset) still stop before their last step: they came
-// with set A and set B (issue 22), labelled before any rule ran on them. Each
-// must still stop, so that the list empties as the rules stop stopping them.
-var knownFalseStops = map[string]bool{
-	// 145 steps; the model narrates "Run reproduction script." on steps
-	// whose calls each bring a new result; REPEATED_TEXT stops it at 106.
-	"mini-gemini3pro-django-16560.jsonl": true,
-}
+// with set A and set B and the runs added for issue 22, labelled before any
+// rule ran on them. Each must still stop, so that the list empties as the
+// rules stop stopping them.
+var knownFalseStops = map[string]bool{}
 
 // TestRealTraces audits the real agent runs of testdata/traces, labelled by
 // hand, with the default options and with the text-actions preset: no

@@ -80,12 +80,13 @@ const Priority = guard.PriorityRepeat + 25
 // that stay on a failing edit or move reach five and more (OpenHands retrying
 // a str_replace between views, a chess player told its move is illegal).
 //
-// DefaultSameCall comes from the same runs and those of sets A and B (165
-// runs): no healthy run fails the same way with the same arguments (up to
-// white space) more than twice within 10 calls, while short looping runs do
-// it three times and then end (a DFSDT branch retrying one tracking call, an
-// AutoGen reply that runs the same failing snippet, an agent calling an
-// authentication function it made up).
+// DefaultSameCall comes from the 190 runs of testdata/traces (sets A and B
+// and the short-cap MINT runs included): no healthy run fails the same way
+// with the same arguments (up to white space) three times within 10 calls,
+// nor four times from two calls, while short looping runs do and then end
+// (a DFSDT branch retrying one tracking call, an agent calling an
+// authentication function it made up, MINT cells that take turns failing the
+// same way). With 2, six healthy runs stop.
 const (
 	DefaultThreshold = 5
 	DefaultSameCall  = 3

@@ -20,21 +20,30 @@ type block struct {
 	code string // as written
 }
 
-// goBlocks returns the ```go blocks of a Markdown text.
-func goBlocks(t *testing.T, text string) []block {
+// A fenced block of a Markdown text: its info string ("go", "sh", "") and
+// its text.
+type fenced struct {
+	line int // of its first line of text
+	lang string
+	text string
+}
+
+// fencedBlocks returns the fenced blocks of a Markdown text.
+func fencedBlocks(t *testing.T, text string) []fenced {
 	t.Helper()
-	var blocks []block
-	var cur *block
+	var blocks []fenced
+	var cur *fenced
 	var b strings.Builder
 	sc := bufio.NewScanner(strings.NewReader(text))
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
+		trimmed := strings.TrimSpace(line)
 		switch {
-		case cur == nil && strings.TrimSpace(line) == "```go":
-			cur = &block{line: n + 1}
+		case cur == nil && strings.HasPrefix(trimmed, "```"):
+			cur = &fenced{line: n + 1, lang: strings.TrimPrefix(trimmed, "```")}
 			b.Reset()
-		case cur != nil && strings.TrimSpace(line) == "```":
-			cur.code = b.String()
+		case cur != nil && trimmed == "```":
+			cur.text = b.String()
 			blocks = append(blocks, *cur)
 			cur = nil
 		case cur != nil:
@@ -42,7 +51,19 @@ func goBlocks(t *testing.T, text string) []block {
 		}
 	}
 	if cur != nil {
-		t.Fatalf("README.md:%d: a Go block that does not end", cur.line-1)
+		t.Fatalf("line %d: a block that does not end", cur.line-1)
+	}
+	return blocks
+}
+
+// goBlocks returns the ```go blocks of a Markdown text.
+func goBlocks(t *testing.T, text string) []block {
+	t.Helper()
+	var blocks []block
+	for _, f := range fencedBlocks(t, text) {
+		if f.lang == "go" {
+			blocks = append(blocks, block{line: f.line, code: f.text})
+		}
 	}
 	return blocks
 }
@@ -56,15 +77,8 @@ var adapterImport = regexp.MustCompile(`"github\.com/loopguard/loopguard/adapter
 // The blocks are laid over the tree with go build -overlay, so nothing is
 // written into it. A build that fails without naming a block fails too.
 func TestGoBlocks(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks := goBlocks(t, string(readme))
+	root, readme := readREADME(t)
+	blocks := goBlocks(t, readme)
 	if len(blocks) < 8 {
 		t.Fatalf("only %d Go blocks in README.md", len(blocks))
 	}
@@ -88,6 +102,9 @@ func TestGoBlocks(t *testing.T) {
 		if _, err := parser.ParseFile(token.NewFileSet(), fmt.Sprintf("README.md:%d", b.line), b.code, parser.PackageClauseOnly); err != nil {
 			problems[i] = append(problems[i], "not a Go file: "+err.Error())
 			continue
+		}
+		if isTestFile(b.code) {
+			continue // built and run with the block before it by TestTestFileBlocks
 		}
 		dir, buildDir := root, root
 		if m := adapterImport.FindStringSubmatch(b.code); m != nil {
