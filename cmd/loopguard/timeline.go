@@ -395,9 +395,12 @@ func meters(dets []guard.Detector) []meter {
 				return float64(v.Count)
 			}})
 		case failrule.Options:
-			ms = append(ms, meter{name: name, label: "same failure", limit: float64(o.Threshold), read: func(s *guard.Summary) float64 {
+			// Three counts stop: of one failure, of one failure of one
+			// call, of one failure from two calls.
+			ms = append(ms, meter{name: name, label: "same failure", limit: 1, ratio: true, read: func(s *guard.Summary) float64 {
 				v, _ := summary(s).(failrule.Summary)
-				return float64(v.MaxCount)
+				return max(float64(v.MaxCount)/float64(o.Threshold), float64(v.MaxSameCall)/float64(o.SameCall),
+					float64(v.MaxTwoCalls)/float64(o.SameCall+1))
 			}})
 		case window.Options:
 			// The window may hold Threshold same calls: one more stops.
