@@ -1,8 +1,8 @@
 // Package text stops a run whose model says the same thing again and again
 // while nothing new comes back, even when other steps come between: the same
-// closing message after every action, "YOU ARE BEING TRANSFERRED TO A HUMAN
-// AGENT" after each of six transfers, the same reply to a user whose
-// messages change.
+// closing message in a step of its own after every action, "YOU ARE BEING
+// TRANSFERRED TO A HUMAN AGENT" in a step of its own after each of six
+// transfers, the same reply to a user whose messages change.
 //
 // The no-progress rule (package noprogress) stops only on steps in a row that
 // bring no new tool outcome; this rule looks at the text within a window of
@@ -15,11 +15,16 @@
 // bring a tool outcome (guard.Call.Outcome) that no other step in the window
 // had is progress: the same sentence there is narration ("Run the tests.",
 // "Let me search for more information." before each new search), not a loop.
+// An outcome holds the call's arguments: the same reply in the step of each
+// transfer whose summary argument changes is progress too, and is not
+// stopped, as a sweep of searches with new keywords that each find nothing,
+// after the same preamble, is not (judging by the result alone would stop
+// both; the labelled runs do not tell them apart).
 // A failed call brings nothing new, and an ignored one is no call. Such a
 // step holds a place in the window and never counts; so does a step without
-// text, a step whose text is only a speaker label ("[planner]", "<coder>",
-// "assistant:": no words of the model's, which some integrations put on each
-// step of a team), a step in which the guard refused a call (that pattern is
+// text, a step whose text is only a speaker label ("[flights_refunder]",
+// "<coder>": a name between brackets, no words of the model's, which some
+// integrations put on each step of a team), a step in which the guard refused a call (that pattern is
 // package refusal's: the model gets to act on the refusal's feedback first),
 // and a step whose input repeats the previous step's input word for word
 // (the same answer to a user who says the same thing again is no loop of
@@ -85,9 +90,8 @@ const (
 // as new when it comes again.
 const MaxStepOutcomes = 4
 
-// maxLabel is the longest text (in bytes, trimmed) that is read as a
-// speaker label.
-const maxLabel = 64
+// maxLabel is the longest name (in bytes) of a speaker label.
+const maxLabel = 32
 
 // Options tune the detector. The zero value is the default: the third same
 // text within the last 10 steps stops the run.
@@ -225,21 +229,24 @@ func (d *Detector) seen(o canonical.Sum) bool {
 }
 
 // isLabel reports whether s, trimmed, is only a speaker label: "[name]" or
-// "<name>" (a short text between brackets), or "name:" (one word and a
-// colon).
+// "<name>", where the name is 1 to maxLabel ASCII letters, digits, '_', '-'
+// or '.'. A text between brackets with a space or other punctuation is a
+// sentence ("[You are being transferred to a human agent.]"), and so is a
+// word and a colon ("Thought:", "Answer:").
 func isLabel(s string) bool {
 	s = strings.TrimSpace(s)
-	if len(s) < 2 || len(s) > maxLabel {
+	if len(s) < 3 || len(s) > maxLabel+2 {
 		return false
 	}
-	switch first, last := s[0], s[len(s)-1]; {
-	case first == '[' && last == ']', first == '<' && last == '>':
-		inner := strings.TrimSpace(s[1 : len(s)-1])
-		return inner != "" && !strings.ContainsAny(inner, "[]<>\n")
-	case last == ':':
-		return !strings.ContainsAny(s[:len(s)-1], " \t\r\n:")
+	if first, last := s[0], s[len(s)-1]; !(first == '[' && last == ']' || first == '<' && last == '>') {
+		return false
 	}
-	return false
+	for _, c := range []byte(s[1 : len(s)-1]) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 func (d *Detector) count(text canonical.Sum) int {
