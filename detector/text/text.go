@@ -269,10 +269,14 @@ func (d *Detector) Observe(f *guard.Facts) {
 	// seen ones while there is room: a step of more than MaxStepOutcomes
 	// calls that brings one new outcome keeps it, so that the outcome
 	// is not new again when it comes back.
-	progress := false
+	progress, seenAny := false, false
 	for i := range f.Calls {
 		c := &f.Calls[i]
-		if c.Ignored || c.Failed || d.seen(c.Outcome) {
+		if c.Ignored || c.Failed {
+			continue
+		}
+		if d.seen(c.Outcome) {
+			seenAny = true
 			continue
 		}
 		progress = true
@@ -283,7 +287,7 @@ func (d *Detector) Observe(f *guard.Facts) {
 	}
 	// With room left, every unseen outcome is kept already: a call whose
 	// outcome the step does not hold yet is a seen one (no second seen).
-	for i := 0; i < len(f.Calls) && e.nOut < MaxStepOutcomes; i++ {
+	for i := 0; seenAny && i < len(f.Calls) && e.nOut < MaxStepOutcomes; i++ {
 		if c := &f.Calls[i]; !c.Ignored && !c.Failed && !e.has(c.Outcome) {
 			e.outs[e.nOut] = c.Outcome
 			e.nOut++
