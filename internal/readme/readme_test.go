@@ -22,7 +22,8 @@ func TestGoBlocks(t *testing.T) { Test(t) }
 // TestEveryBlockIsBuilt checks that each module that owns a Go block of
 // README.md or docs/*.md calls Test from a test in its root directory, so
 // that no block goes unbuilt, and that the core, whose test builds no SDK,
-// owns only blocks that import none.
+// owns only blocks that import none and links the core's packages they
+// import.
 func TestEveryBlockIsBuilt(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -39,6 +40,15 @@ func TestEveryBlockIsBuilt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	deps, err := parser.ParseFile(token.NewFileSet(), "deps_test.go", nil, parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	linked := map[string]bool{}
+	for _, imp := range deps.Imports {
+		p, _ := strconv.Unquote(imp.Path.Value)
+		linked[p] = true
+	}
 	owners := map[string][]string{}
 	for _, b := range all {
 		own, err := owner(b, mods)
@@ -48,8 +58,14 @@ func TestEveryBlockIsBuilt(t *testing.T) {
 		}
 		owners[own] = append(owners[own], b.name())
 		if own == "." {
-			if sdk := foreignImports(t, b); len(sdk) > 0 {
+			sdk, core := foreignImports(t, b)
+			if len(sdk) > 0 {
 				t.Errorf("%s: the core's test would build it, with %s", b.name(), strings.Join(sdk, ", "))
+			}
+			for _, p := range core {
+				if !linked[p] {
+					t.Errorf("%s imports %s, which deps_test.go does not: go test's cache would not see it change", b.name(), p)
+				}
 			}
 		}
 	}
@@ -71,22 +87,24 @@ func TestEveryBlockIsBuilt(t *testing.T) {
 }
 
 // foreignImports returns the imports of a block that are neither in the
-// standard library nor in the core module.
-func foreignImports(t *testing.T, b block) []string {
+// standard library nor in the core module, then those in the core module.
+func foreignImports(t *testing.T, b block) (foreign, core []string) {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), b.name(), b.code, parser.ImportsOnly)
+	f, err := parser.ParseFile(token.NewFileSet(), b.file, b.padded(), parser.ImportsOnly)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
 	for _, imp := range f.Imports {
 		p, _ := strconv.Unquote(imp.Path.Value)
 		first, _, _ := strings.Cut(p, "/")
-		if strings.Contains(first, ".") && p != corePath && !strings.HasPrefix(p, corePath+"/") {
-			out = append(out, p)
+		switch {
+		case p == corePath || strings.HasPrefix(p, corePath+"/"):
+			core = append(core, p)
+		case strings.Contains(first, "."):
+			foreign = append(foreign, p)
 		}
 	}
-	return out
+	return foreign, core
 }
 
 // callsTest says whether a _test.go file of dir calls this package's Test.
