@@ -35,12 +35,18 @@ func benchStep(i int) guard.Step {
 // on: every step is new, so nothing stops and nothing warns, and the
 // outcome windows are full.
 func BenchmarkCheck(b *testing.B) {
-	for _, c := range []struct{ name, doc string }{
-		{"defaults", `{"maxSteps": 1000000000}`},
-		{"beyond", beyond},
+	for _, c := range []struct {
+		name, doc string
+		step      func(int) guard.Step
+	}{
+		{"defaults", `{"maxSteps": 1000000000}`, benchStep},
+		{"beyond", beyond, benchStep},
 		// The guard's call keys: dropping a field (absent here) costs a
 		// JSON decoding of every call's arguments.
-		{"dropArgs", `{"maxSteps": 1000000000, "dropArgs": ["request_id"]}`},
+		{"dropArgs", `{"maxSteps": 1000000000, "dropArgs": ["request_id"]}`, benchStep},
+		// A failing call: its failure signature and Retry sum are
+		// computed, and the failure rule counts it.
+		{"failing", `{"maxSteps": 1000000000}`, failingStep},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			cfg, err := detector.FromJSON([]byte(c.doc))
@@ -53,7 +59,7 @@ func BenchmarkCheck(b *testing.B) {
 			}
 			steps := make([]guard.Step, 4096)
 			for i := range steps {
-				steps[i] = benchStep(i)
+				steps[i] = c.step(i)
 			}
 			for i := range 2048 {
 				g.Check(steps[i])
@@ -68,4 +74,12 @@ func BenchmarkCheck(b *testing.B) {
 			}
 		})
 	}
+}
+
+// failingStep returns a step whose one call fails: other arguments and
+// another request id each time, and 64 tools in turn, so that nothing stops.
+func failingStep(i int) guard.Step {
+	return guard.Step{ToolCalls: []guard.ToolCall{{Name: fmt.Sprintf("fetch%d", i%64),
+		Args: map[string]any{"url": fmt.Sprintf("https://api.example.com/v1/items/%d", i), "retries": 3},
+		Err:  fmt.Errorf("service unavailable (request %08x-0628-45fb-9593-f629717be3ca) for item %d", i, i)}}}
 }

@@ -3,6 +3,7 @@ package detector
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -39,6 +40,7 @@ const (
 	fieldRepeatThreshold = "repeatThreshold"
 	fieldPolling         = "polling"
 	fieldWarn            = "warn"
+	fieldSameCall        = "sameCall"
 )
 
 // DefaultMaxSteps is the step limit of the default set. The reference's is
@@ -471,12 +473,21 @@ func buildFailure(in Input) (guard.Detector, error) {
 	r := &reader{det: failure.Name}
 	ms, on := r.optionalSection(keyFailure, in.Values)
 	var o failure.Options
-	o.Threshold, o.Window, o.Warn = r.countInWindow(keyFailure, ms, failure.MaxWindow)
+	var rest []member
+	for _, m := range ms {
+		if m.key == fieldSameCall {
+			o.SameCall = r.integer(join(keyFailure, m.key), m.val, 2)
+			continue
+		}
+		rest = append(rest, m)
+	}
+	o.Threshold, o.Window, o.Warn = r.countInWindow(keyFailure, rest, failure.MaxWindow, fieldSameCall)
 	if err := r.err(); err != nil || !on {
 		return nil, err
 	}
 	d, err := failure.New(o)
-	return built(d, err, fields{"Window": keyFailure + ".window", "Threshold": keyFailure + ".threshold", "Warn": keyFailure + ".warn"})
+	return built(d, err, fields{"Window": keyFailure + ".window", "Threshold": keyFailure + ".threshold",
+		"SameCall": keyFailure + "." + fieldSameCall, "Warn": keyFailure + ".warn"})
 }
 
 // buildText builds the repeated-text rule: absent or true for its defaults,
@@ -494,8 +505,10 @@ func buildText(in Input) (guard.Detector, error) {
 }
 
 // countInWindow reads the section key of a rule that counts repeats within
-// a window: "threshold" (at least 2), "window" (2 to maxWindow) and "warn".
-func (r *reader) countInWindow(key string, ms []member, maxWindow int) (threshold, window int, warn bool) {
+// a window: "threshold" (at least 2), "window" (2 to maxWindow) and "warn";
+// more are the rule's other keys, read by its caller, for the message of an
+// unknown key.
+func (r *reader) countInWindow(key string, ms []member, maxWindow int, more ...string) (threshold, window int, warn bool) {
 	for _, m := range ms {
 		path := join(key, m.key)
 		switch m.key {
@@ -508,7 +521,9 @@ func (r *reader) countInWindow(key string, ms []member, maxWindow int) (threshol
 		case fieldWarn:
 			warn = r.boolean(path, m.val)
 		default:
-			r.unknown(key, m.key, []string{"threshold", fieldWarn, "window"})
+			known := append([]string{"threshold", fieldWarn, "window"}, more...)
+			slices.Sort(known)
+			r.unknown(key, m.key, known)
 		}
 	}
 	return threshold, window, warn

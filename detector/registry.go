@@ -539,6 +539,7 @@ func sortedMapKeys[V any](m map[string]V) []string {
 //	 "toolLimit": {"warn": true},
 //	 "window": {"window": 10, "threshold": 3, "warn": true},
 //	 "stall": {"threshold": 5, "warn": true},
+//	 "repeatedFailure": {"threshold": 5, "window": 10, "sameCall": 3, "warn": true},
 //	 "tools": {"search": {"dropArgs": ["nonce"]}}}
 //
 // dropArgs lists top-level argument fields that no call's key includes, for

@@ -85,7 +85,7 @@ func TestDefaults(t *testing.T) {
 		must[*budget.Detector](t)(budget.New(budget.Options{MaxSteps: 150})),
 		must[*refusal.Detector](t)(refusal.New(refusal.Options{Threshold: 3})),
 		must[*repeat.Detector](t)(repeat.New(repeat.Options{Threshold: 3})),
-		must[*failure.Detector](t)(failure.New(failure.Options{Threshold: 5, Window: 10})),
+		must[*failure.Detector](t)(failure.New(failure.Options{Threshold: 5, Window: 10, SameCall: 3})),
 		must[*oscillation.Detector](t)(oscillation.New(oscillation.Options{MaxPeriod: 3, Repeats: 3})),
 		must[*noprogress.Detector](t)(noprogress.New(noprogress.Options{Threshold: 3})),
 		must[*text.Detector](t)(text.New(text.Options{Threshold: 3, Window: 10})),
@@ -112,6 +112,7 @@ func TestBuild(t *testing.T) {
 	rep := func(o repeat.Options) guard.Detector { return must[*repeat.Detector](t)(repeat.New(o)) }
 	osc := func(o oscillation.Options) guard.Detector { return must[*oscillation.Detector](t)(oscillation.New(o)) }
 	nop := func(o noprogress.Options) guard.Detector { return must[*noprogress.Detector](t)(noprogress.New(o)) }
+	fail := func(o failure.Options) guard.Detector { return must[*failure.Detector](t)(failure.New(o)) }
 	// with returns the defaults with some detectors replaced (by name) or,
 	// for a name mapped to nil, removed.
 	with := func(changes map[string]guard.Detector) []guard.Detector {
@@ -162,6 +163,10 @@ func TestBuild(t *testing.T) {
 		{"budget warnAt zero", `{"budget": {"maxCostUsd": {"limit": 1, "warnAt": 0}, "warnAt": 0}}`,
 			with(map[string]guard.Detector{"budget": bud(budget.Options{MaxSteps: detector.DefaultMaxSteps, MaxCostUSD: budget.Limit{Value: 1}})}), nil},
 
+		{"failure sameCall", `{"repeatedFailure": {"sameCall": 2, "threshold": 4}}`,
+			with(map[string]guard.Detector{"failure": fail(failure.Options{SameCall: 2, Threshold: 4})}), nil},
+		{"failure sameCall at the threshold", `{"repeatedFailure": {"sameCall": 5}}`,
+			with(map[string]guard.Detector{"failure": fail(failure.Options{SameCall: 5})}), nil},
 		{"repeat options", `{"repeatedToolCall": {"threshold": 5, "requireIdenticalResults": true, "ignoreErrors": true}}`,
 			with(map[string]guard.Detector{"repeat": rep(repeat.Options{Threshold: 5, RequireIdenticalResults: true, IgnoreErrors: true})}), nil},
 		{"repeat threshold two", `{"repeatedToolCall": {"threshold": 2}}`,
@@ -338,6 +343,11 @@ func TestBuildErrors(t *testing.T) {
 		{"budget warnAt above 1", `{"budget": {"warnAt": 1.01}}`, []problem{{"budget", "budget.warnAt", ratio}}},
 		{"budget warnAt negative", `{"budget": {"warnAt": -0.1}}`, []problem{{"budget", "budget.warnAt", ratio}}},
 		{"budget warnAt string", `{"budget": {"warnAt": "80%"}}`, []problem{{"budget", "budget.warnAt", ratio + ", not a string"}}},
+
+		// repeatedFailure.
+		{"failure sameCall 1", `{"repeatedFailure": {"sameCall": 1}}`, []problem{{"failure", "repeatedFailure.sameCall", atLeast2 + ", not 1"}}},
+		{"failure sameCall over the threshold", `{"repeatedFailure": {"sameCall": 4, "threshold": 3}}`,
+			[]problem{{"failure", "repeatedFailure.sameCall", "4 exceeds the threshold of 3"}}},
 
 		// repeatedToolCall and its tool fields.
 		{"repeat threshold 1", `{"repeatedToolCall": {"threshold": 1}}`, []problem{{"repeat", "repeatedToolCall.threshold", atLeast2 + ", not 1"}}},

@@ -20,7 +20,9 @@
 //
 // The package imports no detector. The built-in detectors use exactly the
 // [Detector] interface a custom detector uses: they are ordered by the same
-// priorities, fingerprinted and saved in snapshots on equal footing.
+// priorities, fingerprinted and saved in snapshots on equal footing. Package
+// guardtest checks that a detector of your own keeps the interface's
+// contract, as the built-ins' tests do with it.
 //
 // A Guard is safe for concurrent use. Detectors are called with the guard's
 // lock held and need no locking of their own; a detector is the state of one

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/loopguard/loopguard/canonical"
+	"github.com/loopguard/loopguard/internal/escape"
 )
 
 // PreviewLen is the most characters a preview of arguments or text holds.
@@ -84,9 +85,16 @@ type Call struct {
 	// arguments has the same Failure. The text is lower-cased; the strings
 	// of the call's arguments that it echoes (an old_str that "did not
 	// appear verbatim", a path that does not exist) are taken out; numbers
-	// (line and column positions), hex ids and temporary names become '#';
+	// (line and column positions), ids (UUIDs, hex, providers' request and
+	// call ids, base62 and base64 runs) and temporary names become '#';
 	// white space is collapsed; at most 2048 bytes of each part count.
 	Failure canonical.Sum
+	// Retry is, for a failed call, a hash of its Failure and of its
+	// canonical arguments with the white space inside their strings taken
+	// out; zero for a call that did not fail. Two failed calls with equal
+	// Retry failed the same way with the same arguments, up to white space:
+	// a retry, or an edit only re-indented.
+	Retry canonical.Sum
 	// Ignored reports whether the tool is one the guard ignores
 	// ([Options.Ignore]): such a call is no pattern, no progress and no
 	// use of a cap.
@@ -154,7 +162,7 @@ func previewOf(b []byte) string {
 	for i := 0; i < len(b); {
 		r, size := utf8.DecodeRune(b[i:])
 		i += size
-		piece := escapeRune(buf[:0], r, false, 0, false)
+		piece := escape.AppendRune(buf[:0], r, false)
 		k := utf8.RuneCount(piece)
 		if n+k > PreviewLen {
 			return string(append(cut, "..."...))
@@ -374,8 +382,9 @@ const (
 	kindKey    = 'k'
 	kindResult = 'r'
 	kindError  = 'e'
-	// kindFailure is read by failureSum.
+	// kindFailure is read by failureSum, kindRetry by retrySum.
 	kindFailure = 'f'
+	kindRetry   = 'w'
 )
 
 // combine hashes a kind, a tool name and sums into one sum, using scratch.
@@ -435,6 +444,7 @@ func (g *Guard) callFacts(scratch []byte, tc *ToolCall, withOutcome bool, known 
 	}
 	if c.Failed {
 		scratch, c.Failure = failureSum(scratch, tc)
+		scratch, c.Retry = g.retrySum(scratch, tc, c.Failure)
 	}
 	return scratch, c
 }

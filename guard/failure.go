@@ -105,6 +105,52 @@ func failureSum(scratch []byte, tc *ToolCall) ([]byte, canonical.Sum) {
 	return b, canonical.HashBytes(b)
 }
 
+// retrySum returns the Retry sum of a failed call (see [Call.Retry]): a
+// hash of its failure signature and of its canonical arguments (after the
+// key options) without the white space inside their strings.
+func (g *Guard) retrySum(scratch []byte, tc *ToolCall, failure canonical.Sum) (b []byte, sum canonical.Sum) {
+	b = append(scratch[:0], kindRetry)
+	b = append(b, failure[:]...)
+	start := len(b)
+	args := tc.Args
+	if g.keys != nil {
+		defer func() {
+			if recover() != nil {
+				b, sum = scratch[:0], canonical.Hash(failing{})
+			}
+		}()
+		args = g.keys.args(tc.Name, args)
+	}
+	b = canonical.Append(b, args)
+	return b, canonical.HashBytes(stripSpace(b, start))
+}
+
+// stripSpace removes from b[start:], canonical JSON, the white space inside
+// its strings: spaces and the escapes \n, \r and \t (canonical JSON has
+// no white space outside strings). It works in place.
+func stripSpace(b []byte, start int) []byte {
+	w := start
+	for i := start; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case c == ' ':
+			continue
+		case c == '\\' && i+1 < len(b):
+			if n := b[i+1]; n == 'n' || n == 'r' || n == 't' {
+				i++
+				continue
+			}
+			b[w], b[w+1] = c, b[i+1]
+			w += 2
+			i++
+			continue
+		}
+		b[w] = c
+		w++
+	}
+	return b[:w]
+}
+
 func appendUvarintString(b []byte, s string) []byte {
 	var n [10]byte
 	i := 0
@@ -185,9 +231,10 @@ func argStrings(args any) []string {
 
 // appendFailureText appends the normalised form of a failure's text to dst:
 // the arguments' strings it echoes taken out (a run of them, separated only
-// by white space, counts as one), lower-cased, numbers, hex ids and
-// temporary names made '#', runs of white space made one space. At most
-// failureReadMax bytes of s are read and failureTextMax written.
+// by white space, counts as one), lower-cased, numbers, ids (see
+// appendToken) and temporary names made '#', runs of white space made one
+// space. At most failureReadMax bytes of s are read and failureTextMax
+// written.
 func appendFailureText(dst []byte, s string, echoes []string) []byte {
 	if len(s) > failureReadMax {
 		s = s[:failureReadMax]
@@ -207,10 +254,7 @@ func appendFailureText(dst []byte, s string, echoes []string) []byte {
 			i++
 			continue
 		case isAlnum(c):
-			j := i
-			for j < len(s) && (isAlnum(s[j]) || s[j] == '_') {
-				j++
-			}
+			j := tokenEnd(s, i)
 			if space && len(dst) > start {
 				dst = append(dst, ' ')
 			}
@@ -249,20 +293,160 @@ func isAlnum(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }
 
-// appendToken appends a word of letters, digits and '_', lower-cased, with
-// its variable parts made '#': a hex id (at least 6 hex digits, one of them
-// a decimal digit, or 0x...) or a temporary name (tmp...) becomes "#", and
-// every run of digits elsewhere becomes one '#'.
+// tokenEnd returns the end of the token that starts at s[i], a letter or a
+// digit: a run of letters, digits and '_', where '-', '+' and '=' join two
+// such runs (and '=' may end it, as base64 padding). Joined runs are read
+// together so that an id written with dashes (a UUID) or in base64 is one
+// token; the parts of any other token are written as they were.
+func tokenEnd(s string, i int) int {
+	j := i
+	for j < len(s) {
+		c := s[j]
+		switch {
+		case isAlnum(c) || c == '_':
+			j++
+		case (c == '-' || c == '+') && j+1 < len(s) && isAlnum(s[j+1]):
+			j++
+		case c == '=':
+			if j+1 < len(s) && isAlnum(s[j+1]) {
+				j++ // key=value
+				continue
+			}
+			// Padding: one or two '=' at the end of a base64 run.
+			k := j
+			for k < len(s) && k-j < 2 && s[k] == '=' {
+				k++
+			}
+			if isBase64ID(s[i:k]) {
+				return k
+			}
+			return j
+		default:
+			return j
+		}
+	}
+	return j
+}
+
+// appendToken appends a token (see tokenEnd), lower-cased, with its
+// variable parts made '#':
+//   - an id as a whole: a run of dash-separated hex groups with at least 12
+//     hex digits, one of them a decimal digit (a UUID of any version, a W3C
+//     trace id, an X-Ray id), or a base64 run (at least 16 characters, with
+//     '+' or '=' padding, upper- and lower-case letters and 2 digits);
+//   - each part between '_', '-', '+' and '=' that is an id (see isIDPart),
+//     or a temporary name (tmp...);
+//   - every run of digits elsewhere becomes one '#'.
+//
+// Ordinary words are left alone, hex-looking ones included ("dead", "face",
+// "add"): a part without a decimal digit is never an id.
 func appendToken(dst []byte, t string) []byte {
-	if isHexID(t) {
+	digit, sep := false, false
+	for i := 0; i < len(t); i++ {
+		switch c := t[i]; {
+		case '0' <= c && c <= '9':
+			digit = true
+		case c == '_' || c == '-' || c == '+' || c == '=':
+			sep = true
+		}
+	}
+	if !sep {
+		// One part, the common case: a word, a number, an id.
+		switch {
+		case len(t) > 3 && strings.EqualFold(t[:3], "tmp"):
+			return append(dst, "tmp#"...)
+		case digit && isIDPart(t):
+			return append(dst, '#')
+		}
+		return appendDigits(dst, t)
+	}
+	if !digit && !hasTmpWord(t) {
+		// Without a digit no part is an id: a word with '_' or '-'.
+		return appendDigits(dst, t)
+	}
+	if isBase64ID(t) {
 		return append(dst, '#')
 	}
-	if len(t) > 3 && strings.EqualFold(t[:3], "tmp") {
-		return append(dst, "tmp#"...)
+	prefix := false
+	for len(t) > 0 {
+		// A chunk runs to the next '+' or '='.
+		n := len(t)
+		for k := 0; k < len(t); k++ {
+			if t[k] == '+' || t[k] == '=' {
+				n = k
+				break
+			}
+		}
+		chunk := t[:n]
+		if isHexGroups(chunk) {
+			dst = append(dst, '#')
+		} else {
+			dst, prefix = appendChunk(dst, chunk, prefix)
+		}
+		if n == len(t) {
+			break
+		}
+		dst = append(dst, t[n])
+		t = t[n+1:]
 	}
+	return dst
+}
+
+// appendChunk appends a run of letters, digits, '_' and '-' part by part;
+// prefix reports whether the part before it was a provider's prefix, and
+// the result whether its last part is one.
+func appendChunk(dst []byte, c string, prefix bool) ([]byte, bool) {
+	word := true // at the start of a dash-separated word
+	for len(c) > 0 {
+		n := len(c)
+		for k := 0; k < len(c); k++ {
+			if c[k] == '_' || c[k] == '-' {
+				n = k
+				break
+			}
+		}
+		if word {
+			// A temporary name swallows the rest of its word, '_' parts
+			// included.
+			w := c
+			if k := strings.IndexByte(c, '-'); k >= 0 {
+				w = c[:k]
+			}
+			if len(w) > 3 && strings.EqualFold(w[:3], "tmp") {
+				dst = append(dst, "tmp#"...)
+				if len(w) == len(c) {
+					return dst, false
+				}
+				dst = append(dst, '-')
+				c, prefix = c[len(w)+1:], false
+				continue
+			}
+		}
+		p := c[:n]
+		switch {
+		case isIDPart(p) || prefix && len(p) >= 8 && isAlnumDigits(p):
+			dst = append(dst, '#')
+			prefix = false
+		default:
+			prefix = idPrefix(p)
+			dst = appendDigits(dst, p)
+		}
+		if n == len(c) {
+			break
+		}
+		dst = append(dst, c[n])
+		word = c[n] == '-'
+		c = c[n+1:]
+	}
+	return dst, prefix
+}
+
+// appendDigits appends a part lower-cased, each run of its digits made one
+// '#'.
+func appendDigits(dst []byte, p string) []byte {
 	digits := false
-	for i := 0; i < len(t); i++ {
-		c := t[i]
+	for i := 0; i < len(p); i++ {
+		c := p[i]
 		if '0' <= c && c <= '9' {
 			if !digits {
 				dst = append(dst, '#')
@@ -277,6 +461,144 @@ func appendToken(dst []byte, t string) []byte {
 		dst = append(dst, c)
 	}
 	return dst
+}
+
+// idPrefixes are the prefixes that providers put before their ids
+// (OpenAI's req_, call_, chatcmpl-, run_, ...; Anthropic's req_, msg_,
+// toolu_, ...): a part of at least 8 letters and digits, one a digit, after
+// one of them is an id, whatever its letters.
+var idPrefixes = [...]string{"asst", "batch", "call", "chatcmpl", "file", "msg", "msgbatch", "req", "resp", "run",
+	"srvtoolu", "step", "thread", "toolu"}
+
+// idPrefix reports whether p is one of idPrefixes, in any case.
+func idPrefix(p string) bool {
+	if len(p) < 3 || len(p) > 8 {
+		return false
+	}
+	switch p[0] | 0x20 {
+	case 'a', 'b', 'c', 'f', 'm', 'r', 's', 't':
+	default:
+		return false
+	}
+	for _, x := range idPrefixes {
+		if strings.EqualFold(p, x) {
+			return true
+		}
+	}
+	return false
+}
+
+// isIDPart reports whether a part of a token (letters and digits only) is
+// an id:
+//   - hex with a decimal digit: 0x..., at least 6 hex digits, or 4 or 5 of
+//     them with at least 2 letters ("8f3a"; a code such as "E501" is no id);
+//   - at least 12 letters and digits with 2 digits or more (the base62 ids
+//     of OpenAI and Anthropic, S3 request ids such as "7BMJM8PWV1J1FNEH").
+func isIDPart(p string) bool {
+	if isHexID(p) {
+		return true
+	}
+	letters, digits, hex := 0, 0, true
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch {
+		case '0' <= c && c <= '9':
+			digits++
+		case 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z':
+			letters++
+			hex = hex && isHex(c)
+		default:
+			return false
+		}
+	}
+	switch {
+	case digits == 0 || letters == 0:
+		return false
+	case hex && len(p) >= 4 && letters >= 2:
+		return true
+	}
+	return len(p) >= 12 && digits >= 2
+}
+
+// isHexGroups reports whether c is dash-separated groups of hex digits, at
+// least 2 of them, with at least 12 hex digits and a decimal digit in all:
+// a UUID (8-4-4-4-12), a W3C trace parent (00-<32>-<16>-01), an X-Ray id.
+func isHexGroups(c string) bool {
+	groups, n, digit := 1, 0, false
+	for i := 0; i < len(c); i++ {
+		switch x := c[i]; {
+		case x == '-':
+			if i == 0 || c[i-1] == '-' {
+				return false
+			}
+			groups++
+		case isHex(x):
+			n++
+			digit = digit || x <= '9'
+		default:
+			return false
+		}
+	}
+	return groups >= 2 && n >= 12 && digit
+}
+
+// isBase64ID reports whether t (with any '=' padding) is a base64 id: at
+// least 16 characters of letters, digits, '+', '-' and '_', with a '+' or
+// padding, upper- and lower-case letters and at least 2 digits (an S3
+// host id).
+func isBase64ID(t string) bool {
+	pad := false
+	for len(t) > 0 && t[len(t)-1] == '=' {
+		t, pad = t[:len(t)-1], true
+	}
+	if len(t) < 16 {
+		return false
+	}
+	upper, lower, digits, plus := false, false, 0, false
+	for i := 0; i < len(t); i++ {
+		switch c := t[i]; {
+		case '0' <= c && c <= '9':
+			digits++
+		case 'a' <= c && c <= 'z':
+			lower = true
+		case 'A' <= c && c <= 'Z':
+			upper = true
+		case c == '+':
+			plus = true
+		case c == '-' || c == '_':
+		default:
+			return false
+		}
+	}
+	return (plus || pad) && upper && lower && digits >= 2
+}
+
+// isAlnumDigits reports whether p is letters and digits, one a digit at
+// least.
+func isAlnumDigits(p string) bool {
+	digit := false
+	for i := 0; i < len(p); i++ {
+		if !isAlnum(p[i]) {
+			return false
+		}
+		digit = digit || p[i] <= '9'
+	}
+	return digit
+}
+
+// hasTmpWord reports whether a dash-separated word of t starts with "tmp"
+// (in any case) and is longer: a temporary name.
+func hasTmpWord(t string) bool {
+	for {
+		w, rest, more := strings.Cut(t, "-")
+		if len(w) > 3 && strings.EqualFold(w[:3], "tmp") {
+			return true
+		}
+		if !more {
+			return false
+		}
+		t = rest
+	}
 }
 
 func isHexID(t string) bool {

@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/loopguard/loopguard/canonical"
 )
@@ -98,8 +99,13 @@ type Guard struct {
 	runMu   sync.Mutex
 	running []*Running
 
-	// Buffers of Check and Preflight (*factsBuf), reused.
-	bufs sync.Pool
+	// A buffer of Check and Preflight, kept for the next call; a call made
+	// while another holds it makes its own. Not a sync.Pool: a used Pool
+	// stays registered with the runtime until two collections have passed,
+	// and with it the whole guard, so that a program making a guard per run
+	// kept every guard of the last collection cycle alive (and with a high
+	// GOGC the heap grew with the number of runs).
+	spare atomic.Pointer[factsBuf]
 
 	// The fingerprints of the guard's options and of each detector's
 	// (in the order of dets), made by the first Snapshot; and the size to
@@ -358,7 +364,7 @@ func (g *Guard) stepCalls(b *factsBuf) []ToolCall {
 }
 
 func (g *Guard) getFacts() *factsBuf {
-	if b, ok := g.bufs.Get().(*factsBuf); ok {
+	if b := g.spare.Swap(nil); b != nil {
 		return b
 	}
 	return new(factsBuf)
@@ -379,7 +385,7 @@ func (g *Guard) putFacts(b *factsBuf) {
 	if cap(b.f.text) > maxKeptText {
 		b.f.text = nil // a huge text is not kept for the next step
 	}
-	g.bufs.Put(b)
+	g.spare.Store(b)
 }
 
 // maxKeptText is the most bytes of normalised text a buffer keeps for reuse.

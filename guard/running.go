@@ -29,9 +29,35 @@ type Running struct {
 // told of the decision and, for a refusal, of that step's verdict, after the
 // guard's locks are released. The call's arguments are hashed once, here:
 // Finish records the call with that hash.
+//
+// When recording the refusal stops the run for a fault (the model keeps
+// asking for a call that was refused: REPEATED_REFUSAL), the decision is
+// that stop, with its reason, code and evidence, and feedback that says the
+// call was not run and why the run should end: a model that keeps asking is
+// not answered with the first refusal's words for ever.
 func (g *Guard) StartCall(ctx context.Context, call ToolCall) (*Running, Decision) {
 	call.Result, call.Err = nil, nil
+	r, d, step, v, checked := g.startCall(call)
+	if g.opts.Observer != nil {
+		g.notify(ctx, Event{Phase: PhasePreflight, Step: step, Verdict: d.Verdict()})
+		if !d.Allow {
+			g.notify(ctx, Event{Phase: PhaseCheck, Step: checked, Verdict: v})
+		}
+	}
+	if !d.Allow && IsFault(v) {
+		// Recording the refusal stopped the run (a model that keeps
+		// asking for a refused call): the answer is that stop, so that
+		// it escalates instead of repeating the first refusal's words.
+		d = stopDecision(v, call.ID)
+	}
+	return r, d
+}
+
+// startCall is StartCall with g.runMu held (released by a defer, so that a
+// detector that panics leaves the guard usable).
+func (g *Guard) startCall(call ToolCall) (r *Running, d Decision, step int, v Verdict, checked int) {
 	g.runMu.Lock()
+	defer g.runMu.Unlock()
 	// The running calls, then call, with their sums: only call's is not
 	// known yet.
 	b := g.getFacts()
@@ -41,12 +67,9 @@ func (g *Guard) StartCall(ctx context.Context, call ToolCall) (*Running, Decisio
 	}
 	b.pre = append(b.pre, call)
 	b.sums = append(b.sums, callSum{})
-	d, step := g.preflightFacts(b, false)
+	d, step = g.preflightFacts(b, false)
 	sum := b.sums[len(b.sums)-1]
 	g.putFacts(b)
-	var r *Running
-	var v Verdict
-	var checked int
 	if d.Allow {
 		r = &Running{g: g, call: call, sum: sum}
 		g.running = append(g.running, r)
@@ -54,14 +77,17 @@ func (g *Guard) StartCall(ctx context.Context, call ToolCall) (*Running, Decisio
 		d.CallIndex, d.CallID = 0, call.ID
 		v, checked = g.checkCall(call, sum, false)
 	}
-	g.runMu.Unlock()
-	if g.opts.Observer != nil {
-		g.notify(ctx, Event{Phase: PhasePreflight, Step: step, Verdict: d.Verdict()})
-		if !d.Allow {
-			g.notify(ctx, Event{Phase: PhaseCheck, Step: checked, Verdict: v})
-		}
+	return r, d, step, v, checked
+}
+
+// stopDecision is the refusal of call id by the stop v.
+func stopDecision(v Verdict, id string) Decision {
+	d := Decision{Reason: v.Reason, Code: v.Code, Detail: v.Detail, Evidence: v.Evidence,
+		Detector: v.Detector, CallID: id, Warnings: v.Warnings}
+	if v.Feedback != "" {
+		d.Feedback = "That call was not run. " + v.Feedback
 	}
-	return r, d
+	return d
 }
 
 // checkCall records a step of one call, which ran (with its result or error)
@@ -101,25 +127,35 @@ func (g *Guard) leave(r *Running) bool {
 // and records nothing.
 func (r *Running) Finish(ctx context.Context, result any, err error) Verdict {
 	g := r.g
-	g.runMu.Lock()
-	if !g.leave(r) {
-		g.runMu.Unlock()
+	v, step, ok := r.finish(result, err)
+	if !ok {
 		return Verdict{}
 	}
-	call := r.call
-	call.Result, call.Err = result, err
-	v, step := g.checkCall(call, r.sum, true)
-	g.runMu.Unlock()
 	if g.opts.Observer != nil {
 		g.notify(ctx, Event{Phase: PhaseCheck, Step: step, Verdict: v})
 	}
 	return v
 }
 
+// finish records the call with g.runMu held (released by a defer, so that a
+// detector that panics leaves the guard usable); false if it had left.
+func (r *Running) finish(result any, err error) (Verdict, int, bool) {
+	g := r.g
+	g.runMu.Lock()
+	defer g.runMu.Unlock()
+	if !g.leave(r) {
+		return Verdict{}, 0, false
+	}
+	call := r.call
+	call.Result, call.Err = result, err
+	v, step := g.checkCall(call, r.sum, true)
+	return v, step, true
+}
+
 // Abandon lets the call go without recording it: it did not finish (its
 // caller went away), or it will be made again and this was not its outcome.
 func (r *Running) Abandon() {
 	r.g.runMu.Lock()
+	defer r.g.runMu.Unlock()
 	r.g.leave(r)
-	r.g.runMu.Unlock()
 }

@@ -186,8 +186,9 @@ func BenchmarkRestore(b *testing.B) {
 // at its largest (math.MaxInt, and 2^62 where a detector caps it first),
 // costUsd and durationMs in their longest forms, 64 step indexes of 19
 // digits in the repeat rule, three calls of 64-character tool names (the
-// longest kept without previews) with previews in the oscillation rule, and
-// a full no-progress window of 1024 outcomes.
+// longest kept without previews) with previews in the oscillation rule, a
+// full no-progress window of 1024 outcomes, and four outcomes for each step
+// in the repeated-text window.
 // repeatN returns s n times, separated by commas.
 func repeatN(s string, n int) string {
 	out := make([]string, n)
@@ -235,6 +236,16 @@ func maxDefaultSnapshot(t testing.TB) []byte {
 		binary.BigEndian.PutUint64(sum[8:], uint64(i+1))
 		outcomes = append(outcomes, sum[:]...)
 	}
+	var textOutcomes []string // four per step in the text rule's window
+	for i := range 10 {
+		var b []byte
+		for j := range 4 {
+			var sum [16]byte
+			binary.BigEndian.PutUint64(sum[8:], uint64(2000+4*i+j))
+			b = append(b, sum[:]...)
+		}
+		textOutcomes = append(textOutcomes, `"`+base64.RawStdEncoding.EncodeToString(b)+`"`)
+	}
 	states := map[string]string{
 		"repeat": `{"sig":"` + hash(0) + `","count":` + maxCount + `,"steps":[` + strings.Join(steps, ",") + `]}`,
 		"oscillation": `{"calls":[{"key":"` + hash(1) + `","tool":"` + name + `","preview":"[redacted]"},{"key":"` + hash(2) + `","tool":"` + name +
@@ -243,7 +254,8 @@ func maxDefaultSnapshot(t testing.TB) []byte {
 		"refusal":    refusalState,
 		"failure": `{"tools":[` + repeatN(`"`+hash(4)+`"`, 10) + `],"ops":[` + repeatN(`"`+hash(5)+`"`, 10) +
 			`],"failures":[` + repeatN(`"`+hash(6)+`"`, 10) + `],"steps":[` + strings.Join(steps[54:], ",") + `]}`,
-		"text": `{"texts":[` + repeatN(`"`+hash(7)+`"`, 10) + `],"steps":[` + strings.Join(steps[54:], ",") + `],"lastInput":"` + hash(8) + `"}`,
+		"text": `{"texts":[` + repeatN(`"`+hash(7)+`"`, 10) + `],"steps":[` + strings.Join(steps[54:], ",") + `],"outcomes":[` +
+			strings.Join(textOutcomes, ",") + `],"lastInput":"` + hash(8) + `"}`,
 	}
 	for _, r := range records {
 		var n string
@@ -271,7 +283,7 @@ func maxDefaultSnapshot(t testing.TB) []byte {
 func TestSnapshotSizeBound(t *testing.T) {
 	data := maxDefaultSnapshot(t)
 	t.Logf("largest snapshot with default options: %d bytes", len(data))
-	if len(data) != 29_622 {
-		t.Errorf("the largest snapshot with default options is %d bytes; the README says 29,622", len(data))
+	if len(data) != 30_525 {
+		t.Errorf("the largest snapshot with default options is %d bytes; the README says 30,525", len(data))
 	}
 }

@@ -1,9 +1,6 @@
 package guard
 
-import (
-	"strconv"
-	"unicode/utf8"
-)
+import "github.com/loopguard/loopguard/internal/escape"
 
 // MaxNameLen is the most bytes of a model-chosen string, such as a tool name
 // or a finish reason, that details, evidence, [Explain] and log values show
@@ -21,12 +18,13 @@ const maxDetailLen = 4096
 // \u202e), and the result cut to at most MaxNameLen bytes, on a character
 // boundary. Printable text that short is returned as it is. The built-in
 // detectors write every name and reason in their details and evidence
-// through it.
+// through it, and the loopguard command escapes everything it prints with
+// the same policy.
 func Clean(s string) string {
 	if len(s) <= MaxNameLen && printableASCII(s) {
 		return s
 	}
-	return string(appendEscaped(nil, s, false, MaxNameLen))
+	return string(escape.Append(nil, s, false, MaxNameLen))
 }
 
 // Quote returns s as [Clean] does, between double quotes, with double quotes
@@ -34,7 +32,7 @@ func Clean(s string) string {
 // (tool "search" called ...). At most MaxNameLen bytes are quoted.
 func Quote(s string) string {
 	b := append(make([]byte, 0, min(len(s), MaxNameLen)+2), '"')
-	b = appendEscaped(b, s, true, MaxNameLen)
+	b = escape.Append(b, s, true, MaxNameLen)
 	return string(append(b, '"'))
 }
 
@@ -44,7 +42,7 @@ func cleanDetail(s string) string {
 	if len(s) <= maxDetailLen && printableASCII(s) {
 		return s
 	}
-	return string(appendEscaped(nil, s, false, maxDetailLen))
+	return string(escape.Append(nil, s, false, maxDetailLen))
 }
 
 // printableASCII reports whether s is only printable ASCII characters.
@@ -56,41 +54,3 @@ func printableASCII(s string) bool {
 	}
 	return true
 }
-
-// appendEscaped appends s to dst with every character that is not printable
-// escaped (and, with quote, '"' and '\\' too), stopping before dst would
-// grow by more than limit bytes.
-func appendEscaped(dst []byte, s string, quote bool, limit int) []byte {
-	end := len(dst) + limit
-	var buf [utf8.UTFMax + 10]byte
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		piece := escapeRune(buf[:0], r, size == 1 && r == utf8.RuneError, s[i], quote)
-		if len(dst)+len(piece) > end {
-			break
-		}
-		dst = append(dst, piece...)
-		i += size
-	}
-	return dst
-}
-
-// escapeRune appends r as it is when it is printable, and as a Go escape
-// otherwise; invalid is set for a byte b that is not UTF-8.
-func escapeRune(dst []byte, r rune, invalid bool, b byte, quote bool) []byte {
-	switch {
-	case invalid:
-		return append(dst, '\\', 'x', hexDigit(b>>4), hexDigit(b&0xf))
-	case quote && (r == '"' || r == '\\'):
-		return append(dst, '\\', byte(r))
-	case r == ' ' || strconv.IsPrint(r):
-		return utf8.AppendRune(dst, r)
-	}
-	q := strconv.AppendQuoteRuneToASCII(dst, r) // '\x1b', '\u202e'
-	// Drop the single quotes around the escape.
-	n := len(dst)
-	copy(q[n:], q[n+1:len(q)-1])
-	return q[:len(q)-2]
-}
-
-func hexDigit(b byte) byte { return "0123456789abcdef"[b] }

@@ -173,7 +173,7 @@ var hints = map[Reason]string{
 	ReasonBudget:           "a token, cost or time budget is spent",
 	"repeated-refusal":     "the agent keeps asking for a call it was refused; tell it what to do instead",
 	"repeated-failure":     "the same tool keeps failing the same way, whatever the arguments",
-	"repeated-text":        "the agent gives the same answer whatever it is told",
+	"repeated-text":        "the agent writes the same text on steps that bring nothing new",
 	"stall":                "steps keep coming back with nothing new, whatever the text",
 	"windowed-repeat":      "the agent keeps coming back to the same call between others",
 }

@@ -23,9 +23,10 @@ type Call struct {
 // *Call holds its place until Finish or Abandon. When it may not, the *Call
 // is nil, the decision's Feedback is the answer to give, and the refusal is
 // saved as a step that holds only the refused call ([guard.Step.Refused]),
-// so that a model that keeps asking for it is seen. A refusal that the
-// policy gives because the store failed, or because the stored run cannot be
-// used, is not a step.
+// so that a model that keeps asking for it is seen; when that step stops the
+// run for a fault (REPEATED_REFUSAL), the decision is that stop, as with
+// guard.StartCall. A refusal that the policy gives because the store failed,
+// or because the stored run cannot be used, is not a step.
 //
 // Calls running at the same moment in other processes are not seen: each
 // process sees the calls it runs, and every call once it has finished.
@@ -38,8 +39,17 @@ func (r *Runs) StartCall(ctx context.Context, key string, call guard.ToolCall) (
 	if !d.Allow {
 		if err == nil {
 			d.CallIndex, d.CallID = 0, call.ID
-			e.backlog = append(e.backlog, pending{seq: r.seq.Add(1), step: guard.Step{Refused: []guard.ToolCall{call}}})
-			_, err = r.commit(ctx, e)
+			var v guard.Verdict
+			v, err = r.record(ctx, e, guard.Step{Refused: []guard.ToolCall{call}})
+			if guard.IsFault(v) && v.Detector != DetectorName {
+				// Recording the refusal stopped the run: the answer
+				// escalates to that stop, as guard.StartCall's does.
+				d = guard.Decision{Reason: v.Reason, Code: v.Code, Detail: v.Detail, Evidence: v.Evidence,
+					Detector: v.Detector, CallID: call.ID, Warnings: v.Warnings}
+				if v.Feedback != "" {
+					d.Feedback = "That call was not run. " + v.Feedback
+				}
+			}
 		}
 		return nil, d, err
 	}
@@ -61,8 +71,7 @@ func (c *Call) Finish(ctx context.Context, result any, err error) (guard.Verdict
 	}
 	call := c.call
 	call.Result, call.Err = result, err
-	e.backlog = append(e.backlog, pending{seq: c.r.seq.Add(1), step: guard.Step{ToolCalls: []guard.ToolCall{call}}})
-	return c.r.commit(ctx, e)
+	return c.r.record(ctx, e, guard.Step{ToolCalls: []guard.ToolCall{call}})
 }
 
 // Abandon lets the call go without recording it.

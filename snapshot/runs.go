@@ -218,8 +218,10 @@ type pending struct {
 }
 
 // A StateError reports that a run's stored snapshot cannot be used: it fails
-// its signature ([ErrTampered]), it is malformed, or it was saved under other
-// options. Every policy refuses such a run's calls and stops it (code
+// its signature ([ErrTampered]), it is malformed, it was saved under other
+// options, or the store holds under its key something that is not a
+// snapshot ([ErrMalformed]; with [Options.Key] set, [ErrTampered] too). Every
+// policy refuses such a run's calls and stops it (code
 // STORED_STATE_INVALID) until the snapshot is replaced or deleted: a run's
 // state that cannot be trusted is never silently started afresh.
 type StateError struct {
@@ -298,8 +300,44 @@ func New(store Store, guards Factory, o Options) (*Runs, error) {
 func (r *Runs) Check(ctx context.Context, key string, s guard.Step) (guard.Verdict, error) {
 	e := r.acquire(key)
 	defer r.release(e)
-	e.backlog = append(e.backlog, pending{seq: r.seq.Add(1), step: s})
-	return r.commit(ctx, e)
+	return r.record(ctx, e, s)
+}
+
+// record adds s to e's backlog and commits it. If a detector (or the store)
+// panics on the way, the panic goes on, but first s leaves the backlog and
+// e's guard is dropped: it may hold part of a step, and applying the backlog
+// onto it again would count steps twice. The next operation restores the
+// run from the store.
+func (r *Runs) record(ctx context.Context, e *entry, s guard.Step) (guard.Verdict, error) {
+	seq := r.seq.Add(1)
+	e.backlog = append(e.backlog, pending{seq: seq, step: s})
+	done := false
+	defer func() {
+		if done {
+			return
+		}
+		e.g, e.dirty, e.gSeq = nil, false, 0
+		if i := slices.IndexFunc(e.backlog, func(p pending) bool { return p.seq == seq }); i >= 0 {
+			e.backlog = slices.Delete(e.backlog, i, i+1)
+		}
+	}()
+	v, err := r.commit(ctx, e)
+	done = true
+	return v, err
+}
+
+// check records p on e's guard. If a detector panics, e's guard, which may
+// hold part of the step, is dropped before the panic goes on.
+func (e *entry) check(ctx context.Context, p pending) guard.Verdict {
+	done := false
+	defer func() {
+		if !done {
+			e.g, e.dirty, e.gSeq = nil, false, 0
+		}
+	}()
+	v := e.g.CheckContext(ctx, p.step)
+	done = true
+	return v
 }
 
 // Flush saves the steps of run key that could not be saved before. It
@@ -365,6 +403,16 @@ func (r *Runs) refresh(ctx context.Context, e *entry) error {
 	cctx, cancel := r.storeContext(ctx)
 	data, v, err := r.store.Load(cctx, e.key, seen)
 	cancel()
+	if errors.Is(err, ErrMalformed) {
+		// The store answered with something it did not save: the run's
+		// state cannot be used, as when a snapshot fails its check. It is
+		// never an outage, which FailOpen would let through.
+		if len(r.opts.Key) > 0 {
+			err = fmt.Errorf("%w: %w", ErrTampered, err)
+		}
+		e.g, e.dirty = nil, false
+		return &StateError{Key: e.key, Version: v, Err: err}
+	}
 	if err != nil {
 		return &StoreError{Op: "load", Key: e.key, Policy: r.opts.Policy, Err: err}
 	}
@@ -426,7 +474,7 @@ func (r *Runs) commit(ctx context.Context, e *entry) (guard.Verdict, error) {
 		}
 		verdicts := make([]guard.Verdict, len(e.backlog))
 		for i, p := range e.backlog {
-			verdicts[i] = e.g.CheckContext(ctx, p.step)
+			verdicts[i] = e.check(ctx, p)
 		}
 		last := verdicts[len(verdicts)-1]
 		e.dirty, e.gSeq = true, e.backlog[len(e.backlog)-1].seq
@@ -523,23 +571,26 @@ func (r *Runs) storeContext(ctx context.Context) (context.Context, context.Cance
 
 // catchUp applies to e's guard the steps of the backlog it does not hold,
 // making a fresh guard when e has none: what this process knows of the run.
-// It returns the verdict of the last step applied.
-func (r *Runs) catchUp(ctx context.Context, e *entry) guard.Verdict {
+// It returns the verdict of the last step applied, and the Factory's error
+// if it could not make a guard.
+func (r *Runs) catchUp(ctx context.Context, e *entry) (guard.Verdict, error) {
 	if e.g == nil {
 		g, err := r.guards.New()
 		if err != nil {
-			return guard.Verdict{}
+			return guard.Verdict{}, err
 		}
-		e.g, e.gSeq = g, 0
+		// A fresh guard is the state of no version: dirty, so that the
+		// next operation loads the run before it saves.
+		e.g, e.dirty, e.gSeq = g, true, 0
 	}
 	var v guard.Verdict
 	for _, p := range e.backlog {
 		if !e.dirty || p.seq > e.gSeq {
-			v = e.g.CheckContext(ctx, p.step)
+			v = e.check(ctx, p)
 			e.dirty, e.gSeq = true, p.seq
 		}
 	}
-	return v
+	return v, nil
 }
 
 // fallbackVerdict is the answer to a Check whose run could not be loaded.
@@ -547,7 +598,8 @@ func (r *Runs) fallbackVerdict(ctx context.Context, e *entry, err error) guard.V
 	if isStateError(err) {
 		return brokenVerdict()
 	}
-	return r.policyVerdict(r.catchUp(ctx, e))
+	v, _ := r.catchUp(ctx, e) // a guard that cannot be made: the verdict goes on
+	return r.policyVerdict(v)
 }
 
 // policyVerdict is v under FailOpen, and a stop under FailClosed.
@@ -569,8 +621,7 @@ func (r *Runs) fallbackDecision(ctx context.Context, e *entry, calls []guard.Too
 	case r.opts.Policy == FailClosed:
 		v = r.policyVerdict(guard.Verdict{})
 	default:
-		r.catchUp(ctx, e)
-		if e.g == nil {
+		if _, err := r.catchUp(ctx, e); err != nil || e.g == nil {
 			return guard.Decision{Allow: true}
 		}
 		return e.g.PreflightContext(ctx, append(e.runningCalls(), calls...)...)

@@ -803,8 +803,11 @@ func TestTurnStoreDown(t *testing.T) {
 			}
 			store.set(true, false)
 			turn, err := runs.Begin(ctx, "run")
-			if !errors.Is(err, errDown) {
-				t.Fatalf("Begin = %v, want the store's error", err)
+			if err != nil {
+				t.Fatalf("Begin = %v, want a turn that follows the policy", err)
+			}
+			if !errors.Is(turn.Err(), errDown) {
+				t.Fatalf("Turn.Err = %v, want the store's error", turn.Err())
 			}
 			ds, err := turn.Preflight(ctx, loop.ToolCalls[0], testutil.Call("search", `{"q":"other"}`))
 			if err != nil {

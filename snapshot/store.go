@@ -16,6 +16,13 @@ type Version uint64
 // the one the caller read: another writer saved first. [Runs] retries it.
 var ErrConflict = errors.New("snapshot: version conflict")
 
+// ErrMalformed is returned (wrapped) by [Store.Load] when what the store
+// holds under the key is not a snapshot it saved: a value of another type or
+// layout (too short for its version, version 0). The store answered, so this
+// is no outage: [Runs] refuses the run as it refuses a snapshot that fails
+// its signature ([StateError]), whatever the policy.
+var ErrMalformed = errors.New("snapshot: the store holds something that is not a snapshot under the key")
+
 // A Store keeps one snapshot per run key, with a version for compare-and-set.
 // Its methods must be safe for concurrent use, by one process or many, and
 // must honour the context's deadline and cancellation.
@@ -30,7 +37,9 @@ type Store interface {
 	// still seen, Load may return nil data with that version, so that a
 	// caller that holds that state already is spared the bytes; a Store
 	// that always returns the data is correct too. Load must not return
-	// data whose version differs from the one it returns.
+	// data whose version differs from the one it returns. What the key
+	// holds that this Store did not save (another type, another layout) is
+	// an error wrapping [ErrMalformed], never "no snapshot".
 	Load(ctx context.Context, key string, seen Version) (data []byte, v Version, err error)
 
 	// Save stores data under key with version next, only if the key's

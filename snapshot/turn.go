@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/loopguard/loopguard/guard"
@@ -18,56 +19,80 @@ type Turn struct {
 	r   *Runs
 	key string
 
+	err error // the store's, when Begin met one
+
 	mu    sync.Mutex
 	ended bool
 }
 
-// Begin starts a turn of run key on a copy of the run's latest state. When the
-// store fails, the error is returned with a Turn that follows the policy: it
-// judges calls on what this Runs knows of the run (FailOpen), or refuses
-// every call (FailClosed, and a stored run that cannot be used, whatever the
-// policy).
+// Begin starts a turn of run key on a copy of the run's latest state.
+//
+// A store that fails is not an error of Begin: the turn follows the policy,
+// as the verdicts of [Runs.Check] do. It judges calls on what this Runs knows
+// of the run (FailOpen), or refuses every call (FailClosed, and a stored run
+// that cannot be used, whatever the policy), and [Turn.Err] reports the
+// store's error. So the usual
+//
+//	turn, err := runs.Begin(ctx, runID)
+//	if err != nil {
+//		return err
+//	}
+//
+// never skips the guard because Redis is down. Begin's error is not nil only
+// when it returns no turn: the Factory could not make or copy the run's
+// guard.
 func (r *Runs) Begin(ctx context.Context, key string) (*Turn, error) {
 	e := r.acquire(key)
+	defer r.release(e)
 	err := r.sync(ctx, e)
+	var se *StoreError
+	storeDown := errors.As(err, &se)
 	var g *guard.Guard
 	switch {
 	case isStateError(err):
 		g = refusingGuard(brokenVerdict())
-	case err != nil && r.opts.Policy == FailClosed:
+	case storeDown && r.opts.Policy == FailClosed:
 		g = refusingGuard(r.policyVerdict(guard.Verdict{}))
 	default:
-		if err != nil {
-			r.catchUp(ctx, e)
+		if storeDown {
+			if _, ferr := r.catchUp(ctx, e); ferr != nil {
+				return nil, ferr
+			}
 		}
-		if e.g != nil {
-			g, err = r.copyGuard(e.g, err)
+		if e.g == nil {
+			if err == nil {
+				err = errors.New("snapshot: Begin: the run has no guard")
+			}
+			return nil, err
 		}
-		if g == nil {
-			g = refusingGuard(r.policyVerdict(guard.Verdict{}))
+		c, cerr := r.copyGuard(e.g)
+		if cerr != nil {
+			return nil, cerr
 		}
+		g = c
 	}
-	r.release(e)
-	return &Turn{Turn: g.Begin(), r: r, key: key}, err
+	return &Turn{Turn: g.Begin(), r: r, key: key, err: err}, nil
 }
 
-// copyGuard returns a guard with g's state; prev is returned unless copying
-// fails.
-func (r *Runs) copyGuard(g *guard.Guard, prev error) (*guard.Guard, error) {
+// Err returns what went wrong with the store when [Runs.Begin] started the
+// turn (a *StoreError, a *StateError, or ErrBacklogFull), or nil. The turn
+// then follows the policy.
+func (t *Turn) Err() error { return t.err }
+
+// copyGuard returns a new guard with g's state.
+func (r *Runs) copyGuard(g *guard.Guard) (*guard.Guard, error) {
 	data, err := g.Snapshot(guard.SnapshotOptions{Previews: true}) // in memory only: details read as the run's
 	if err != nil {
 		return nil, err
 	}
-	c, err := r.guards.Restore(data)
-	if err != nil {
-		return nil, err
-	}
-	return c, prev
+	return r.guards.Restore(data)
 }
 
 // End saves the turn's step ([guard.Turn.Step] of s) with [Runs.Check] and
-// returns the verdict. A turn ends once: a second End returns
-// guard.ErrTurnEnded.
+// returns the verdict. As with [guard.Turn.End], a verdict that stops the run
+// for a fault comes with a [*guard.StopError] ([guard.Verdict.Err]); a
+// store's error (see Runs.Check) is joined to it. A turn ends once: a second
+// End returns guard.ErrTurnEnded.
 func (t *Turn) End(ctx context.Context, s guard.Step) (guard.Verdict, error) {
 	t.mu.Lock()
 	if t.ended {
@@ -76,7 +101,8 @@ func (t *Turn) End(ctx context.Context, s guard.Step) (guard.Verdict, error) {
 	}
 	t.ended = true
 	t.mu.Unlock()
-	return t.r.Check(ctx, t.key, t.Turn.Step(s))
+	v, err := t.r.Check(ctx, t.key, t.Turn.Step(s))
+	return v, errors.Join(v.Err(), err)
 }
 
 // refusingGuard returns a guard whose only rule refuses every call with v.

@@ -214,20 +214,67 @@ const (
 	spanTool         // execute_tool
 )
 
-// A genSpan is a span with what the reader needs of it.
+// A genSpan is what the reader keeps of a span: its place in the file and in
+// its trace, and what it says about a step, worked out when it is read, so
+// that a file's spans cost little more than the steps they make (the
+// attributes, such as the message histories of gen_ai.input.messages, are
+// not kept).
 type genSpan struct {
-	otlpSpan
-	attrs map[string]*otlpAnyV
-	line  int
-	order int // in the file
-	kind  int
-	conv  string // its conversation: its own gen_ai.conversation.id or an ancestor's
+	traceID, spanID, parentID string
+	own                       string // its gen_ai.conversation.id
+	conv                      string // its conversation: its own or an ancestor's
+	start                     uint64
+	line                      int
+	order                     int // in the file
+	kind                      int
+	// A model span's step: its text, calls, finish reason and usage (or
+	// the error of its output messages), and the new input its input
+	// messages show (or their error), read only when an earlier model
+	// span of the run made a step.
+	step     *guard.Step
+	stepErr  error
+	input    string
+	inputErr error
+	// A tool span's call.
+	call *guard.ToolCall
 }
 
-func (s *genSpan) attr(key string) *otlpAnyV { return s.attrs[key] }
+// newGenSpan reads what the reader keeps of a span.
+func newGenSpan(sp *otlpSpan, line, order int) *genSpan {
+	s := &genSpan{traceID: sp.TraceID, spanID: sp.SpanID, parentID: sp.ParentSpanID, start: uint64(sp.Start), line: line, order: order}
+	a := spanAttrs{sp: sp, line: line, attrs: make(map[string]*otlpAnyV, len(sp.Attributes))}
+	for i := range sp.Attributes {
+		kv := &sp.Attributes[i]
+		if _, dup := a.attrs[kv.Key]; !dup {
+			a.attrs[kv.Key] = &kv.Value
+		}
+	}
+	s.own = a.str(attrConversation)
+	switch a.str(attrOperation) {
+	case "chat", "text_completion", "generate_content":
+		s.kind = spanModel
+		s.step = &guard.Step{}
+		s.stepErr = modelStep(s.step, &a)
+		s.input, s.inputErr = newInput(&a)
+	case "execute_tool":
+		s.kind = spanTool
+		c := toolCall(&a)
+		s.call = &c
+	}
+	return s
+}
+
+// spanAttrs is a span as it is read, with its attributes by key.
+type spanAttrs struct {
+	sp    *otlpSpan
+	attrs map[string]*otlpAnyV
+	line  int
+}
+
+func (s *spanAttrs) attr(key string) *otlpAnyV { return s.attrs[key] }
 
 // str returns a string attribute, or "".
-func (s *genSpan) str(key string) string {
+func (s *spanAttrs) str(key string) string {
 	if v := s.attrs[key]; v != nil && v.StringValue != nil {
 		return *v.StringValue
 	}
@@ -235,53 +282,56 @@ func (s *genSpan) str(key string) string {
 }
 
 // failed reports whether the span's status is an error.
-func (s *genSpan) failed() bool { return s.Status != nil && s.Status.Code == otlpStatusError }
+func (s *spanAttrs) failed() bool { return s.sp.Status != nil && s.sp.Status.Code == otlpStatusError }
 
 // parseOTLP reads OTLP/JSON traces: one document per line, as the Collector's
 // file exporter writes them, or documents one after the other, or a JSON
-// array of them.
-// warnings are about runs whose calls carry no arguments (ErrNoContent).
-func parseOTLP(data []byte) (t *Trace, warnings []error, err error) {
-	var spans []*genSpan
+// array of them. Their runs are made into steps one by one, as they are
+// read (see otlpRuns).
+func parseOTLP(data []byte) (*otlpRuns, error) {
+	var p otlpSpans
+	if err := p.items(data); err != nil {
+		return nil, err
+	}
+	return newOTLPRuns(p.spans)
+}
+
+// otlpSpans gathers the spans of a file, document by document.
+type otlpSpans struct{ spans []*genSpan }
+
+// doc adds the spans of a document that is one line, line.
+func (p *otlpSpans) doc(raw json.RawMessage, line int) error {
+	return otlpWalk(raw, line, func(sp json.RawMessage, _ int64) error { return p.span(sp, line) })
+}
+
+// items adds the spans of the documents in data, whose first byte is on
+// line 1.
+func (p *otlpSpans) items(data []byte) error {
 	lines := lineCounter{data: data, line: 1}
 	it := newItems(data)
 	for {
 		raw, line, err := it.next()
 		if err == io.EOF {
-			break
+			return nil
 		}
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		base := it.lastStart
-		err = otlpWalk(raw, line, func(sp json.RawMessage, off int64) error {
-			line := lines.at(base + off)
-			var s genSpan
-			if err := object(sp, line, "a span", &s.otlpSpan); err != nil {
-				return err
-			}
-			s.line, s.order = line, len(spans)
-			s.attrs = make(map[string]*otlpAnyV, len(s.Attributes))
-			for i := range s.Attributes {
-				kv := &s.Attributes[i]
-				if _, dup := s.attrs[kv.Key]; !dup {
-					s.attrs[kv.Key] = &kv.Value
-				}
-			}
-			switch s.str(attrOperation) {
-			case "chat", "text_completion", "generate_content":
-				s.kind = spanModel
-			case "execute_tool":
-				s.kind = spanTool
-			}
-			spans = append(spans, &s)
-			return nil
-		})
+		err = otlpWalk(raw, line, func(sp json.RawMessage, off int64) error { return p.span(sp, lines.at(base+off)) })
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 	}
-	return otlpTrace(spans)
+}
+
+func (p *otlpSpans) span(sp json.RawMessage, line int) error {
+	var s otlpSpan
+	if err := object(sp, line, "a span", &s); err != nil {
+		return err
+	}
+	p.spans = append(p.spans, newGenSpan(&s, line, len(p.spans)))
+	return nil
 }
 
 // otlpWalk calls fn with every span of an OTLP/JSON document
@@ -401,18 +451,28 @@ func skipValue(dec *json.Decoder) error {
 	return dec.Decode(&skip)
 }
 
-// otlpTrace turns the spans of a file into steps, run by run.
-func otlpTrace(spans []*genSpan) (*Trace, []error, error) {
-	t := &Trace{Format: OTLP}
+// otlpRuns are the runs of an OTLP file, in order, made into steps one run
+// at a time: only the spans of the runs not yet read, and the steps of the
+// run being read, are held.
+type otlpRuns struct {
+	order []string
+	runs  map[string][]*genSpan // sorted by start time
+	next  int                   // the next run of order
+}
+
+// newOTLPRuns sorts the spans of a file into runs. Every error the steps of
+// the runs will meet is found here, before any step is read.
+func newOTLPRuns(spans []*genSpan) (*otlpRuns, error) {
+	o := &otlpRuns{}
 	if len(spans) == 0 {
-		return t, nil, nil
+		return o, nil
 	}
 	type spanKey struct{ trace, span string }
 	byID := make(map[spanKey]*genSpan, len(spans))
 	for _, s := range spans {
-		if s.SpanID != "" {
-			if _, dup := byID[spanKey{s.TraceID, s.SpanID}]; !dup {
-				byID[spanKey{s.TraceID, s.SpanID}] = s
+		if s.spanID != "" {
+			if _, dup := byID[spanKey{s.traceID, s.spanID}]; !dup {
+				byID[spanKey{s.traceID, s.spanID}] = s
 			}
 		}
 	}
@@ -428,10 +488,10 @@ func otlpTrace(spans []*genSpan) (*Trace, []error, error) {
 		for p := s; p != nil && !resolved[p]; {
 			resolved[p] = true
 			chain = append(chain, p)
-			if p.str(attrConversation) != "" || p.ParentSpanID == "" {
+			if p.own != "" || p.parentID == "" {
 				break
 			}
-			next := byID[spanKey{p.TraceID, p.ParentSpanID}]
+			next := byID[spanKey{p.traceID, p.parentID}]
 			if next != nil && resolved[next] {
 				conv = next.conv // already resolved, or on this chain (a cycle: "")
 				break
@@ -442,12 +502,13 @@ func otlpTrace(spans []*genSpan) (*Trace, []error, error) {
 		// ancestors'.
 		for i := len(chain) - 1; i >= 0; i-- {
 			p := chain[i]
-			if c := p.str(attrConversation); c != "" {
-				conv = c
+			if p.own != "" {
+				conv = p.own
 			}
 			p.conv = conv
 		}
 	}
+	byID, resolved = nil, nil
 	// Spans with no conversation of their own take their trace's: that of
 	// its earliest span that has one.
 	traceConv := make(map[string]*genSpan)
@@ -455,12 +516,11 @@ func otlpTrace(spans []*genSpan) (*Trace, []error, error) {
 		if s.conv == "" {
 			continue
 		}
-		if c := traceConv[s.TraceID]; c == nil || s.Start < c.Start {
-			traceConv[s.TraceID] = s
+		if c := traceConv[s.traceID]; c == nil || s.start < c.start {
+			traceConv[s.traceID] = s
 		}
 	}
-	runs := make(map[string][]*genSpan)
-	var order []string
+	o.runs = make(map[string][]*genSpan)
 	genAI := 0
 	for _, s := range spans {
 		if s.kind == spanOther {
@@ -469,56 +529,77 @@ func otlpTrace(spans []*genSpan) (*Trace, []error, error) {
 		genAI++
 		run := s.conv
 		if run == "" {
-			if c := traceConv[s.TraceID]; c != nil {
+			if c := traceConv[s.traceID]; c != nil {
 				run = c.conv
 			} else {
-				run = s.TraceID
+				run = s.traceID
 			}
 		}
-		if _, ok := runs[run]; !ok {
-			order = append(order, run)
+		if _, ok := o.runs[run]; !ok {
+			o.order = append(o.order, run)
 		}
-		runs[run] = append(runs[run], s)
+		o.runs[run] = append(o.runs[run], s)
 	}
 	if genAI == 0 {
-		return nil, nil, &Error{Line: spans[0].line, Err: fmt.Errorf("none of the %d spans is a GenAI model call or tool execution (gen_ai.operation.name chat, text_completion, generate_content or execute_tool)", len(spans))}
+		return nil, &Error{Line: spans[0].line, Err: fmt.Errorf("none of the %d spans is a GenAI model call or tool execution (gen_ai.operation.name chat, text_completion, generate_content or execute_tool)", len(spans))}
 	}
-	for _, run := range order {
-		slices.SortStableFunc(runs[run], func(a, b *genSpan) int {
+	for _, run := range o.order {
+		slices.SortStableFunc(o.runs[run], func(a, b *genSpan) int {
 			switch {
-			case a.Start < b.Start:
+			case a.start < b.start:
 				return -1
-			case a.Start > b.Start:
+			case a.start > b.start:
 				return 1
 			}
 			return a.order - b.order
 		})
 	}
-	slices.SortStableFunc(order, func(a, b string) int {
-		x, y := runs[a][0], runs[b][0]
+	slices.SortStableFunc(o.order, func(a, b string) int {
+		x, y := o.runs[a][0], o.runs[b][0]
 		switch {
-		case x.Start < y.Start:
+		case x.start < y.start:
 			return -1
-		case x.Start > y.Start:
+		case x.start > y.start:
 			return 1
 		}
 		return x.order - y.order
 	})
-	var warnings []error
-	for _, run := range order {
-		first := len(t.Steps)
-		warn, err := otlpRun(t, runs[run])
-		if err != nil {
-			return nil, nil, err
-		}
-		for range t.Steps[first:] {
-			t.Runs = append(t.Runs, run)
-		}
-		if warn {
-			warnings = append(warnings, &Error{Line: t.Lines[first], Err: fmt.Errorf("run %s: %w", run, ErrNoContent)})
+	// The errors, in the order the runs' steps would meet them.
+	for _, run := range o.order {
+		made := false // a model span of the run made a step
+		for _, s := range o.runs[run] {
+			if s.kind != spanModel {
+				continue
+			}
+			if made && s.inputErr != nil {
+				return nil, s.inputErr
+			}
+			if s.stepErr != nil {
+				return nil, s.stepErr
+			}
+			made = true
 		}
 	}
-	return t, warnings, nil
+	return o, nil
+}
+
+// nextRun returns the steps of the next run, its name and whether its calls
+// carry no arguments (ErrNoContent), or io.EOF after the last run. The run's
+// spans are let go.
+func (o *otlpRuns) nextRun() (t *Trace, run string, noArgs bool, err error) {
+	for o.next < len(o.order) {
+		run = o.order[o.next]
+		o.next++
+		spans := o.runs[run]
+		delete(o.runs, run)
+		t = &Trace{Format: OTLP}
+		noArgs = otlpRun(t, spans)
+		clear(spans)
+		if len(t.Steps) > 0 {
+			return t, run, noArgs, nil
+		}
+	}
+	return nil, "", false, io.EOF
 }
 
 // An otelMessage is a message of gen_ai.input.messages or
@@ -538,7 +619,7 @@ type otelPart struct {
 }
 
 // messages reads a messages attribute: a JSON string, or structured values.
-func (s *genSpan) messages(key string) ([]otelMessage, bool, error) {
+func (s *spanAttrs) messages(key string) ([]otelMessage, bool, error) {
 	v := s.attr(key)
 	if v == nil {
 		return nil, false, nil
@@ -624,9 +705,10 @@ func otlpFinishReason(r string) string {
 	return r
 }
 
-// otlpRun appends the steps of one run's spans, sorted by start time, to t.
-// warn reports that the run's calls carry no arguments.
-func otlpRun(t *Trace, spans []*genSpan) (warn bool, err error) {
+// otlpRun appends the steps of one run's spans, sorted by start time, to t,
+// and reports whether the run's calls carry no arguments. newOTLPRuns has
+// checked them for errors.
+func otlpRun(t *Trace, spans []*genSpan) (noArgs bool) {
 	b := &builder{t: *t, pending: make(map[string]callRef), answered: make(map[string]int)}
 	defer func() { *t = b.t }()
 	first := len(b.t.Steps)
@@ -636,84 +718,81 @@ func otlpRun(t *Trace, spans []*genSpan) (warn bool, err error) {
 	for _, s := range spans {
 		switch s.kind {
 		case spanModel:
-			if current >= 0 {
-				in, err := newInput(s)
-				if err != nil {
-					return false, err
+			if current >= 0 && s.input != "" {
+				st := &b.t.Steps[current]
+				if st.Input != "" {
+					st.Input += "\n"
 				}
-				if in != "" {
-					st := &b.t.Steps[current]
-					if st.Input != "" {
-						st.Input += "\n"
-					}
-					st.Input += in
-				}
+				st.Input += s.input
 			}
 			st := b.step(s.line)
 			current = len(b.t.Steps) - 1
-			if err := modelStep(b, st, s); err != nil {
-				return false, err
-			}
-			for _, c := range b.t.Steps[current].ToolCalls {
+			*st = *s.step
+			st.ToolCalls = nil
+			for _, c := range s.step.ToolCalls {
+				b.call(c.ID, c)
 				calls++
 				if c.Args != nil {
 					withArgs++
 				}
 			}
 		case spanTool:
-			name := s.str(attrToolName)
-			if name == "" {
-				name = strings.TrimPrefix(s.Name, "execute_tool ")
-			}
-			id := s.str(attrToolCallID)
-			args := contentValue(s.attr(attrToolArguments))
-			var result any
-			if v := s.attr(attrToolResult); v != nil {
-				result = contentValue(v)
-			}
-			var callErr error
-			if s.failed() {
-				kind := s.str(attrErrorType)
-				if kind == "" {
-					kind = "error"
-				}
-				callErr = errors.New(kind)
-				if result == nil {
-					result = failureText(s)
-				}
-			}
-			if ref, ok := b.pending[id]; ok && id != "" {
-				delete(b.pending, id)
-				b.answered[id] = s.line
-				c := &b.t.Steps[ref.step].ToolCalls[ref.call]
-				if c.Args == nil && args != nil {
-					c.Args = args
+			c := *s.call
+			if ref, ok := b.pending[c.ID]; ok && c.ID != "" {
+				delete(b.pending, c.ID)
+				b.answered[c.ID] = s.line
+				call := &b.t.Steps[ref.step].ToolCalls[ref.call]
+				if call.Args == nil && c.Args != nil {
+					call.Args = c.Args
 					withArgs++
 				}
-				c.Result, c.Err = result, callErr
+				call.Result, call.Err = c.Result, c.Err
 				continue
 			}
 			if !hasModel || current < 0 {
 				b.step(s.line)
 			}
 			calls++
-			if args != nil {
+			if c.Args != nil {
 				withArgs++
 			}
 			st := &b.t.Steps[len(b.t.Steps)-1]
-			st.ToolCalls = append(st.ToolCalls, guard.ToolCall{ID: id, Name: name, Args: args, Result: result, Err: callErr})
+			st.ToolCalls = append(st.ToolCalls, c)
 		}
 	}
-	return len(b.t.Steps) > first && calls > 0 && withArgs == 0, nil
+	return len(b.t.Steps) > first && calls > 0 && withArgs == 0
+}
+
+// toolCall reads the call of an execute_tool span.
+func toolCall(s *spanAttrs) guard.ToolCall {
+	name := s.str(attrToolName)
+	if name == "" {
+		name = strings.TrimPrefix(s.sp.Name, "execute_tool ")
+	}
+	c := guard.ToolCall{ID: s.str(attrToolCallID), Name: name, Args: contentValue(s.attr(attrToolArguments))}
+	if v := s.attr(attrToolResult); v != nil {
+		c.Result = contentValue(v)
+	}
+	if s.failed() {
+		kind := s.str(attrErrorType)
+		if kind == "" {
+			kind = "error"
+		}
+		c.Err = errors.New(kind)
+		if c.Result == nil {
+			c.Result = failureText(s)
+		}
+	}
+	return c
 }
 
 // failureText is what a failed span says about its failure: its status
 // message, or the message of its exception event; nil when neither is given.
-func failureText(s *genSpan) any {
-	if s.Status != nil && s.Status.Message != "" {
-		return s.Status.Message
+func failureText(s *spanAttrs) any {
+	if st := s.sp.Status; st != nil && st.Message != "" {
+		return st.Message
 	}
-	for _, e := range s.Events {
+	for _, e := range s.sp.Events {
 		if e.Name != "exception" {
 			continue
 		}
@@ -728,7 +807,7 @@ func failureText(s *genSpan) any {
 
 // modelStep fills a step from a model span: its text and requested tool
 // calls from gen_ai.output.messages, its finish reason and usage.
-func modelStep(b *builder, st *guard.Step, s *genSpan) error {
+func modelStep(st *guard.Step, s *spanAttrs) error {
 	out, _, err := s.messages(attrOutputMessage)
 	if err != nil {
 		return err
@@ -755,10 +834,10 @@ func modelStep(b *builder, st *guard.Step, s *genSpan) error {
 					if json.Unmarshal(p.Arguments, &s) == nil {
 						args = jsonContent(s)
 					} else {
-						args = p.Arguments
+						args = json.RawMessage(bytes.Clone(p.Arguments))
 					}
 				}
-				b.call(id, guard.ToolCall{ID: id, Name: p.Name, Args: args})
+				st.ToolCalls = append(st.ToolCalls, guard.ToolCall{ID: id, Name: p.Name, Args: args})
 			}
 		}
 		if st.FinishReason == "" && m.FinishReason != "" {
@@ -809,7 +888,7 @@ func tokenCount(v *otlpAnyV) int64 {
 // newInput is the new input that a model span's gen_ai.input.messages show
 // after the previous step: the user messages after the last assistant
 // message (all of them when there is none).
-func newInput(s *genSpan) (string, error) {
+func newInput(s *spanAttrs) (string, error) {
 	in, ok, err := s.messages(attrInputMessages)
 	if err != nil || !ok {
 		return "", err

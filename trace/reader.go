@@ -3,6 +3,7 @@ package trace
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -111,12 +112,15 @@ type Options struct {
 // grows with the longest line, not with the length of the log. An OpenAI or
 // Anthropic transcript pairs results with calls wherever they come in the
 // log, and OTLP spans are ordered by their start times, so those are read
-// whole (up to [Options.MaxBytes]) before their first entry.
+// whole (up to [Options.MaxBytes]) before their first entry. Of OTLP traces,
+// what is held is each span's part of its step (not its attributes), and the
+// steps of one run at a time; a file of one document per line, as the
+// Collector's file exporter writes, is read line by line, and is not held.
 //
 // When the format is to be detected, the first item decides: an object with
 // a role, a chat completion or a message object makes a transcript, and an
-// object with "resourceSpans" OTLP traces (then read whole and detected as
-// [Detect] does); an object with a step's keys (or
+// object with "resourceSpans" OTLP traces (then read whole); an object with a
+// step's keys (or
 // a provider's spelling of them, to be reported), a control line or {} makes
 // step lines.
 type Reader struct {
@@ -129,7 +133,9 @@ type Reader struct {
 	started bool
 	line    int    // the lines read so far
 	first   *Entry // an entry read while detecting the format
-	whole   *Trace // a transcript read whole
+	whole   *Trace // a transcript read whole, or the OTLP run being read
+	otlp    *otlpRuns
+	run     string // the name of the OTLP run being read
 	array   *items // a JSON array of steps
 	next    int    // the next step of whole
 	err     error  // the error every later call returns
@@ -186,6 +192,21 @@ func (r *Reader) next1() (Entry, error) {
 		e := *r.first
 		r.first = nil
 		return e, nil
+	case r.otlp != nil:
+		for r.whole == nil || r.next >= len(r.whole.Steps) {
+			t, run, noArgs, err := r.otlp.nextRun()
+			if err != nil {
+				r.whole = nil
+				return Entry{}, err
+			}
+			if noArgs && r.opt.Warn != nil {
+				r.opt.Warn(&Error{Line: t.Lines[0], Err: fmt.Errorf("run %s: %w", run, ErrNoContent)})
+			}
+			r.whole, r.next, r.run = t, 0, run
+		}
+		i := r.next
+		r.next++
+		return Entry{Kind: StepEntry, Line: r.whole.Lines[i], Step: r.whole.Steps[i], Run: r.run}, nil
 	case r.whole != nil:
 		if r.next >= len(r.whole.Steps) {
 			return Entry{}, io.EOF
@@ -214,9 +235,9 @@ func (r *Reader) next1() (Entry, error) {
 // start reads up to the first item and decides how to read the rest.
 func (r *Reader) start() error {
 	switch r.format {
-	case OpenAI, Anthropic, OTLP:
+	case OpenAI, Anthropic:
 		return r.readWhole(nil)
-	case Unknown, Steps:
+	case Unknown, Steps, OTLP:
 	default:
 		return fmt.Errorf("trace: unknown format %v", r.format)
 	}
@@ -229,6 +250,17 @@ func (r *Reader) start() error {
 	}
 	if err != nil {
 		return err
+	}
+	if text[0] == '{' && r.format != Steps {
+		if f, _ := detectItem(text); f == OTLP {
+			// An OTLP document on one line, as the Collector's file
+			// exporter writes them: read the file line by line.
+			r.format = OTLP
+			return r.readOTLPLines(text, line)
+		}
+	}
+	if r.format == OTLP {
+		return r.readWhole(append(bytes.Repeat([]byte{'\n'}, line-1), append(text, '\n')...))
 	}
 	if text[0] == '{' && (r.format == Steps || firstIsSteps(text)) {
 		r.format = Steps
@@ -282,16 +314,46 @@ func (r *Reader) readWhole(head []byte) error {
 	case Anthropic:
 		r.whole, err = parseAnthropic(data)
 	case OTLP:
-		var warnings []error
-		r.whole, warnings, err = parseOTLP(data)
-		if r.opt.Warn != nil {
-			for _, w := range warnings {
-				r.opt.Warn(w)
-			}
-		}
+		r.otlp, err = parseOTLP(data)
 	default:
 		return unknownFormat(data)
 	}
+	return err
+}
+
+// readOTLPLines reads OTLP traces whose first document is the line text, at
+// line: each line that holds a document is read on its own and let go, so
+// that the spans, not the file, are held. From a line that is not a document
+// by itself on, the rest is read whole.
+func (r *Reader) readOTLPLines(text []byte, line int) error {
+	var p otlpSpans
+	for {
+		if text[0] == '{' && json.Valid(text) {
+			if err := p.doc(text, line); err != nil {
+				return err
+			}
+		} else {
+			rest, err := io.ReadAll(r.br)
+			if err != nil {
+				return r.readErr(err)
+			}
+			head := append(bytes.Repeat([]byte{'\n'}, line-1), text...)
+			if err := p.items(append(append(head, '\n'), rest...)); err != nil {
+				return err
+			}
+			break
+		}
+		var err error
+		text, line, err = r.readLine()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	var err error
+	r.otlp, err = newOTLPRuns(p.spans)
 	return err
 }
 

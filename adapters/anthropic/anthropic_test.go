@@ -180,8 +180,10 @@ func refusalFeedback(t *testing.T) string {
 
 // A model that asks for the same forecast on every turn, in the same words,
 // run by the SDK's tool runner: the third call is refused before it runs, the
-// model is told why, and the run is stopped for saying the same thing three
-// times.
+// model is told why, and the run is stopped at the third refusal
+// (REPEATED_REFUSAL). Its words repeat, but a step with a refused call is the
+// refusal rule's: the repeated-text rule does not end the run in the step of
+// the first refusal, before the model could act on it.
 func TestToolRunnerStubbornLoop(t *testing.T) {
 	rp, client := newReplay(t, "messages_stubborn.json")
 	g := newGuard(t)
@@ -208,26 +210,28 @@ func TestToolRunnerStubbornLoop(t *testing.T) {
 			break
 		}
 	}
-	if v.Code != "REPEATED_TEXT" || v.Feedback == "" {
-		t.Errorf("verdict %+v, want a repeated-text stop with feedback", v)
+	if v.Code != "REPEATED_REFUSAL" || v.Feedback == "" {
+		t.Errorf("verdict %+v, want a repeated-refusal stop with feedback", v)
 	}
 	var stop *guard.StopError
-	if !errors.As(stopErr, &stop) || stop.Verdict.Code != "REPEATED_TEXT" {
+	if !errors.As(stopErr, &stop) || stop.Verdict.Code != "REPEATED_REFUSAL" {
 		t.Errorf("Check's error %v, want a *guard.StopError carrying the stop", stopErr)
 	}
-	// The third turn's step is recorded when the fourth message arrives.
-	if messages != 4 || rp.count() != 4 {
-		t.Errorf("%d messages, %d requests; want 4 and 4", messages, rp.count())
+	// The fifth turn's step is recorded when the sixth message arrives.
+	if messages != 6 || rp.count() != 6 {
+		t.Errorf("%d messages, %d requests; want 6 and 6", messages, rp.count())
 	}
 	if runs != 2 {
 		t.Errorf("the tool ran %d times, want 2", runs)
 	}
-	refusal := "!toolu_01Wx3: Error: " + refusalFeedback(t)
+	refusal := "Error: " + refusalFeedback(t)
 	want := [][]string{
 		nil,
 		{"toolu_01Wx1: 18 °C, sunny"},
 		{"toolu_01Wx2: 18 °C, sunny"},
-		{refusal},
+		{"!toolu_01Wx3: " + refusal},
+		{"!toolu_01Wx4: " + refusal},
+		{"!toolu_01Wx5: " + refusal},
 	}
 	var got [][]string
 	for i := range rp.count() {
@@ -237,7 +241,7 @@ func TestToolRunnerStubbornLoop(t *testing.T) {
 		t.Errorf("tool results sent (-want +got):\n%s", diff)
 	}
 	sum := g.Summary()
-	if sum.Steps != 3 || sum.ToolCalls != 2 || sum.Totals.InputTokens != 490+580+670 {
+	if sum.Steps != 5 || sum.ToolCalls != 2 || sum.Totals.InputTokens != 490+580+670+760+850 {
 		t.Errorf("summary: %+v", sum)
 	}
 	// The refusals are recorded as such, with their tool_use IDs.
@@ -247,7 +251,7 @@ func TestToolRunnerStubbornLoop(t *testing.T) {
 			refused = append(refused, c.ID)
 		}
 	}
-	if diff := cmp.Diff([]string{"toolu_01Wx3"}, refused); diff != "" {
+	if diff := cmp.Diff([]string{"toolu_01Wx3", "toolu_01Wx4", "toolu_01Wx5"}, refused); diff != "" {
 		t.Errorf("refusals recorded (-want +got):\n%s", diff)
 	}
 	if strings.Contains(refusalFeedback(t), "Paris") {

@@ -72,6 +72,6 @@ func Example() {
 	}
 	fmt.Println("tool runs:", runs)
 	// Output:
-	// stopped: no-progress
+	// stopped: repeated-refusal
 	// tool runs: 2
 }

@@ -225,16 +225,16 @@ func TestStubbornModel(t *testing.T) {
 				if !errors.As(err, &stop) {
 					t.Fatalf("the run ended with %v, want a *guard.StopError", err)
 				}
-				if stop.Verdict.Code != "NO_PROGRESS" || len(m.inputs) != 4 {
-					t.Fatalf("stopped by %s after %d model calls, want NO_PROGRESS after 4", stop.Verdict.Code, len(m.inputs))
+				if stop.Verdict.Code != "REPEATED_REFUSAL" || len(m.inputs) != 5 {
+					t.Fatalf("stopped by %s after %d model calls, want REPEATED_REFUSAL after 5", stop.Verdict.Code, len(m.inputs))
 				}
 				if diff := cmp.Diff(map[string]int{"Paris": 2}, f.runs); diff != "" {
 					t.Errorf("tool runs (-want +got):\n%s", diff)
 				}
-				if diff := cmp.Diff([][]string{nil, nil, {"call_3"}, {"call_4"}}, refusals(g)); diff != "" {
+				if diff := cmp.Diff([][]string{nil, nil, {"call_3"}, {"call_4"}, {"call_5"}}, refusals(g)); diff != "" {
 					t.Errorf("refused calls per step (-want +got):\n%s", diff)
 				}
-				want := [][]string{{"call_1: 18 °C, sunny in Paris"}, {"call_2: 18 °C, sunny in Paris"}, nil, nil}
+				want := [][]string{{"call_1: 18 °C, sunny in Paris"}, {"call_2: 18 °C, sunny in Paris"}, nil, nil, nil}
 				if diff := cmp.Diff(want, results(g)); diff != "" {
 					t.Errorf("recorded results per step (-want +got):\n%s", diff)
 				}

@@ -51,5 +51,5 @@ func Example() {
 	// Output:
 	// get_weather ran for Paris
 	// get_weather ran for Paris
-	// stopped: no-progress
+	// stopped: repeated-refusal
 }

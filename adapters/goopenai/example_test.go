@@ -74,5 +74,6 @@ func Example() {
 	// turn 3: 0 call(s) ran
 	// the model is told: That call was not run: it would have been the 3rd call in a row to `get_weather` with exactly the same arguments, and it would not tell you anything new. Change the arguments, use a different tool, or answer with what you already know.
 	// turn 4: 0 call(s) ran
-	// stopped: no-progress
+	// turn 5: 0 call(s) ran
+	// stopped: repeated-refusal
 }

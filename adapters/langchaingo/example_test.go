@@ -38,7 +38,9 @@ func Example() {
 	}
 
 	agent := agents.NewOneShotAgent(llm, []tools.Tool{weather{}})
-	executor := agents.NewExecutor(lglangchaingo.Wrap(g, agent))
+	// langchaingo's own cap is 5 iterations; the guard stops a stubborn model
+	// at its third refused call, in the sixth.
+	executor := agents.NewExecutor(lglangchaingo.Wrap(g, agent), agents.WithMaxIterations(10))
 	_, err = chains.Run(context.Background(), executor, "What is the weather in Paris?")
 
 	var stop *guard.StopError
@@ -48,5 +50,5 @@ func Example() {
 	// Output:
 	// get_weather ran for Paris
 	// get_weather ran for Paris
-	// stopped: no-progress
+	// stopped: repeated-refusal
 }

@@ -167,13 +167,13 @@ func TestStubbornModel(t *testing.T) {
 	if !errors.As(err, &stop) {
 		t.Fatalf("the executor ended with %v, want a *guard.StopError", err)
 	}
-	if stop.Verdict.Code != "NO_PROGRESS" || len(m.requests) != 4 {
-		t.Fatalf("stopped by %s after %d requests, want NO_PROGRESS after 4", stop.Verdict.Code, len(m.requests))
+	if stop.Verdict.Code != "REPEATED_REFUSAL" || len(m.requests) != 5 {
+		t.Fatalf("stopped by %s after %d requests, want REPEATED_REFUSAL after 5", stop.Verdict.Code, len(m.requests))
 	}
 	if diff := cmp.Diff(map[string]int{"Paris": 2}, tool.runs); diff != "" {
 		t.Errorf("tool runs (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([][]string{nil, nil, {"call_3"}, {"call_4"}}, refusals(g)); diff != "" {
+	if diff := cmp.Diff([][]string{nil, nil, {"call_3"}, {"call_4"}, {"call_5"}}, refusals(g)); diff != "" {
 		t.Errorf("refused calls per step (-want +got):\n%s", diff)
 	}
 	feedback := toolMessage(t, m.requests[3], "call_3")

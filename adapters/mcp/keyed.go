@@ -14,8 +14,9 @@ import (
 
 // A KeyFunc names the run a tools/call belongs to: calls with one key share
 // one guard, whichever session, connection or replica they come through. It
-// returns an error for a call it cannot key; that call fails and does not
-// run.
+// returns an error for a call it cannot key; that call does not run, and is
+// answered with an error result that the model can read (the error goes to
+// KeyedOptions.OnError).
 type KeyFunc func(ctx context.Context, req *sdk.CallToolRequest) (string, error)
 
 // ErrNoKey is returned (wrapped) by the key functions of this package for a
@@ -139,7 +140,7 @@ func (k *Keyed) Middleware() sdk.Middleware {
 			key, err := k.key(ctx, ctreq)
 			if err != nil {
 				k.report(ctx, "", err)
-				return nil, err
+				return noKey(), nil
 			}
 			call := guard.ToolCall{Name: ctreq.Params.Name, Args: rawArgs(ctreq.Params.Arguments)}
 			c, d, err := k.runs.StartCall(ctx, key, call)
@@ -149,22 +150,23 @@ func (k *Keyed) Middleware() sdk.Middleware {
 			if !d.Allow {
 				return Refusal(d), nil
 			}
-			res, err := next(ctx, method, req)
-			ctres, _ := res.(*sdk.CallToolResult)
-			switch {
-			case ctx.Err() != nil && err != nil:
-				c.Abandon()
-			case err == nil && ctres != nil && len(ctres.InputRequests) > 0:
-				c.Abandon()
-			default:
-				recordOutcome(&call, ctres, err)
-				if _, ferr := c.Finish(context.WithoutCancel(ctx), call.Result, call.Err); ferr != nil {
-					k.report(ctx, key, ferr)
-				}
-			}
-			return res, err
+			return settle(ctx, call, func() (sdk.Result, error) { return next(ctx, method, req) },
+				func(result any, err error) {
+					if _, ferr := c.Finish(context.WithoutCancel(ctx), result, err); ferr != nil {
+						k.report(ctx, key, ferr)
+					}
+				}, c.Abandon)
 		}
 	}
+}
+
+// noKeyText answers a call that the key function could not key.
+const noKeyText = "That call was not run: the server could not tell which run it belongs to, so its loop guard could not check it. Calling it again will not help; go on without it or answer with what you have."
+
+// noKey is the tool result that answers a call the key function could not
+// key: an error result the model can read, which never quotes the error.
+func noKey() *sdk.CallToolResult {
+	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: noKeyText}}}
 }
 
 func (k *Keyed) report(ctx context.Context, key string, err error) {

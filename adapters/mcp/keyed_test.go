@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -52,18 +53,23 @@ func TestKeyFuncs(t *testing.T) {
 
 func TestKeyedSessionWithoutID(t *testing.T) {
 	// The in-memory transport's sessions have no ID: keyed by session, a
-	// call fails and does not run.
+	// call does not run, and is answered with an error result the model
+	// can read (it used to be a JSON-RPC error); the error goes to OnError.
 	var runs atomic.Int32
 	s := newServer(t, &runs)
-	keyed, err := lgmcp.NewKeyed(lgmcp.KeyedOptions{})
+	var reported []error
+	keyed, err := lgmcp.NewKeyed(lgmcp.KeyedOptions{OnError: func(_ context.Context, _ string, err error) { reported = append(reported, err) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.AddReceivingMiddleware(keyed.Middleware())
 	_, cs := connect(t, s, nil)
-	_, err = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "search", Arguments: map[string]any{"query": "q"}})
-	if err == nil || !strings.Contains(err.Error(), "no ID") {
-		t.Errorf("CallTool = %v, want an error saying the session has no ID", err)
+	r := call(t, cs, "search", "q")
+	if !r.IsError || !strings.HasPrefix(r.Text, "That call was not run") {
+		t.Errorf("answer = %+v, want an error result saying the call was not run", r)
+	}
+	if len(reported) != 1 || !errors.Is(reported[0], lgmcp.ErrNoKey) {
+		t.Errorf("OnError got %v, want one ErrNoKey", reported)
 	}
 	if n := runs.Load(); n != 0 {
 		t.Errorf("the tool ran %d times, want 0", n)
@@ -95,5 +101,39 @@ func TestServerDefaultsHaveNoStepLimit(t *testing.T) {
 	sum, err := keyed.Runs().Summary(context.Background(), "one")
 	if err != nil || sum.Steps != 62 {
 		t.Errorf("Summary = %d steps, %v; want 62 (the refusal is a step)", sum.Steps, err)
+	}
+}
+
+// TestSessionKeyOnAStatefulHandler keys by default on the SDK's stateful
+// streamable HTTP handler, with a client that negotiates what the SDK
+// negotiates by default: its sessions have IDs, and the third identical call
+// is refused. (mcp-go's default revision, 2026-07-28, has no sessions on
+// streamable HTTP; see adapters/mcpgo.)
+func TestSessionKeyOnAStatefulHandler(t *testing.T) {
+	var runs atomic.Int32
+	s := newServer(t, &runs)
+	keyed, err := lgmcp.NewKeyed(lgmcp.KeyedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.AddReceivingMiddleware(keyed.Middleware())
+	srv := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil))
+	defer srv.Close()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "agent", Version: "v0.0.1"}, nil).
+		Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: srv.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if cs.ID() == "" {
+		t.Fatalf("protocol %s: the session has no ID", cs.InitializeResult().ProtocolVersion)
+	}
+	for i := range 3 {
+		if r := call(t, cs, "search", "x"); r.IsError != (i == 2) {
+			t.Errorf("call %d: %+v", i+1, r)
+		}
+	}
+	if n := runs.Load(); n != 2 {
+		t.Errorf("the tool ran %d times, want 2", n)
 	}
 }

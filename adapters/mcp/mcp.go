@@ -104,20 +104,39 @@ func guarded(ctx context.Context, g *guard.Guard, call guard.ToolCall, run func(
 	if !d.Allow {
 		return Refusal(d), nil
 	}
-	res, err := run()
+	return settle(ctx, call, run,
+		func(result any, err error) { r.Finish(ctx, result, err) }, r.Abandon)
+}
+
+// errToolPanicked is the outcome recorded for a call whose tool panicked.
+var errToolPanicked = errors.New("the tool panicked")
+
+// settle runs an allowed call and settles its place with finish (its outcome)
+// or abandon (no outcome yet). A tool that panics is finished as a failed
+// call before the panic goes on to the recovery further out (the SDK's, or
+// the server's own), so that its place never stays open.
+func settle(ctx context.Context, call guard.ToolCall, run func() (sdk.Result, error), finish func(any, error), abandon func()) (res sdk.Result, err error) {
+	settled := false
+	defer func() {
+		if !settled {
+			finish(nil, errToolPanicked)
+		}
+	}()
+	res, err = run()
+	settled = true
 	ctres, _ := res.(*sdk.CallToolResult)
 	switch {
 	case ctx.Err() != nil && err != nil:
 		// The caller went away: the call did not finish, so it is no
 		// outcome.
-		r.Abandon()
+		abandon()
 	case err == nil && ctres != nil && len(ctres.InputRequests) > 0:
 		// The server asks the client for input and the call will be
 		// made again: this is not its outcome yet.
-		r.Abandon()
+		abandon()
 	default:
 		recordOutcome(&call, ctres, err)
-		r.Finish(ctx, call.Result, call.Err)
+		finish(call.Result, call.Err)
 	}
 	return res, err
 }

@@ -15,8 +15,9 @@ import (
 
 // A KeyFunc names the run a tool call belongs to: calls with one key share
 // one guard, whichever session, connection or replica they come through. It
-// returns an error for a call it cannot key; that call fails and does not
-// run.
+// returns an error for a call it cannot key; that call does not run, and is
+// answered with an error result that the model can read (the error goes to
+// KeyedOptions.OnError).
 type KeyFunc func(ctx context.Context, req mcp.CallToolRequest) (string, error)
 
 // ErrNoKey is returned (wrapped) by the key functions of this package for a
@@ -24,10 +25,21 @@ type KeyFunc func(ctx context.Context, req mcp.CallToolRequest) (string, error)
 var ErrNoKey = errors.New("mcpgo: the call carries nothing to key its guard by")
 
 // SessionKey keys calls by their session's ID. A call without a session, or
-// whose session has an empty ID (a stateless streamable HTTP server, or the
-// 2026-07-28 protocol, which has no sessions), is an error, never one guard
-// shared by every client: key such servers by a header, or by what your
-// authentication puts in the context (a KeyFunc of your own).
+// whose session has an empty ID, is an error, never one guard shared by every
+// client: key such servers by a header, or by what your authentication puts
+// in the context (a KeyFunc of your own).
+//
+// Which sessions have an ID depends on the transport and on the protocol
+// revision. Protocol 2026-07-28, which mcp-go's clients negotiate by default,
+// removed sessions from streamable HTTP: even a stateful
+// server.NewStreamableHTTPServer serves each such request in an ephemeral
+// session whose ID is empty. stdio ("stdio"), in-process and SSE sessions
+// keep an ID under every revision. To key a streamable HTTP server by
+// session, advertise only the revisions that have sessions; clients then
+// negotiate one of them:
+//
+//	server.NewStreamableHTTPServer(s,
+//		server.WithStreamableHTTPProtocolVersions(mcp.LegacyProtocolVersions()...))
 func SessionKey(ctx context.Context, _ mcp.CallToolRequest) (string, error) {
 	cs := server.ClientSessionFromContext(ctx)
 	if cs == nil || cs.SessionID() == "" {
@@ -126,7 +138,7 @@ func (k *Keyed) Middleware() server.ToolHandlerMiddleware {
 			key, err := k.key(ctx, req)
 			if err != nil {
 				k.report(ctx, "", err)
-				return nil, err
+				return noKey(), nil
 			}
 			call := guard.ToolCall{Name: req.Params.Name, Args: arguments(req.Params)}
 			c, d, err := k.runs.StartCall(ctx, key, call)
@@ -136,19 +148,12 @@ func (k *Keyed) Middleware() server.ToolHandlerMiddleware {
 			if !d.Allow {
 				return Refusal(d), nil
 			}
-			res, err := next(ctx, req)
-			switch {
-			case err != nil && ctx.Err() != nil:
-				c.Abandon()
-			case awaitsInput(res, err):
-				c.Abandon()
-			default:
-				recordOutcome(&call, res, err)
-				if _, ferr := c.Finish(context.WithoutCancel(ctx), call.Result, call.Err); ferr != nil {
-					k.report(ctx, key, ferr)
-				}
-			}
-			return res, err
+			return settle(ctx, call, func() (*mcp.CallToolResult, error) { return next(ctx, req) },
+				func(result any, err error) {
+					if _, ferr := c.Finish(context.WithoutCancel(ctx), result, err); ferr != nil {
+						k.report(ctx, key, ferr)
+					}
+				}, c.Abandon)
 		}
 	}
 }

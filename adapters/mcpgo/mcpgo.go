@@ -18,7 +18,9 @@
 // as a step that holds only the refusal ([guard.Step.Refused]), so that a
 // model that keeps asking for it is seen.
 // A result that asks the client for more input (a multi-round-trip call) is
-// not an outcome yet, and is not recorded either.
+// not an outcome yet, and is not recorded either. A tool that panics is
+// recorded as a failed call before the panic goes on to a recovery further
+// out (server.WithRecovery given before the guard).
 //
 // The verdict of that Check is not acted on here: a server cannot end its
 // client's loop. Call [guard.Guard.Summary] for the last verdict, or run the
@@ -50,11 +52,15 @@ func Middleware(g *guard.Guard) server.ToolHandlerMiddleware {
 }
 
 // middleware guards tool calls with the guard that pick returns; a nil one
-// lets the call through, an error fails the call with that error.
+// lets the call through, an error answers the call with an error result the
+// model can read (the call does not run).
 func middleware(pick func(context.Context) (*guard.Guard, error)) server.ToolHandlerMiddleware {
 	return func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 		return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			g, err := pick(ctx)
+			if errors.Is(err, ErrNoKey) {
+				return noKey(), nil
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -66,23 +72,50 @@ func middleware(pick func(context.Context) (*guard.Guard, error)) server.ToolHan
 			if !d.Allow {
 				return Refusal(d), nil
 			}
-			res, err := next(ctx, req)
-			switch {
-			case err != nil && ctx.Err() != nil:
-				// The caller went away: the call did not finish.
-				r.Abandon()
-			case awaitsInput(res, err):
-				// The call waits for the client's input and will be
-				// made again: this is not its outcome yet.
-				r.Abandon()
-			default:
-				recordOutcome(&call, res, err)
-				r.Finish(ctx, call.Result, call.Err)
-			}
-			return res, err
+			return settle(ctx, call, func() (*mcp.CallToolResult, error) { return next(ctx, req) },
+				func(result any, err error) { r.Finish(ctx, result, err) }, r.Abandon)
 		}
 	}
 }
+
+// errToolPanicked is the outcome recorded for a call whose tool panicked.
+var errToolPanicked = errors.New("the tool panicked")
+
+// settle runs an allowed call and settles its place with finish (its outcome)
+// or abandon (no outcome yet). A tool that panics is finished as a failed
+// call before the panic goes on to the recovery further out
+// (server.WithRecovery before the guard, or the server's own), so that its
+// place never stays open.
+func settle(ctx context.Context, call guard.ToolCall, run func() (*mcp.CallToolResult, error), finish func(any, error), abandon func()) (res *mcp.CallToolResult, err error) {
+	settled := false
+	defer func() {
+		if !settled {
+			finish(nil, errToolPanicked)
+		}
+	}()
+	res, err = run()
+	settled = true
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// The caller went away: the call did not finish.
+		abandon()
+	case awaitsInput(res, err):
+		// The call waits for the client's input and will be made again:
+		// this is not its outcome yet.
+		abandon()
+	default:
+		recordOutcome(&call, res, err)
+		finish(call.Result, call.Err)
+	}
+	return res, err
+}
+
+// noKeyText answers a call whose run could not be told.
+const noKeyText = "That call was not run: the server could not tell which run it belongs to, so its loop guard could not check it. Calling it again will not help; go on without it or answer with what you have."
+
+// noKey is the tool result that answers a call whose run could not be told:
+// an error result the model can read, which never quotes the error.
+func noKey() *mcp.CallToolResult { return mcp.NewToolResultError(noKeyText) }
 
 // awaitsInput reports whether a handler's answer asks the client for input
 // before the call can finish: a multi-round-trip result, or a URL

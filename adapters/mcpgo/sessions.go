@@ -21,11 +21,11 @@ import (
 //
 // A call whose context carries no session (server.ClientSessionFromContext
 // returns nil), or whose session has an empty ID (a stateless streamable HTTP
-// server; the 2026-07-28 protocol, which has no sessions), fails with an
-// error wrapping ErrNoKey and does not run: such calls cannot be told apart
-// by client, and one guard for all of them would refuse one client's calls
-// for another's. Key them with [Keyed] and a header or a key function of
-// your own.
+// server; streamable HTTP under protocol 2026-07-28, which has no sessions:
+// see [SessionKey]), does not run: such calls cannot be told apart by
+// client, and one guard for all of them would refuse one client's calls for
+// another's. It is answered with an error result the model can read. Key
+// them with [Keyed] and a header or a key function of your own.
 type Sessions struct {
 	newGuard func(server.ClientSession) (*guard.Guard, error)
 

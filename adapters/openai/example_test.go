@@ -18,7 +18,7 @@ import (
 
 // A stubborn model, played by a local server, asks for the same forecast on
 // every turn. The guard refuses the third call before it runs, and stops the
-// run when the model keeps asking.
+// run at the third refusal, when the model keeps asking.
 func Example() {
 	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -73,5 +73,6 @@ func Example() {
 	// turn 3: 0 call(s) ran, 1 refused
 	// the model is told: That call was not run: it would have been the 3rd call in a row to `get_weather` with exactly the same arguments, and it would not tell you anything new. Change the arguments, use a different tool, or answer with what you already know.
 	// turn 4: 0 call(s) ran, 1 refused
-	// stopped: no-progress
+	// turn 5: 0 call(s) ran, 1 refused
+	// stopped: repeated-refusal
 }

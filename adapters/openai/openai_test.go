@@ -103,17 +103,19 @@ func runChat(t *testing.T, g *guard.Guard, client sdk.Client, tool *forecast) (o
 	return out, guard.Verdict{}
 }
 
-// A model that asks for the same forecast on every turn: the third call is
-// refused with the repeated-call rule, and so is the fourth; on the fourth
-// turn the run has made no progress for three steps, and the guard stops it.
+// A model that asks for the same forecast on every turn, with no content: the
+// third call is refused with the repeated-call rule, and so are the fourth
+// and the fifth; at the third refusal the guard stops the run
+// (REPEATED_REFUSAL), as it does a hand-written loop: refused steps count
+// neither for the no-progress nor for the repeated-text rule.
 func TestChatStubbornLoop(t *testing.T) {
 	rp, client := newReplay(t, "chat_stubborn.json", "/chat/completions")
 	g := newGuard(t)
 	tool := new(forecast)
 	got, v := runChat(t, g, client, tool)
 	want := outcome{
-		Turns: 4, Stop: true, Reason: guard.ReasonNoProgress, Code: "NO_PROGRESS",
-		Refused:  []string{"", "", "REPEATED_TOOL_CALL", "REPEATED_TOOL_CALL"},
+		Turns: 5, Stop: true, Reason: "repeated-refusal", Code: "REPEATED_REFUSAL",
+		Refused:  []string{"", "", "REPEATED_TOOL_CALL", "REPEATED_TOOL_CALL", "REPEATED_TOOL_CALL"},
 		ToolRuns: 2, StopErr: true,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -126,7 +128,7 @@ func TestChatStubbornLoop(t *testing.T) {
 			refusedIDs = append(refusedIDs, c.ID)
 		}
 	}
-	if diff := cmp.Diff([]string{"call_Wq3", "call_Wq4"}, refusedIDs); diff != "" {
+	if diff := cmp.Diff([]string{"call_Wq3", "call_Wq4", "call_Wq5"}, refusedIDs); diff != "" {
 		t.Errorf("refusals recorded (-want +got):\n%s", diff)
 	}
 	if v.Feedback == "" || !guard.IsFault(v) {
@@ -152,7 +154,7 @@ func TestChatStubbornLoop(t *testing.T) {
 	if strings.Contains(last.Content, "Paris") || strings.Contains(last.Content, "celsius") {
 		t.Errorf("the refusal quotes the arguments: %q", last.Content)
 	}
-	if sum := g.Summary(); sum.Steps != 4 || sum.ToolCalls != 2 || sum.Totals.InputTokens != 86+131+176+262 {
+	if sum := g.Summary(); sum.Steps != 5 || sum.ToolCalls != 2 || sum.Totals.InputTokens != 86+131+176+262+348 {
 		t.Errorf("summary: %+v", sum)
 	}
 }
@@ -376,16 +378,18 @@ func TestResponsesStubbornLoop(t *testing.T) {
 		params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: turn.Outputs()}
 	}
 	got.Stop, got.Reason, got.Code, got.ToolRuns = v.Stop, v.Reason, v.Code, tool.count()
+	// The same preamble on each turn, and refusals from the third: the
+	// refusal rule stops the run at the third refusal, as with no text.
 	want := outcome{
-		Turns: 3, Stop: true, Reason: "repeated-text", Code: "REPEATED_TEXT",
-		Refused:  []string{"", "", "REPEATED_TOOL_CALL"},
+		Turns: 5, Stop: true, Reason: "repeated-refusal", Code: "REPEATED_REFUSAL",
+		Refused:  []string{"", "", "REPEATED_TOOL_CALL", "REPEATED_TOOL_CALL", "REPEATED_TOOL_CALL"},
 		ToolRuns: 2, StopErr: true,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("run (-want +got):\n%s", diff)
 	}
-	if rp.count() != 3 {
-		t.Errorf("%d requests, want 3", rp.count())
+	if rp.count() != 5 {
+		t.Errorf("%d requests, want 5", rp.count())
 	}
 	feedback := refusalFeedback(t, `{"city":"Paris","unit":"celsius"}`)
 	data, err := json.Marshal(last.Outputs())
@@ -400,8 +404,8 @@ func TestResponsesStubbornLoop(t *testing.T) {
 	if err := json.Unmarshal(data, &outs); err != nil {
 		t.Fatal(err)
 	}
-	if len(outs) != 1 || outs[0].Type != "function_call_output" || outs[0].CallID != "call_R3" || outs[0].Output != feedback {
-		t.Errorf("the third turn's outputs: %s, want the refusal of call_R3", data)
+	if len(outs) != 1 || outs[0].Type != "function_call_output" || outs[0].CallID != "call_R5" || outs[0].Output != feedback {
+		t.Errorf("the fifth turn's outputs: %s, want the refusal of call_R5", data)
 	}
 }
 

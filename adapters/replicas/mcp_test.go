@@ -182,9 +182,19 @@ func TestKeyedSessionKeyWithoutSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	_, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "search", Arguments: map[string]any{"query": "x"}})
-	if err == nil || !strings.Contains(err.Error(), "no ID") {
-		t.Errorf("call on a stateless server keyed by session: %v, want an error saying the session has no ID", err)
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "search", Arguments: map[string]any{"query": "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not run, and answered with an error result the model can read.
+	text := ""
+	if len(res.Content) == 1 {
+		if tc, ok := res.Content[0].(*sdk.TextContent); ok {
+			text = tc.Text
+		}
+	}
+	if !res.IsError || !strings.HasPrefix(text, "That call was not run") {
+		t.Errorf("call on a stateless server keyed by session: %+v %q, want an error result saying the call was not run", res, text)
 	}
 	if len(log) != 0 {
 		t.Errorf("the call ran: %v", log)

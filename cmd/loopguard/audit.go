@@ -19,6 +19,7 @@ import (
 
 	"github.com/loopguard/loopguard/detector/finish"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/escape"
 	"github.com/loopguard/loopguard/trace"
 )
 
@@ -89,11 +90,16 @@ ones hollow), the steps with text, user input or a finish reason, the
 warnings, the stop, and under them each rule's counter step by step against
 the value that stops the run. Hover a step for what it held; the stop's
 evidence is in a panel below. With --labels, the labelled start of each
-loop is drawn and the lead given.
+loop is drawn and the lead given. The page is bounded: a run draws at most
+500 steps (of a longer one, the first 25, at least the 400 up to and
+including its stop and the 50 after it, and the last ones, with gaps that
+count the others), the page at most 50,000 steps and 2,000 runs; it says
+what it leaves out.
 
-Exit status: 2 for bad arguments, bad options, or a PATH that cannot be
-audited: missing, unreadable, larger than --max-size, or empty (no steps: a
-broken logging pipeline must not pass a CI gate). Each is named on standard
+Exit status: 2 for bad arguments, bad options (an options file or manifest
+is read whole, up to 16M), or a PATH that cannot be audited: missing,
+unreadable, larger than --max-size, or empty (no steps: a broken logging
+pipeline must not pass a CI gate). Each is named on standard
 error ("FILE:LINE: why" or "FILE: why") and counted in the totals, and the
 other runs are still reported. Otherwise 1 when a run stops on a fault
 (--fail-on fault, the default), on any stop (--fail-on any), never (--fail-on
@@ -102,6 +108,10 @@ never); else 0.
 Flags:
 
 `
+
+// auditMemoryLimit is the soft memory limit of an audit (see runAudit),
+// unless GOGC or GOMEMLIMIT is set.
+const auditMemoryLimit = 256 << 20
 
 // textActionsFinish is the finish-reason option of --preset text-actions.
 const textActionsFinish = `{"terminal": ["length", "content-filter", "error"], "otherPolicy": "continue"}`
@@ -248,8 +258,14 @@ func runAudit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if os.Getenv("GOGC") == "" {
 		// An audit makes much short-lived garbage (each run's steps) and
 		// keeps little: collecting less often saves a quarter of its time
-		// for a few tens of megabytes.
+		// for a few tens of megabytes. Only while the heap is small: past
+		// auditMemoryLimit the collector works to stay there, so that an
+		// input that keeps much alive (an OTLP file is read whole) does
+		// not take five times that.
 		defer debug.SetGCPercent(debug.SetGCPercent(400))
+		if os.Getenv("GOMEMLIMIT") == "" {
+			defer debug.SetMemoryLimit(debug.SetMemoryLimit(auditMemoryLimit))
+		}
 	}
 	opts := readOptions{format: input, keys: trace.WarnUnknownKeys, maxSize: flags.maxSize.n}
 	if *flags.strict {
@@ -289,7 +305,7 @@ func runAudit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, readError{r.Error.Line, r.Error.Message}.in(r.Run))
 			status = exitUsage
 		case r.Empty:
-			fmt.Fprintf(stderr, "%s: empty: no steps\n", escape(r.Run))
+			fmt.Fprintf(stderr, "%s: empty: no steps\n", escape.String(r.Run))
 			status = exitUsage
 		}
 		w.run(r)
@@ -342,9 +358,6 @@ type job struct {
 	path   string // "-" for standard input
 	walked bool   // found in a directory, not named
 	err    error  // the path cannot be read at all (missing, ...)
-	// reports are the runs of the input: one, or for a file that holds
-	// several (OTLP), one per run.
-	reports []*runReport
 }
 
 // auditor replays runs.
@@ -402,7 +415,7 @@ func (a *auditor) collect(paths []string, stderr io.Writer) []*job {
 				// not a regular file is never opened.
 				info, err := os.Stat(path)
 				if err != nil || !info.Mode().IsRegular() {
-					fmt.Fprintf(stderr, "%s: skipped: not a regular file\n", escape(path))
+					fmt.Fprintf(stderr, "%s: skipped: not a regular file\n", escape.String(path))
 					return nil
 				}
 			}
@@ -417,22 +430,26 @@ func (a *auditor) collect(paths []string, stderr io.Writer) []*job {
 }
 
 // run audits the jobs on a bounded pool of workers and hands the reports to
-// emit in the order of the jobs.
+// emit in the order of the jobs. The reports of an input that holds many
+// runs are handed on as they are made, not gathered.
 func (a *auditor) run(jobs []*job, emit func(*runReport)) {
 	workers := min(runtime.GOMAXPROCS(0), max(len(jobs), 1))
-	// window bounds how many runs are audited ahead of the one being
+	// window bounds how many inputs are audited ahead of the one being
 	// emitted, so that memory does not grow with the corpus.
-	window := make(chan struct{}, 4*workers)
-	next := make(chan int)
-	done := make([]chan struct{}, len(jobs))
-	for i := range done {
-		done[i] = make(chan struct{})
+	window := 4 * workers
+	type work struct {
+		j       *job
+		reports chan *runReport
 	}
+	next := make(chan work)
+	order := make(chan chan *runReport, window) // the jobs' reports, in order
 	go func() {
 		defer close(next)
-		for i := range jobs {
-			window <- struct{}{}
-			next <- i
+		defer close(order)
+		for _, j := range jobs {
+			w := work{j, make(chan *runReport, 8)}
+			order <- w.reports
+			next <- w
 		}
 	}()
 	var wg sync.WaitGroup
@@ -440,50 +457,74 @@ func (a *auditor) run(jobs []*job, emit func(*runReport)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
-				jobs[i].reports = a.audit(jobs[i])
-				close(done[i])
+			for w := range next {
+				func() {
+					defer close(w.reports)
+					a.audit(w.j, func(r *runReport) { w.reports <- r })
+				}()
 			}
 		}()
 	}
-	for i, j := range jobs {
-		<-done[i]
-		for _, r := range j.reports {
+	for reports := range order {
+		for r := range reports {
 			emit(r)
 		}
-		j.reports = nil
-		<-window
 	}
 	wg.Wait()
 }
 
-// audit replays the runs of one input, each read as replay reads it: the
-// first fault is the stop replay ends at. A normal finish ("stop") is the
-// run's stop only when it is the run's last step; when more steps follow,
-// the harness went on (one that reads actions from the model's text asks
-// again), and so does the audit. The rest of the input is still read, so that
-// every step is counted and every line checked. An input that holds several
-// runs (an OTLP file) gives a report per run, named FILE#RUN, each run
-// replayed through a guard of its own.
-func (a *auditor) audit(j *job) []*runReport {
-	r := a.newReport(j.name)
-	var done []*runReport // the input's earlier runs
-	var runs []string     // the names of the runs, done and r
+// audit replays the runs of one input, each read as replay reads it, and
+// hands each run's report to send: the first fault is the stop replay ends
+// at. A normal finish ("stop") is the run's stop only when it is the run's
+// last step; when more steps follow, the harness went on (one that reads
+// actions from the model's text asks again), and so does the audit. The rest
+// of the input is still read, so that every step is counted and every line
+// checked. An input that holds several runs (an OTLP file) gives a report per
+// run, named FILE#RUN, each run replayed through a guard of its own; each is
+// sent once the next run starts. The warnings about the input go with the
+// report that follows them.
+func (a *auditor) audit(j *job, send func(*runReport)) {
 	var notes []string
-	fail := func(err error) []*runReport {
+	var first *runReport // the input's first run, held until it is known whether more follow
+	runs := 0            // the runs sent or held
+	var firstRun string  // the name of the first run in the input
+	out := func(r *runReport, run string) {
+		r.notes = append(notes, r.notes...)
+		notes = nil
+		runs++
+		switch runs {
+		case 1:
+			first, firstRun = r, run
+			return
+		case 2:
+			first.Run = j.name + "#" + firstRun
+			send(first)
+			first = nil
+		}
+		r.Run = j.name + "#" + run
+		send(r)
+	}
+	defer func() {
+		if first != nil {
+			send(first)
+		}
+	}()
+	r := a.newReport(j.name)
+	run := "" // the run of r in the input
+	fail := func(err error) {
 		re := readErrorOf(err, a.read.maxSize)
 		r.Error = &inputError{Line: re.line, Message: re.msg}
 		r.Format, r.Steps, r.Stop, r.Warnings, r.tl = "", 0, nil, nil, nil
-		reports := append(done, r)
-		reports[0].notes = append(notes, reports[0].notes...)
-		return reports
+		out(r, run)
 	}
 	if j.err != nil {
-		return fail(j.err)
+		fail(j.err)
+		return
 	}
 	in, err := a.read.open(j.path, a.stdin, j.walked)
 	if err != nil {
-		return fail(err)
+		fail(err)
+		return
 	}
 	defer in.Close()
 	rd := a.read.newReader(in, func(err error) {
@@ -496,10 +537,12 @@ func (a *auditor) audit(j *job) []*runReport {
 	s, err := a.newSession()
 	if err != nil {
 		r.Error = &inputError{Message: "config: " + err.Error()}
-		return []*runReport{r}
+		out(r, run)
+		return
 	}
 	var finish *stopReport // the last normal finish
 	lastStep := 0          // the line of the last step
+	started := false       // an entry of the input was read
 	end := func() {
 		if r.Stop == nil && finish != nil {
 			if finish.Line == lastStep {
@@ -519,21 +562,23 @@ func (a *auditor) audit(j *job) []*runReport {
 		if err != nil {
 			if j.walked && errors.Is(err, trace.ErrUnknownFormat) && strings.EqualFold(filepath.Ext(j.path), ".json") {
 				r.skipped = true // JSON that is no trace, such as a manifest
-				return []*runReport{r}
+				out(r, run)
+				return
 			}
-			return fail(err)
+			fail(err)
+			return
 		}
-		if len(runs) == 0 {
-			runs = append(runs, e.Run)
-		} else if e.Run != runs[len(runs)-1] {
+		if !started {
+			started, run = true, e.Run
+		} else if e.Run != run {
 			// The next run of the input: a fresh guard.
 			end()
-			done = append(done, r)
-			runs = append(runs, e.Run)
-			r = a.newReport(j.name)
+			out(r, run)
+			r, run = a.newReport(j.name), e.Run
 			if s, err = a.newSession(); err != nil {
 				r.Error = &inputError{Message: "config: " + err.Error()}
-				return append(done, r)
+				out(r, run)
+				return
 			}
 			finish, lastStep = nil, 0
 		}
@@ -547,7 +592,8 @@ func (a *auditor) audit(j *job) []*runReport {
 		}
 		rec, err := s.apply(e)
 		if err != nil {
-			return fail(err)
+			fail(err)
+			return
 		}
 		r.tl.add(e, &rec, s)
 		if v := rec.Verdict; v != nil {
@@ -568,14 +614,7 @@ func (a *auditor) audit(j *job) []*runReport {
 		}
 	}
 	end()
-	reports := append(done, r)
-	reports[0].notes = append(notes, reports[0].notes...)
-	if len(reports) > 1 {
-		for i, rep := range reports {
-			rep.Run = j.name + "#" + runs[i]
-		}
-	}
-	return reports
+	out(r, run)
 }
 
 // newSession returns the session of a run: with a probe when the runs are
@@ -678,11 +717,11 @@ func newReportWriter(out io.Writer, format string, jobs []*job) *reportWriter {
 	w.prefix = commonDir(names)
 	head := "RUN"
 	if w.prefix != "" {
-		head = "RUN (in " + cutLeft(escape(w.prefix), maxRunWidth-len("RUN (in )")) + ")"
+		head = "RUN (in " + cutLeft(escape.String(w.prefix), maxRunWidth-len("RUN (in )")) + ")"
 	}
 	w.width = width(head)
 	for _, n := range names {
-		w.width = max(w.width, width(escape(strings.TrimPrefix(n, w.prefix))))
+		w.width = max(w.width, width(escape.String(strings.TrimPrefix(n, w.prefix))))
 	}
 	w.width = min(w.width, maxRunWidth)
 	w.row(head, "STEPS", "LINE", "RESULT")
@@ -713,7 +752,7 @@ func commonDir(names []string) string {
 // name is a run's name in the table: escaped, without the common directory,
 // and cut to the column from the left (the end names the file).
 func (w *reportWriter) name(run string) string {
-	return cutLeft(escape(strings.TrimPrefix(run, w.prefix)), w.width)
+	return cutLeft(escape.String(strings.TrimPrefix(run, w.prefix)), w.width)
 }
 
 func (w *reportWriter) row(run, steps, line, result string) {
@@ -727,7 +766,7 @@ func (w *reportWriter) detail(text string) {
 	if text == "" {
 		return
 	}
-	for _, l := range wrap(escape(text), tableWidth-len(indent), detailLines) {
+	for _, l := range wrap(escape.String(text), tableWidth-len(indent), detailLines) {
 		w.buf.WriteString(indent + l + "\n")
 	}
 }
@@ -759,7 +798,7 @@ func (w *reportWriter) run(r *runReport) {
 		if !s.Fault {
 			result += " (normal)"
 		}
-		w.row(name, fmt.Sprint(r.Steps), fmt.Sprint(s.Line), escape(result))
+		w.row(name, fmt.Sprint(r.Steps), fmt.Sprint(s.Line), escape.String(result))
 		why := s.Why
 		if ws := warningsText(r.Warnings); ws != "" {
 			why += "; " + ws
@@ -812,7 +851,7 @@ func (w *reportWriter) summary(s *summary) {
 	}
 	slices.Sort(reasons)
 	for _, r := range reasons {
-		fmt.Fprintf(b, "  %-20s %d\n", escape(r), s.ByReason[r])
+		fmt.Fprintf(b, "  %-20s %d\n", escape.String(r), s.ByReason[r])
 	}
 	if s.Skipped > 0 {
 		fmt.Fprintf(b, "%s with no trace skipped\n", plural(s.Skipped, ".json file", ".json files"))

@@ -150,11 +150,19 @@ func scoreTraces(t *testing.T, doc, preset string) (outcomes map[string]map[stri
 	return outcomes, leads, reports
 }
 
+// knownFalseStops are the healthy runs of testdata/traces that the defaults
+// (and the text-actions preset) still stop before their last step: they came
+// with set A and set B and the runs added for issue 22, labelled before any
+// rule ran on them. Each must still stop, so that the list empties as the
+// rules stop stopping them.
+var knownFalseStops = map[string]bool{}
+
 // TestRealTraces audits the real agent runs of testdata/traces, labelled by
 // hand, with the default options and with the text-actions preset: no
 // healthy run may be stopped before its last step (by any rule, the step
-// limit included), no loop may be stopped before it starts, and the default
-// set catches at least the loops it caught when it was chosen. Which rule
+// limit included) but those of knownFalseStops, no loop may be stopped
+// before it starts, and the default set catches at least the loops it
+// caught when it was chosen. Which rule
 // stops each run, and where, is pinned by traces-labels.golden.
 func TestRealTraces(t *testing.T) {
 	manifest := readManifest(t)
@@ -169,8 +177,24 @@ func TestRealTraces(t *testing.T) {
 					t.Errorf("%s: %d steps, the manifest says %d", file, r.Steps, e.Steps)
 				}
 			}
-			if n := outcomes["healthy"][outcomeFalseStop]; n != 0 {
-				t.Errorf("%d healthy runs stopped before their last step", n)
+			labels, err := loadLabels(traces + "/MANIFEST.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			stopped := 0
+			for file, r := range reports {
+				outcome, _ := judge(labels.lookup(filepath.Join(traces, file)), r)
+				switch {
+				case outcome == outcomeFalseStop && !knownFalseStops[file]:
+					t.Errorf("%s (healthy) stopped at line %d, before its last step", file, r.Stop.Line)
+				case outcome == outcomeFalseStop:
+					stopped++
+				case knownFalseStops[file]:
+					t.Errorf("%s is no longer stopped before its end (%s): take it off knownFalseStops", file, outcome)
+				}
+			}
+			if n := outcomes["healthy"][outcomeFalseStop]; n != stopped {
+				t.Errorf("%d healthy runs stopped before their last step, %d of them known", n, stopped)
 			}
 			if n := outcomes["loops"][outcomeEarly]; n != 0 {
 				t.Errorf("%d loops stopped before they start", n)
@@ -197,8 +221,11 @@ func TestThresholds(t *testing.T) {
 		{"the reference's reading", `{` + reference + `}`},
 		{"+ a normal `stop` with tool calls goes on", `{"maxSteps": 50, "repeatedRefusal": false, "repeatedFailure": false, "repeatedText": false}`},
 		{"+ `maxSteps` 150", `{"repeatedRefusal": false, "repeatedFailure": false, "repeatedText": false}`},
-		{"+ `repeatedFailure` (5 in 10 calls)", `{"repeatedRefusal": false, "repeatedText": false}`},
-		{"+ `repeatedText` (3 in 10 steps), `repeatedRefusal`: **the defaults**", `{}`},
+		{"+ `repeatedFailure` (5 in 10 calls)", `{"repeatedRefusal": false, "repeatedText": false, "repeatedFailure": {"sameCall": 5}}`},
+		{"+ `repeatedText` (3 in 10 steps), `repeatedRefusal`", `{"repeatedFailure": {"sameCall": 5}}`},
+		{"+ `repeatedFailure.sameCall` 3 (4 from two calls in turn): **the defaults**", `{}`},
+		{"`repeatedFailure.sameCall` 2 (3 from two calls)", `{"repeatedFailure": {"sameCall": 2}}`},
+		{"`repeatedFailure.sameCall` 4 (two calls off)", `{"repeatedFailure": {"sameCall": 4}}`},
 		{"`repeatedFailure.threshold` 3", `{"repeatedFailure": {"threshold": 3}}`},
 		{"`repeatedFailure.threshold` 4", `{"repeatedFailure": {"threshold": 4}}`},
 		{"`repeatedFailure.threshold` 6", `{"repeatedFailure": {"threshold": 6}}`},
@@ -282,7 +309,7 @@ func TestAuditFlags(t *testing.T) {
 		{name: "forced input format", args: []string{"audit", "--input", "anthropic", fin}, code: exitUsage,
 			err: "openai-responses.jsonl:2: not an Anthropic message: no role"},
 		{name: "forced input format that fits", args: []string{"audit", "--input", "openai", fin}, code: exitOK},
-		{name: "options file", args: []string{"audit", "--config", auditData + "/repeat5.json", loop}, code: exitFailed, out: "REPEATED_TEXT"},
+		{name: "options file", args: []string{"audit", "--config", auditData + "/repeat5.json", loop}, code: exitFailed, out: "REPEATED_FAILURE"},
 		{name: "preset with an options file", args: []string{"audit", "--preset", "text-actions", "--config", auditData + "/repeat5.json", traces + "/mini-gemini3pro-sympy-15976.jsonl"},
 			code: exitOK, out: "no stop"},
 		{name: "preset clashes with the options file", args: []string{"audit", "--preset", "text-actions", "--config", auditData + "/finish.json", loop},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/loopguard/loopguard/detector"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/escape"
 )
 
 // This file holds what the subcommands share: reading the options document,
@@ -36,7 +38,10 @@ type guardConfig struct {
 func loadConfig(path string) (*guardConfig, error) {
 	c := &guardConfig{registry: detector.Standard(), doc: []byte("{}")}
 	if path != "" {
-		doc, err := os.ReadFile(path)
+		doc, err := readDoc(path)
+		if errors.Is(err, errDocTooLarge) {
+			return nil, &fileError{path: path, err: err}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -49,6 +54,34 @@ func loadConfig(path string) (*guardConfig, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// maxDocSize is the most bytes of an options file (--config) or a manifest
+// (--labels), which are read whole: far more than either holds (the
+// manifest of 100,000 runs is about 10 MiB), and little enough that
+// /dev/zero or a runaway file ends in an error, not in running out of memory.
+const maxDocSize = 16 << 20
+
+// errDocTooLarge is wrapped by the error of readDoc for a file past
+// maxDocSize.
+var errDocTooLarge = errors.New("too large")
+
+// readDoc reads the options file or manifest at path, up to maxDocSize
+// bytes.
+func readDoc(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxDocSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxDocSize {
+		return nil, fmt.Errorf("%w: more than %s (options files and manifests are read whole)", errDocTooLarge, formatSize(maxDocSize))
+	}
+	return data, nil
 }
 
 // A fileError is the problems of an options file: each of its lines names
@@ -105,7 +138,7 @@ func (c *guardConfig) restore(snapshot []byte, extra ...guard.Detector) (*guard.
 // reportConfigError writes err, one "config: " line per problem.
 func reportConfigError(w io.Writer, err error) {
 	for _, line := range strings.Split(err.Error(), "\n") {
-		fmt.Fprintf(w, "config: %s\n", escape(line))
+		fmt.Fprintf(w, "config: %s\n", escape.String(line))
 	}
 }
 

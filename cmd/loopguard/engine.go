@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/escape"
 	"github.com/loopguard/loopguard/trace"
 )
 
@@ -206,9 +207,9 @@ func readErrorOf(err error, max int64) readError {
 // in writes the error after the input's name, escaped.
 func (e readError) in(name string) string {
 	if e.line > 0 {
-		return fmt.Sprintf("%s:%d: %s", escape(name), e.line, escape(e.msg))
+		return fmt.Sprintf("%s:%d: %s", escape.String(name), e.line, escape.String(e.msg))
 	}
-	return fmt.Sprintf("%s: %s", escape(name), escape(e.msg))
+	return fmt.Sprintf("%s: %s", escape.String(name), escape.String(e.msg))
 }
 
 // sizeFlag is a number of bytes, written with an optional K, M or G (powers

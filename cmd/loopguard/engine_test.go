@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -382,26 +383,6 @@ func checkWidth(t *testing.T, table string) {
 	}
 }
 
-// TestEscape pins the escapes.
-func TestEscape(t *testing.T) {
-	for in, want := range map[string]string{
-		"plain text, café, 日本":    "plain text, café, 日本",
-		"a\nb\rc\td":              `a\nb\rc\td`,
-		"\x1b[31mred\x1b[0m":      `\x1b[31mred\x1b[0m`,
-		"bell\x07 del\x7f":        `bell\x07 del\x7f`,
-		"c1 \u0085 \u009b":        `c1 \u0085 \u009b`,
-		"bidi \u202eevil\u2066":   `bidi \u202eevil\u2066`,
-		"lines \u2028 \u2029":     `lines \u2028 \u2029`,
-		"bad \xff\xfe utf8":       `bad \xff\xfe utf8`,
-		`back\slash \n stays`:     `back\slash \n stays`,
-		"emoji 👩‍💻 keeps its ZWJ": "emoji 👩‍💻 keeps its ZWJ",
-	} {
-		if got := escape(in); got != want {
-			t.Errorf("escape(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // TestTableFits checks the table's layout at its limits: long names are cut
 // from the left, long details wrapped to two lines and cut.
 func TestTableFits(t *testing.T) {
@@ -474,5 +455,58 @@ func TestAuditDoesNotHang(t *testing.T) {
 	want := []string{"a.jsonl REPEATED_TOOL_CALL", "b-newlines.jsonl error", "c-newlines.jsonl empty", "z.jsonl REPEATED_TOOL_CALL"}
 	if diff := cmp.Diff(want, runs); diff != "" {
 		t.Errorf("runs (-want +got):\n%s", diff)
+	}
+}
+
+// TestDocSizeLimit gives --config (audit and replay) and --labels files one
+// byte over maxDocSize, and /dev/zero: each is refused with a clear error
+// and exit 2, after reading at most maxDocSize+1 bytes. A file of exactly
+// maxDocSize bytes is read.
+func TestDocSizeLimit(t *testing.T) {
+	dir := t.TempDir()
+	padded := func(name, doc string, size int) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, append(bytes.Repeat([]byte{' '}, size-len(doc)), doc...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	run := filepath.Join(dir, "run.jsonl")
+	os.WriteFile(run, []byte("{}\n"), 0o644)
+	atLimit := padded("at.json", "{}", maxDocSize)
+	over := padded("over.json", "{}", maxDocSize+1)
+	manifestAt := padded("at-manifest.json", "[]", maxDocSize)
+	manifestOver := padded("over-manifest.json", "[]", maxDocSize+1)
+	tooLarge := ": too large: more than 16M (options files and manifests are read whole)"
+	tests := []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{[]string{"audit", "--config", atLimit, run}, exitOK, ""},
+		{[]string{"replay", "--config", atLimit, run}, exitOK, ""},
+		{[]string{"audit", "--labels", manifestAt, run}, exitOK, "loopguard audit: warning: 1 run is not in " + manifestAt + "\n"},
+		{[]string{"audit", "--config", over, run}, exitUsage, "config: " + over + tooLarge + "\n"},
+		{[]string{"replay", "--config", over, run}, exitUsage, "config: " + over + tooLarge + "\n"},
+		{[]string{"audit", "--labels", manifestOver, run}, exitUsage,
+			"loopguard audit: --labels: " + manifestOver + tooLarge + " (run \"loopguard audit --help\" for the flags)\n"},
+	}
+	if _, err := os.Stat("/dev/zero"); err == nil {
+		tests = append(tests, []struct {
+			args   []string
+			code   int
+			stderr string
+		}{
+			{[]string{"audit", "--config", "/dev/zero", run}, exitUsage, "config: /dev/zero" + tooLarge + "\n"},
+			{[]string{"replay", "--config", "/dev/zero", run}, exitUsage, "config: /dev/zero" + tooLarge + "\n"},
+			{[]string{"audit", "--labels", "/dev/zero", run}, exitUsage,
+				"loopguard audit: --labels: /dev/zero" + tooLarge + " (run \"loopguard audit --help\" for the flags)\n"},
+		}...)
+	}
+	for _, tt := range tests {
+		res := runCmd(t, "", tt.args...)
+		if res.code != tt.code || res.stderr != tt.stderr {
+			t.Errorf("%q: exit %d, stderr %q; want %d, %q", tt.args, res.code, res.stderr, tt.code, tt.stderr)
+		}
 	}
 }

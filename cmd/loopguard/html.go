@@ -4,38 +4,56 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"html"
+	"html/template"
 	"os"
 	"strconv"
 	"strings"
 
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/escape"
 )
 
 // This file writes audit --html: one self-contained HTML page (inline CSS and
 // SVG, no script, no external asset; a Content-Security-Policy forbids any)
 // with the summary table and, per run, a timeline of its steps and the
-// counter of each rule under it. Every text that comes from an input or a
-// rule is escaped. The page is also well-formed XML, which its test reads.
+// counter of each rule under it. The page is made with html/template, which
+// escapes every value by its context; each text from an input or a rule is
+// first escaped as for a terminal (package internal/escape), so that control
+// and bidirectional characters show as Go escapes. The page is also
+// well-formed XML, which its test reads.
+//
+// The page is bounded, whatever its inputs: a run draws at most
+// maxDrawnSteps steps (see timeline), the page at most maxPageSteps steps in
+// all and maxPageRuns runs; what is left out is counted, and the page says
+// so.
+
+// The page's bounds.
+const (
+	maxPageRuns  = 2000   // runs with a row and a section; later runs are counted
+	maxPageSteps = 50_000 // steps drawn in all; later runs get no timeline
+)
 
 // htmlOutput collects the runs of an audit into a page, and writes it to its
 // file at the end.
 type htmlOutput struct {
-	f       *os.File
-	labels  *labelSet // nil without --labels
-	inputs  []string  // the PATHs, for the heading
-	rows    []htmlRow
-	body    bytes.Buffer // the sections of the runs
-	maxStep int          // the most steps of a run
+	f        *os.File
+	labels   *labelSet // nil without --labels
+	inputs   []string  // the PATHs, for the heading
+	rows     []htmlRow
+	body     bytes.Buffer // the sections of the runs
+	drawn    int          // the steps drawn so far
+	notShown int          // the runs past maxPageRuns
+	noTL     int          // the runs whose timeline the page's step budget left out
+	cut      int          // the runs drawn in part (longer than maxDrawnSteps)
 }
 
 // An htmlRow is a run's row in the summary table.
 type htmlRow struct {
-	id                         int
-	run, format                string
-	steps, line                string
-	result, class, why         string
-	label, loop, outcome, lead string
+	ID                         int
+	Run, Format                string
+	Steps, Line                string
+	Result, Class, Why         string
+	Label, Loop, Outcome, Lead string
 }
 
 // newHTMLOutput creates (or truncates) the page's file at once, so that a
@@ -64,87 +82,142 @@ func (t teeOutput) flush() error {
 	return errB
 }
 
-// esc escapes text for HTML (and XML): first as for a terminal (control
-// characters, bidirectional controls and invalid UTF-8 become Go escapes),
-// then the markup characters. XML's non-characters are escaped too.
-func esc(s string) string {
-	s = escape(s)
-	if strings.ContainsAny(s, "\uFFFE\uFFFF") {
-		s = strings.NewReplacer("\uFFFE", `\ufffe`, "\uFFFF", `\uffff`).Replace(s)
-	}
-	return html.EscapeString(s)
+// The page's templates. Every value is escaped by html/template; the text
+// values are escaped for a terminal first (see esc).
+var pageTemplates = template.Must(template.New("page").Funcs(template.FuncMap{"esc": escape.String}).Parse(pageHTML))
+
+const pageHTML = `{{define "page"}}<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8"/>
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'"/>
+<meta name="viewport" content="width=device-width, initial-scale=1"/>
+<meta name="generator" content="loopguard audit --html"/>
+<title>{{.Title}}</title>
+<style>{{.CSS}}</style>
+</head>
+<body>
+<header><h1>{{.Title}}</h1>
+<p class="inputs">{{range $i, $in := .Inputs}}{{if $i}} {{end}}<code>{{esc $in}}</code>{{end}}</p>
+<p class="totals">{{.Totals}}</p>{{range .Bounds}}
+<p class="bound">{{.}}</p>{{end}}</header>
+<table class="summary">
+<thead><tr><th>#</th><th>run</th><th>format</th><th>steps</th><th>line</th><th>result</th>{{if .Labels}}<th>label</th><th>loop start</th><th>outcome</th><th>lead</th>{{end}}<th>why</th></tr></thead>
+<tbody>
+{{range .Rows}}<tr class="{{.Class}}"><td>{{.ID}}</td><td><a href="#run-{{.ID}}">{{esc .Run}}</a></td><td>{{esc .Format}}</td><td>{{.Steps}}</td><td>{{.Line}}</td><td>{{esc .Result}}</td>{{if $.Labels}}<td>{{esc .Label}}</td><td>{{esc .Loop}}</td><td class="o-{{.Outcome}}">{{esc .Outcome}}</td><td>{{esc .Lead}}</td>{{end}}<td class="why">{{esc .Why}}</td></tr>
+{{end}}</tbody>
+</table>
+{{.Legend}}{{.Body}}</body>
+</html>
+{{end}}
+
+{{define "section"}}<section class="run {{.Row.Class}}" id="run-{{.Row.ID}}" data-run="{{esc .R.Run}}" data-steps="{{.R.Steps}}"{{with .R.Stop}} data-stop-step="{{.Step}}" data-stop-line="{{.Line}}" data-stop-code="{{esc .Code}}" data-fault="{{.Fault}}"{{end}}>
+<h2><a href="#run-{{.Row.ID}}">#{{.Row.ID}}</a> {{esc .R.Run}}</h2>
+<p class="meta">{{if .R.Format}}format {{esc .R.Format}}, {{end}}{{.StepsText}}: <b class="{{.Row.Class}}">{{esc .Row.Result}}</b>{{with .R.Stop}} at step {{.Step}} (line {{.Line}}){{end}}{{if .Labels}}; label <b>{{esc .Row.Label}}</b>{{if .LoopStart}}, loop starts at line {{.LoopStart}}{{end}}; outcome <b class="o-{{.Row.Outcome}}">{{esc .Row.Outcome}}</b>{{if ne .Row.Lead "-"}}, lead {{esc .Row.Lead}}{{end}}{{end}}</p>
+{{if .Row.Why}}<p class="why">{{esc .Row.Why}}</p>
+{{end}}{{with .NotDrawn}}<p class="bound">{{.}}</p>
+{{end}}{{with .TL}}{{template "timeline" .}}{{end}}{{with .Details}}{{template "details" .}}{{end}}</section>
+{{end}}
+
+{{define "details"}}<details class="evidence"><summary>{{.Summary}}</summary>
+{{with .Stop}}<p>{{esc .Code}} ({{esc (printf "%s" .Reason)}}, detector {{esc .Detector}}) at step {{.Step}}, line {{.Line}}</p>
+{{end}}{{if .Evidence}}<pre>{{.Evidence}}</pre>
+{{end}}{{if .Warnings}}<ul class="warnings">
+{{range .Warnings}}<li>{{esc .Name}} ({{esc .Detector}}): from step {{.FirstStep}}, {{.Times}}</li>
+{{end}}</ul>
+{{end}}</details>
+{{end}}
+
+{{define "timeline"}}{{if .Tools}}<ul class="tools">{{range .Tools}}<li><i class="{{.Class}}"></i>{{if .More}}{{.More}} more tools{{else}}{{esc .Name}} &#215;{{.Count}}{{end}}</li>{{end}}</ul>
+{{end}}<div class="tl"><svg class="labels" width="{{.LabelWidth}}" height="{{.Height}}" viewBox="0 0 {{.LabelWidth}} {{.Height}}">{{range .LaneLabels}}<text x="{{.X}}" y="{{.Y}}">{{.Text}}</text>{{end}}{{range .MeterLabels}}<text x="{{.X}}" y="{{.Y}}">{{esc .Text}} <tspan class="lim">({{.Limit}})</tspan></text>{{end}}</svg><div class="scroll"><svg class="lanes" width="{{.Width}}" height="{{.Height}}" viewBox="0 0 {{.Width}} {{.Height}}">{{range .Bands}}<rect class="band" x="0" y="{{.Y}}" width="{{.W}}" height="{{.H}}"/>{{end}}{{range .Limits}}<line class="limit" x1="0" x2="{{.X2}}" y1="{{.Y1}}" y2="{{.Y1}}"/><line class="zero" x1="0" x2="{{.X2}}" y1="{{.Y2}}" y2="{{.Y2}}"/>{{end}}{{with .After}}<rect class="after" x="{{.X}}" y="0" width="{{.W}}" height="{{.H}}"><title>after the stop: not judged</title></rect>{{end}}{{range .Gaps}}<g class="gap" data-steps="{{.N}}"><rect x="{{.X}}" y="0" width="{{.W}}" height="{{.H}}"/><text x="{{.TX}}" y="{{.TY}}">&#8230;</text><title>{{.Title}}</title></g>{{end}}{{range .Ticks}}<text class="tick" x="{{.X}}" y="11">{{.N}}</text>{{end}}{{range .Marks}}<rect class="{{.Class}}" x="{{.X}}" y="{{.Y}}" width="{{.W}}" height="{{.H}}"/>{{end}}{{range .Crosses}}<path class="x" d="{{.}}"/>{{end}}{{range .Mores}}<text class="more" x="{{.X}}" y="{{.Y}}">+{{.N}}</text>{{end}}{{range .Shapes}}{{if eq .Kind "circle"}}<circle class="{{.Class}}" cx="{{.X}}" cy="{{.Y}}" r="3.5"/>{{else if eq .Kind "rect"}}<rect class="{{.Class}}" x="{{.X}}" y="{{.Y}}" width="7" height="7"/>{{else}}<path class="{{.Class}}" d="{{.D}}"/>{{end}}{{end}}{{range .Meters}}<path class="meter" data-meter="{{esc .Name}}" d="{{.D}}"/>{{with .Hit}}<circle class="hit-limit" cx="{{.X}}" cy="{{.Y}}" r="3"/>{{end}}{{end}}{{with .Loop}}<g class="loop-start" data-line="{{.Line}}" data-step="{{.Step}}"><line x1="{{.X}}" x2="{{.X}}" y1="{{.Y1}}" y2="{{.Y2}}"/><text x="{{.TX}}" y="{{.TY}}">loop (line {{.Line}})</text></g>{{end}}{{with .Stop}}<g class="{{.Class}}" data-step="{{.Step}}" data-line="{{.Line}}"><title>{{esc .Title}}</title><line x1="{{.X}}" x2="{{.X}}" y1="{{.Y1}}" y2="{{.Y2}}"/><path d="{{.D}}"/></g>{{end}}{{range .Hits}}<rect class="hit" data-step="{{.Step}}" x="{{.X}}" y="0" width="{{.W}}" height="{{.H}}"><title>{{.Title}}</title></rect>{{end}}</svg></div></div>
+{{end}}`
+
+// pageView is what the page template draws.
+type pageView struct {
+	Title, Totals string
+	Inputs        []string
+	Bounds        []string // what the page leaves out
+	Labels        bool
+	Rows          []htmlRow
+	CSS           template.CSS
+	Legend        template.HTML
+	Body          template.HTML // the sections, made by the section template
 }
 
 func (h *htmlOutput) run(r *runReport) {
+	if len(h.rows) == maxPageRuns {
+		h.notShown++
+		return
+	}
 	id := len(h.rows) + 1
-	row := htmlRow{id: id, run: r.Run, format: r.Format, steps: "-", line: "-"}
+	row := htmlRow{ID: id, Run: r.Run, Format: r.Format, Steps: "-", Line: "-"}
 	var entry *labelEntry
 	var lead *int
 	if h.labels != nil {
 		entry = h.labels.byKey[pathKey(r.Run)]
-		row.outcome, lead = judge(entry, r)
-		row.label, row.loop, row.lead = "-", "-", "-"
+		row.Outcome, lead = judge(entry, r)
+		row.Label, row.Loop, row.Lead = "-", "-", "-"
 		if entry != nil {
-			row.label, row.loop = entry.Label, loopText(entry)
+			row.Label, row.Loop = entry.Label, loopText(entry)
 		}
 		switch {
 		case lead != nil:
-			row.lead = strconv.Itoa(*lead)
-		case row.outcome == outcomeCaught:
-			row.lead = "?"
+			row.Lead = strconv.Itoa(*lead)
+		case row.Outcome == outcomeCaught:
+			row.Lead = "?"
 		}
 	}
 	switch {
 	case r.Error != nil:
-		row.result, row.class, row.why = "unreadable", "error", r.Error.Message
+		row.Result, row.Class, row.Why = "unreadable", "error", r.Error.Message
 		if r.Error.Line > 0 {
-			row.line = strconv.Itoa(r.Error.Line)
+			row.Line = strconv.Itoa(r.Error.Line)
 		}
 	case r.Empty:
-		row.steps, row.result, row.class = "0", "empty: no steps", "error"
+		row.Steps, row.Result, row.Class = "0", "empty: no steps", "error"
 	case r.Stop == nil:
-		row.steps, row.result, row.class = strconv.Itoa(r.Steps), "no stop", "clean"
+		row.Steps, row.Result, row.Class = strconv.Itoa(r.Steps), "no stop", "clean"
 	default:
-		row.steps, row.line = strconv.Itoa(r.Steps), strconv.Itoa(r.Stop.Line)
-		row.result, row.class, row.why = r.Stop.Code, "fault", r.Stop.Why
+		row.Steps, row.Line = strconv.Itoa(r.Steps), strconv.Itoa(r.Stop.Line)
+		row.Result, row.Class, row.Why = r.Stop.Code, "fault", r.Stop.Why
 		if !r.Stop.Fault {
-			row.result += " (normal)"
-			row.class = "normal"
+			row.Result += " (normal)"
+			row.Class = "normal"
 		}
 	}
+	h.section(r, &row, entry)
+	row.Why = cut(row.Why, 160)
 	h.rows = append(h.rows, row)
-	h.section(id, r, &row, entry)
-	if r.tl != nil {
-		h.maxStep = max(h.maxStep, len(r.tl.steps))
-	}
 }
 
 func (h *htmlOutput) summary(s *summary) {
-	var b bytes.Buffer
-	b.WriteString(htmlHead)
 	title := fmt.Sprintf("loopguard audit: %s", plural(s.Runs, "run", "runs"))
-	fmt.Fprintf(&b, "<title>%s</title>\n<style>%s</style>\n</head>\n<body>\n", esc(title), htmlCSS)
-	fmt.Fprintf(&b, "<header><h1>%s</h1>\n<p class=\"inputs\">", esc(title))
-	for i, in := range h.inputs {
-		if i > 0 {
-			b.WriteString(" ")
-		}
-		fmt.Fprintf(&b, "<code>%s</code>", esc(in))
-	}
-	fmt.Fprintf(&b, "</p>\n<p class=\"totals\">%d stopped on a fault, %d finished normally, %d clean", s.Faults, s.Finished, s.Clean)
+	totals := fmt.Sprintf("%d stopped on a fault, %d finished normally, %d clean", s.Faults, s.Finished, s.Clean)
 	if s.Empty > 0 {
-		fmt.Fprintf(&b, ", %d empty", s.Empty)
+		totals += fmt.Sprintf(", %d empty", s.Empty)
 	}
 	if s.Unreadable > 0 {
-		fmt.Fprintf(&b, ", %d unreadable", s.Unreadable)
+		totals += fmt.Sprintf(", %d unreadable", s.Unreadable)
 	}
-	b.WriteString("</p></header>\n")
-	h.table(&b)
-	b.WriteString(htmlLegend)
-	b.Write(h.body.Bytes())
-	b.WriteString("</body>\n</html>\n")
+	v := pageView{Title: title, Totals: totals, Inputs: h.inputs, Labels: h.labels != nil, Rows: h.rows,
+		CSS: template.CSS(htmlCSS), Legend: template.HTML(htmlLegend), Body: template.HTML(h.body.String())}
+	if h.cut > 0 {
+		v.Bounds = append(v.Bounds, fmt.Sprintf("%s longer than %d steps %s drawn in part: the first %d steps, the %d up to and including the stop and the %d after it, and the last ones, %d in all; a gap in the timeline says how many steps it leaves out.",
+			plural(h.cut, "run", "runs"), maxDrawnSteps, isAre(h.cut), headSteps, beforeStop, afterStop, maxDrawnSteps))
+	}
+	if h.noTL > 0 {
+		v.Bounds = append(v.Bounds, fmt.Sprintf("%s drawn without a timeline: the page draws at most %d steps in all.",
+			plural(h.noTL, "run is", "runs are"), maxPageSteps))
+	}
+	if h.notShown > 0 {
+		v.Bounds = append(v.Bounds, fmt.Sprintf("%s after the first %d %s not on this page; the text and JSON outputs report every run.",
+			plural(h.notShown, "run", "runs"), maxPageRuns, isAre(h.notShown)))
+	}
 	h.body.Reset()
-	h.body.Write(b.Bytes())
+	if err := pageTemplates.ExecuteTemplate(&h.body, "page", v); err != nil {
+		// The templates are fixed, and their values plain: this is a bug.
+		panic(err)
+	}
 }
 
 func (h *htmlOutput) flush() error {
@@ -155,104 +228,94 @@ func (h *htmlOutput) flush() error {
 	return err
 }
 
-// table writes the summary table: a row per run, linked to its section.
-func (h *htmlOutput) table(b *bytes.Buffer) {
-	b.WriteString("<table class=\"summary\">\n<thead><tr><th>#</th><th>run</th><th>format</th><th>steps</th><th>line</th><th>result</th>")
-	if h.labels != nil {
-		b.WriteString("<th>label</th><th>loop start</th><th>outcome</th><th>lead</th>")
-	}
-	b.WriteString("<th>why</th></tr></thead>\n<tbody>\n")
-	for _, r := range h.rows {
-		fmt.Fprintf(b, "<tr class=\"%s\"><td>%d</td><td><a href=\"#run-%d\">%s</a></td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>",
-			r.class, r.id, r.id, esc(r.run), esc(r.format), r.steps, r.line, esc(r.result))
-		if h.labels != nil {
-			fmt.Fprintf(b, "<td>%s</td><td>%s</td><td class=\"o-%s\">%s</td><td>%s</td>", esc(r.label), esc(r.loop), esc(r.outcome), esc(r.outcome), esc(r.lead))
-		}
-		fmt.Fprintf(b, "<td class=\"why\">%s</td></tr>\n", esc(cut(r.why, 160)))
-	}
-	b.WriteString("</tbody>\n</table>\n")
+// sectionView is what the section template draws of a run.
+type sectionView struct {
+	R         *runReport
+	Row       *htmlRow
+	Labels    bool
+	LoopStart int
+	StepsText string
+	NotDrawn  string
+	TL        *timelineView
+	Details   *detailsView
 }
 
 // section writes a run's section: its heading, what stopped it, its
 // timeline and the stop's evidence.
-func (h *htmlOutput) section(id int, r *runReport, row *htmlRow, entry *labelEntry) {
-	b := &h.body
-	fmt.Fprintf(b, "<section class=\"run %s\" id=\"run-%d\" data-run=\"%s\" data-steps=\"%d\"", row.class, id, esc(r.Run), r.Steps)
-	if s := r.Stop; s != nil {
-		fmt.Fprintf(b, " data-stop-step=\"%d\" data-stop-line=\"%d\" data-stop-code=\"%s\" data-fault=\"%t\"", s.Step, s.Line, esc(s.Code), s.Fault)
+func (h *htmlOutput) section(r *runReport, row *htmlRow, entry *labelEntry) {
+	v := sectionView{R: r, Row: row, Labels: h.labels != nil, StepsText: plural(r.Steps, "step", "steps")}
+	if entry != nil {
+		v.LoopStart = entry.LoopStart
 	}
-	fmt.Fprintf(b, ">\n<h2><a href=\"#run-%d\">#%d</a> %s</h2>\n<p class=\"meta\">", id, id, esc(r.Run))
-	if r.Format != "" {
-		fmt.Fprintf(b, "format %s, ", esc(r.Format))
-	}
-	fmt.Fprintf(b, "%s: <b class=\"%s\">%s</b>", plural(r.Steps, "step", "steps"), row.class, esc(row.result))
-	if s := r.Stop; s != nil {
-		fmt.Fprintf(b, " at step %d (line %d)", s.Step, s.Line)
-	}
-	if h.labels != nil {
-		fmt.Fprintf(b, "; label <b>%s</b>", esc(row.label))
-		if entry != nil && entry.LoopStart > 0 {
-			fmt.Fprintf(b, ", loop starts at line %d", entry.LoopStart)
+	if tl := r.tl; tl != nil && tl.total > 0 {
+		cols := tl.columns()
+		n := 0
+		for _, c := range cols {
+			if c.step != nil {
+				n++
+			}
 		}
-		fmt.Fprintf(b, "; outcome <b class=\"o-%s\">%s</b>", esc(row.outcome), esc(row.outcome))
-		if row.lead != "-" {
-			fmt.Fprintf(b, ", lead %s", esc(row.lead))
+		if h.drawn+n > maxPageSteps {
+			h.noTL++
+			v.NotDrawn = fmt.Sprintf("Timeline not drawn: the page already draws %d steps, and draws at most %d.", h.drawn, maxPageSteps)
+		} else {
+			h.drawn += n
+			if n < tl.total {
+				h.cut++
+				v.NotDrawn = fmt.Sprintf("%d of the %d steps are drawn; the gaps in the timeline say how many they leave out.", n, tl.total)
+			}
+			v.TL = newTimelineView(r, cols, v.LoopStart)
 		}
 	}
-	b.WriteString("</p>\n")
-	if row.why != "" {
-		fmt.Fprintf(b, "<p class=\"why\">%s</p>\n", esc(row.why))
+	v.Details = newDetailsView(r)
+	if err := pageTemplates.ExecuteTemplate(&h.body, "section", v); err != nil {
+		panic(err) // fixed templates, plain values: a bug
 	}
-	if r.tl != nil && len(r.tl.steps) > 0 {
-		loopStart := 0
-		if entry != nil {
-			loopStart = entry.LoopStart
-		}
-		drawTimeline(b, r, loopStart)
-	}
-	details(b, r)
-	b.WriteString("</section>\n")
 }
 
-// details writes the stop's evidence and the warnings, in a details panel.
-func details(b *bytes.Buffer, r *runReport) {
+// detailsView is the panel of a stop's evidence and the warnings.
+type detailsView struct {
+	Summary  string
+	Stop     *stopReport
+	Evidence string
+	Warnings []warningView
+}
+
+type warningView struct {
+	Name, Detector, Times string
+	FirstStep             int
+}
+
+func newDetailsView(r *runReport) *detailsView {
 	if r.Stop == nil && len(r.Warnings) == 0 {
-		return
+		return nil
 	}
-	b.WriteString("<details class=\"evidence\"><summary>")
+	d := &detailsView{Stop: r.Stop}
 	switch {
 	case r.Stop != nil && len(r.Warnings) > 0:
-		b.WriteString("the stop's evidence, and the warnings")
+		d.Summary = "the stop's evidence, and the warnings"
 	case r.Stop != nil:
-		b.WriteString("the stop's evidence")
+		d.Summary = "the stop's evidence"
 	default:
-		b.WriteString("the warnings")
+		d.Summary = "the warnings"
 	}
-	b.WriteString("</summary>\n")
-	if s := r.Stop; s != nil {
-		fmt.Fprintf(b, "<p>%s (%s, detector %s) at step %d, line %d</p>\n", esc(s.Code), esc(string(s.Reason)), esc(s.Detector), s.Step, s.Line)
-		if s.Evidence != nil {
-			if ev, err := json.MarshalIndent(s.Evidence, "", "  "); err == nil {
-				lines := strings.Split(string(ev), "\n")
-				for i, l := range lines {
-					lines[i] = esc(l)
-				}
-				fmt.Fprintf(b, "<pre>%s</pre>\n", strings.Join(lines, "\n"))
+	if s := r.Stop; s != nil && s.Evidence != nil {
+		if ev, err := json.MarshalIndent(s.Evidence, "", "  "); err == nil {
+			lines := strings.Split(string(ev), "\n")
+			for i, l := range lines {
+				lines[i] = escape.String(l)
 			}
+			d.Evidence = strings.Join(lines, "\n")
 		}
 	}
-	if len(r.Warnings) > 0 {
-		b.WriteString("<ul class=\"warnings\">\n")
-		for _, w := range r.Warnings {
-			name := w.Code
-			if w.Metric != "" {
-				name += " " + w.Metric
-			}
-			fmt.Fprintf(b, "<li>%s (%s): from step %d, %s</li>\n", esc(name), esc(w.Detector), w.FirstStep, plural(w.Count, "time", "times"))
+	for _, w := range r.Warnings {
+		name := w.Code
+		if w.Metric != "" {
+			name += " " + w.Metric
 		}
-		b.WriteString("</ul>\n")
+		d.Warnings = append(d.Warnings, warningView{Name: name, Detector: w.Detector, FirstStep: w.FirstStep, Times: plural(w.Count, "time", "times")})
 	}
-	b.WriteString("</details>\n")
+	return d
 }
 
 // The timeline's geometry, in pixels.
@@ -272,28 +335,113 @@ const (
 // pixels, so that a long run scrolls rather than squeezes.
 func stepWidth(n int) int { return min(max(900/max(n, 1), 10), 28) }
 
-// drawTimeline writes a run's timeline: a column of lane labels, and the
-// lanes in an SVG that scrolls horizontally.
-func drawTimeline(b *bytes.Buffer, r *runReport, loopStart int) {
+// gapWidth is the width of a gap of steps not drawn.
+func gapWidth(sw int) int { return max(3*sw, 24) }
+
+// The shapes of a timeline, for the template.
+type (
+	timelineView struct {
+		LabelWidth, Width, Height int
+		Tools                     []toolView
+		LaneLabels, MeterLabels   []svgText
+		Bands                     []svgRect
+		Limits                    []svgLimit
+		After                     *svgRect
+		Gaps                      []svgGap
+		Ticks                     []svgTick
+		Marks                     []svgRect
+		Crosses                   []string // the paths that cross out failed calls
+		Mores                     []svgTick
+		Shapes                    []svgShape
+		Meters                    []svgMeter
+		Loop                      *svgLoop
+		Stop                      *svgStop
+		Hits                      []svgHit
+	}
+	toolView struct {
+		Class, Name string
+		Count, More int
+	}
+	svgText struct {
+		X, Y        int
+		Text, Limit string
+	}
+	svgRect struct {
+		Class      string
+		X, Y, W, H int
+	}
+	svgLimit struct{ X2, Y1, Y2 int }
+	svgGap   struct {
+		N, X, W, H, TX, TY int
+		Title              string
+	}
+	svgTick  struct{ X, Y, N int }
+	svgShape struct {
+		Kind, Class, D string
+		X, Y           int
+	}
+	svgMeter struct {
+		Name, D string
+		Hit     *svgTick
+	}
+	svgLoop struct{ Line, Step, X, Y1, Y2, TX, TY int }
+	svgStop struct {
+		Class, Title, D       string
+		Step, Line, X, Y1, Y2 int
+	}
+	svgHit struct {
+		Step, X, W, H int
+		Title         string
+	}
+)
+
+// newTimelineView lays out a run's timeline: a column of lane labels, and
+// the lanes, which scroll horizontally, with a column per step drawn and one
+// per gap of steps left out.
+func newTimelineView(r *runReport, cols []column, loopStart int) *timelineView {
 	tl := r.tl
-	n := len(tl.steps)
+	n := 0
+	for _, c := range cols {
+		if c.step != nil {
+			n++
+		}
+	}
 	sw := stepWidth(n)
-	width := n*sw + 24
+	// The x position of each column, and the width of all of them.
+	xs := make([]int, len(cols)+1)
+	for i, c := range cols {
+		w := sw
+		if c.step == nil {
+			w = gapWidth(sw)
+		}
+		xs[i+1] = xs[i] + w
+	}
+	lanesW := xs[len(cols)]
+	v := &timelineView{LabelWidth: labelWidth, Width: lanesW + 24}
 
 	// The tools, coloured in the order they are first called.
 	colour := map[string]int{}
 	var tools []string
 	counts := map[string]int{}
 	rows := 1
-	for _, s := range tl.steps {
-		for _, c := range append(append([]callMark(nil), s.calls...), s.refused...) {
-			if _, ok := colour[c.tool]; !ok {
-				colour[c.tool] = len(tools)
-				tools = append(tools, c.tool)
+	for _, c := range cols {
+		if s := c.step; s != nil {
+			for _, c := range append(append([]callMark(nil), s.calls...), s.refused...) {
+				if _, ok := colour[c.tool]; !ok {
+					colour[c.tool] = len(tools)
+					tools = append(tools, c.tool)
+				}
+				counts[c.tool]++
 			}
-			counts[c.tool]++
+			rows = max(rows, min(len(s.calls)+len(s.refused)+s.more, maxMarks))
 		}
-		rows = max(rows, min(len(s.calls)+len(s.refused), maxMarks))
+	}
+	for i, t := range tools {
+		if i == len(palette) {
+			v.Tools = append(v.Tools, toolView{Class: "cx", More: len(tools) - i})
+			break
+		}
+		v.Tools = append(v.Tools, toolView{Class: "c" + strconv.Itoa(i), Name: cut(t, 40), Count: counts[t]})
 	}
 
 	// The lanes, top down.
@@ -318,53 +466,31 @@ func drawTimeline(b *bytes.Buffer, r *runReport, loopStart int) {
 		y += meterH
 	}
 	height := y + 4
+	v.Height = height
 
-	stopAt := -1 // the x position of the stop's step
-	for i, s := range tl.steps {
-		if s.judged && s.stop != nil && r.Stop != nil && s.index == r.Stop.Step && s.line == r.Stop.Line {
+	stopAt := -1 // the column of the stop's step
+	for i, c := range cols {
+		if s := c.step; s != nil && s.judged && s.stop != nil && r.Stop != nil && s.index == r.Stop.Step && s.line == r.Stop.Line {
 			stopAt = i
 		}
 	}
 
-	// Legend of the tools.
-	if len(tools) > 0 {
-		b.WriteString("<ul class=\"tools\">")
-		for i, t := range tools {
-			if i == len(palette) {
-				fmt.Fprintf(b, "<li><i class=\"cx\"></i>%d more tools</li>", len(tools)-i)
-				break
-			}
-			fmt.Fprintf(b, "<li><i class=\"c%d\"></i>%s &#215;%d</li>", i, esc(cut(t, 40)), counts[t])
-		}
-		b.WriteString("</ul>\n")
-	}
-
-	b.WriteString("<div class=\"tl\">")
-	// The labels.
-	fmt.Fprintf(b, "<svg class=\"labels\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">", labelWidth, height, labelWidth, height)
 	for _, l := range []lane{{"step", 0, axisHeight}, callsLane, textLane, inputLane, finishLane, warnLane} {
-		fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\">%s</text>", labelWidth-6, l.y+min(l.h, 14)-3, l.label)
+		v.LaneLabels = append(v.LaneLabels, svgText{X: labelWidth - 6, Y: l.y + min(l.h, 14) - 3, Text: l.label})
 	}
 	for i, m := range tl.meters {
-		limit := formatValue(m.limit, m.ratio)
-		fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\">%s <tspan class=\"lim\">(%s)</tspan></text>", labelWidth-6, meterTops[i]+meterTop+meterSpan/2+4, esc(m.label), limit)
+		v.MeterLabels = append(v.MeterLabels, svgText{X: labelWidth - 6, Y: meterTops[i] + meterTop + meterSpan/2 + 4, Text: m.label, Limit: formatValue(m.limit, m.ratio)})
 	}
-	b.WriteString("</svg>")
-
-	// The lanes.
-	fmt.Fprintf(b, "<div class=\"scroll\"><svg class=\"lanes\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">", width, height, width, height)
-	// Lane backgrounds.
 	for _, l := range []lane{callsLane, inputLane, warnLane} {
-		fmt.Fprintf(b, "<rect class=\"band\" x=\"0\" y=\"%d\" width=\"%d\" height=\"%d\"/>", l.y, n*sw, l.h)
+		v.Bands = append(v.Bands, svgRect{Y: l.y, W: lanesW, H: l.h})
 	}
 	for i := range tl.meters {
 		top := meterTops[i]
-		fmt.Fprintf(b, "<line class=\"limit\" x1=\"0\" x2=\"%d\" y1=\"%d\" y2=\"%d\"/><line class=\"zero\" x1=\"0\" x2=\"%d\" y1=\"%d\" y2=\"%d\"/>",
-			n*sw, top+meterTop, top+meterTop, n*sw, top+meterTop+meterSpan, top+meterTop+meterSpan)
+		v.Limits = append(v.Limits, svgLimit{X2: lanesW, Y1: top + meterTop, Y2: top + meterTop + meterSpan})
 	}
 	// The steps after the stop, which were not judged.
-	if stopAt >= 0 && stopAt < n-1 {
-		fmt.Fprintf(b, "<rect class=\"after\" x=\"%d\" y=\"0\" width=\"%d\" height=\"%d\"><title>after the stop: not judged</title></rect>", (stopAt+1)*sw, (n-stopAt-1)*sw, height)
+	if stopAt >= 0 && stopAt < len(cols)-1 {
+		v.After = &svgRect{X: xs[stopAt+1], W: lanesW - xs[stopAt+1], H: height}
 	}
 	// The axis: a tick per step, a number every few steps.
 	every := 1
@@ -374,18 +500,28 @@ func drawTimeline(b *bytes.Buffer, r *runReport, loopStart int) {
 			break
 		}
 	}
-	for i, s := range tl.steps {
-		x := i*sw + sw/2
-		if s.index%every == 0 {
-			fmt.Fprintf(b, "<text class=\"tick\" x=\"%d\" y=\"11\">%d</text>", x, s.index)
+	for i, c := range cols {
+		if c.step == nil {
+			w := xs[i+1] - xs[i]
+			v.Gaps = append(v.Gaps, svgGap{N: c.gap, X: xs[i], W: w, H: height, TX: xs[i] + w/2, TY: callsLane.y + 10,
+				Title: plural(c.gap, "step", "steps") + " not drawn"})
+			continue
+		}
+		if c.step.index%every == 0 {
+			v.Ticks = append(v.Ticks, svgTick{X: xs[i] + sw/2, N: c.step.index})
 		}
 	}
 	// The marks of each step.
-	for i, s := range tl.steps {
-		x := i * sw
+	for i, c := range cols {
+		s := c.step
+		if s == nil {
+			continue
+		}
+		x := xs[i]
 		marks := append(append([]callMark(nil), s.calls...), s.refused...)
+		total := len(marks) + s.more
 		shown := len(marks)
-		if shown > maxMarks {
+		if total > maxMarks {
 			shown = maxMarks - 1
 		}
 		for k := 0; k < shown; k++ {
@@ -400,13 +536,13 @@ func drawTimeline(b *bytes.Buffer, r *runReport, loopStart int) {
 			if c.ignored {
 				class += " ig"
 			}
-			fmt.Fprintf(b, "<rect class=\"%s\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>", class, x+1, callsLane.y+2+k*markPitch, sw-2, markHeight)
+			v.Marks = append(v.Marks, svgRect{Class: class, X: x + 1, Y: callsLane.y + 2 + k*markPitch, W: sw - 2, H: markHeight})
 			if c.failed && k < len(s.calls) {
-				fmt.Fprintf(b, "<path class=\"x\" d=\"M%d %dl%d %d\"/>", x+2, callsLane.y+3+k*markPitch, sw-4, markHeight-2)
+				v.Crosses = append(v.Crosses, fmt.Sprintf("M%d %dl%d %d", x+2, callsLane.y+3+k*markPitch, sw-4, markHeight-2))
 			}
 		}
-		if shown < len(marks) {
-			fmt.Fprintf(b, "<text class=\"more\" x=\"%d\" y=\"%d\">+%d</text>", x+sw/2, callsLane.y+2+shown*markPitch+7, len(marks)-shown)
+		if shown < total {
+			v.Mores = append(v.Mores, svgTick{X: x + sw/2, Y: callsLane.y + 2 + shown*markPitch + 7, N: total - shown})
 		}
 		cx := x + sw/2
 		if s.text != "" {
@@ -414,21 +550,22 @@ func drawTimeline(b *bytes.Buffer, r *runReport, loopStart int) {
 			if len(s.calls) > 0 {
 				class = "tc"
 			}
-			fmt.Fprintf(b, "<circle class=\"%s\" cx=\"%d\" cy=\"%d\" r=\"3.5\"/>", class, cx, textLane.y+6)
+			v.Shapes = append(v.Shapes, svgShape{Kind: "circle", Class: class, X: cx, Y: textLane.y + 6})
 		}
 		if s.input != "" {
-			fmt.Fprintf(b, "<path class=\"in\" d=\"M%d %dh8l-4 7z\"/>", cx-4, inputLane.y+2)
+			v.Shapes = append(v.Shapes, svgShape{Kind: "path", Class: "in", D: fmt.Sprintf("M%d %dh8l-4 7z", cx-4, inputLane.y+2)})
 		}
 		if s.normal {
-			fmt.Fprintf(b, "<rect class=\"fin\" x=\"%d\" y=\"%d\" width=\"7\" height=\"7\"/>", cx-3, finishLane.y+2)
+			v.Shapes = append(v.Shapes, svgShape{Kind: "rect", Class: "fin", X: cx - 3, Y: finishLane.y + 2})
 		} else if f := guard.NormalizeFinishReason(s.finish); f != "" && f != guard.FinishToolCalls {
-			fmt.Fprintf(b, "<rect class=\"fin other\" x=\"%d\" y=\"%d\" width=\"7\" height=\"7\"/>", cx-3, finishLane.y+2)
+			v.Shapes = append(v.Shapes, svgShape{Kind: "rect", Class: "fin other", X: cx - 3, Y: finishLane.y + 2})
 		}
 		if len(s.warnings) > 0 {
-			fmt.Fprintf(b, "<path class=\"warn\" d=\"M%d %dl4 8h-8z\"/>", cx, warnLane.y+2)
+			v.Shapes = append(v.Shapes, svgShape{Kind: "path", Class: "warn", D: fmt.Sprintf("M%d %dl4 8h-8z", cx, warnLane.y+2)})
 		}
 	}
-	// The counters.
+	// The counters: across a gap, a counter keeps the value of the step
+	// before it.
 	for mi, m := range tl.meters {
 		top := meterTops[mi] + meterTop
 		zero := top + meterSpan
@@ -442,64 +579,68 @@ func drawTimeline(b *bytes.Buffer, r *runReport, loopStart int) {
 		var d strings.Builder
 		fmt.Fprintf(&d, "M0 %d", zero)
 		last := 0
-		reached := -1
-		for i, s := range tl.steps {
-			if !s.judged || mi >= len(s.values) {
-				break
+		var hit *svgTick
+	draw:
+		for i, c := range cols {
+			s := c.step
+			switch {
+			case s == nil:
+				fmt.Fprintf(&d, "H%d", xs[i+1])
+				continue
+			case !s.judged || mi >= len(s.values):
+				break draw
 			}
-			fmt.Fprintf(&d, "V%sH%d", yOf(s.values[mi]), (i+1)*sw)
-			last = (i + 1) * sw
-			if reached < 0 && s.values[mi] >= m.limit {
-				reached = i
+			fmt.Fprintf(&d, "V%sH%d", yOf(s.values[mi]), xs[i+1])
+			last = xs[i+1]
+			if hit == nil && s.values[mi] >= m.limit {
+				hit = &svgTick{X: xs[i] + sw/2, Y: top}
 			}
 		}
 		if last == 0 {
 			continue
 		}
-		fmt.Fprintf(&d, "V%d", zero)
-		fmt.Fprintf(b, "<path class=\"meter\" data-meter=\"%s\" d=\"%sZ\"/>", esc(m.name), d.String())
-		if reached >= 0 {
-			fmt.Fprintf(b, "<circle class=\"hit-limit\" cx=\"%d\" cy=\"%d\" r=\"3\"/>", reached*sw+sw/2, top)
-		}
+		v.Meters = append(v.Meters, svgMeter{Name: m.name, D: fmt.Sprintf("%sV%dZ", d.String(), zero), Hit: hit})
 	}
-	// The labelled start of the loop: the first step on or after its line.
+	// The labelled start of the loop: the first step drawn on or after its
+	// line.
 	if loopStart > 0 {
-		for i, s := range tl.steps {
-			if s.line >= loopStart {
-				x := i * sw
-				fmt.Fprintf(b, "<g class=\"loop-start\" data-line=\"%d\" data-step=\"%d\"><line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\"/><text x=\"%d\" y=\"%d\">loop (line %d)</text></g>",
-					loopStart, s.index, x, x, axisHeight-4, height, x+2, height-2, loopStart)
+		for i, c := range cols {
+			if s := c.step; s != nil && s.line >= loopStart {
+				x := xs[i]
+				v.Loop = &svgLoop{Line: loopStart, Step: s.index, X: x, Y1: axisHeight - 4, Y2: height, TX: x + 2, TY: height - 2}
 				break
 			}
 		}
 	}
 	// The stop.
 	if stopAt >= 0 {
-		s := tl.steps[stopAt]
-		x := stopAt*sw + sw/2
+		s := cols[stopAt].step
+		x := xs[stopAt] + sw/2
 		class := "stop"
 		if !s.stop.Stop || !guard.IsFault(*s.stop) {
 			class = "stop normal"
 		}
-		fmt.Fprintf(b, "<g class=\"%s\" data-step=\"%d\" data-line=\"%d\"><title>%s</title><line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\"/><path d=\"M%d %dl5 4l-5 4z\"/></g>",
-			class, s.index, s.line, esc(verdictLine(s.stop)), x, x, axisHeight-2, height, x, axisHeight-2)
+		v.Stop = &svgStop{Class: class, Title: verdictLine(s.stop), Step: s.index, Line: s.line, X: x, Y1: axisHeight - 2, Y2: height,
+			D: fmt.Sprintf("M%d %dl5 4l-5 4z", x, axisHeight-2)}
 	}
 	// Hover: a column per step, with what happened in it.
-	for i, s := range tl.steps {
-		fmt.Fprintf(b, "<rect class=\"hit\" data-step=\"%d\" x=\"%d\" y=\"0\" width=\"%d\" height=\"%d\"><title>%s</title></rect>",
-			s.index, i*sw, sw, height, stepTitle(&s, tl.meters))
+	for i, c := range cols {
+		if s := c.step; s != nil {
+			v.Hits = append(v.Hits, svgHit{Step: s.index, X: xs[i], W: sw, H: height, Title: stepTitle(s, tl.meters)})
+		}
 	}
-	b.WriteString("</svg></div></div>\n")
+	return v
 }
 
-// stepTitle is a step's tooltip, escaped: what it held and what the rules
-// said.
+// stepTitle is a step's tooltip, escaped for a terminal (the template
+// escapes it for the page): what it held and what the rules said.
 func stepTitle(s *stepMark, meters []meter) string {
 	var t strings.Builder
 	fmt.Fprintf(&t, "step %d, line %d", s.index, s.line)
 	if !s.judged {
 		t.WriteString(" (after the stop: not judged)")
 	}
+	esc := escape.String
 	for _, c := range s.calls {
 		fmt.Fprintf(&t, "\n%s %s", esc(c.tool), esc(c.args))
 		if c.failed {
@@ -511,6 +652,9 @@ func stepTitle(s *stepMark, meters []meter) string {
 	}
 	for _, c := range s.refused {
 		fmt.Fprintf(&t, "\nrefused: %s %s", esc(c.tool), esc(c.args))
+	}
+	if s.more > 0 {
+		fmt.Fprintf(&t, "\nand %s more", plural(s.more, "call", "calls"))
 	}
 	if s.text != "" {
 		fmt.Fprintf(&t, "\ntext: %s", esc(s.text))
@@ -571,17 +715,6 @@ func colourClass(i int) string {
 	return "c" + strconv.Itoa(i)
 }
 
-// htmlHead opens the page. The policy allows inline styles only: no
-// script, no request of any kind.
-const htmlHead = `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8"/>
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'"/>
-<meta name="viewport" content="width=device-width, initial-scale=1"/>
-<meta name="generator" content="loopguard audit --html"/>
-`
-
 // htmlCSS is the page's style sheet.
 var htmlCSS = func() string {
 	var b strings.Builder
@@ -619,6 +752,8 @@ details.evidence{margin:.4em 0}details.evidence summary{cursor:pointer;color:#1f
 .legend{font-size:12px;color:#444;margin:0 0 1em}.legend span{margin-right:1.2em;white-space:nowrap}
 .legend svg{vertical-align:-2px;margin-right:3px}
 .cx{color:#bbb;background:#bbb}
+.gap rect{fill:#eee;stroke:#bbb;stroke-dasharray:2 2}.gap text{text-anchor:middle;font-size:12px;fill:#555}
+p.bound{margin:.2em 0;color:#8a6d00}
 `)
 	for i, c := range palette {
 		fmt.Fprintf(&b, ".c%d{color:%s;background:%s}", i, c, c)

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// BenchmarkAuditHTML audits the 111 real runs of testdata/traces in the
+// BenchmarkAuditHTML audits the real runs of testdata/traces in the
 // process, without and with --html: the cost of drawing the runs (a probe
 // detector, a Guard.Summary after each step, and the page).
 func BenchmarkAuditHTML(b *testing.B) {

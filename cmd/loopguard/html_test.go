@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/loopguard/loopguard/internal/escape"
 	"github.com/loopguard/loopguard/trace"
 )
 
@@ -136,7 +137,7 @@ func TestHTMLStructure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("the page of the %s runs of testdata/traces: %d bytes", "111", len(data))
+	t.Logf("the page of the %d runs of testdata/traces: %d bytes", len(readManifest(t)), len(data))
 	if len(data) > 3<<20 {
 		t.Errorf("the page is %d bytes: more than 3 MiB", len(data))
 	}
@@ -156,7 +157,7 @@ func TestHTMLStructure(t *testing.T) {
 	}
 	rows := root.find(func(e *element) bool { return e.Name == "tr" && len(e.Children) > 0 && e.Children[0].Name == "td" })
 	sections := root.find(byClass("section", "run"))
-	if len(want) != 111 || len(rows) != len(want) || len(sections) != len(want) {
+	if len(want) != len(readManifest(t)) || len(rows) != len(want) || len(sections) != len(want) {
 		t.Fatalf("%d runs, %d rows, %d sections", len(want), len(rows), len(sections))
 	}
 	loopStarts := 0
@@ -257,17 +258,20 @@ func TestHTMLCounters(t *testing.T) {
 	}
 	checked := map[string]int{}
 	for _, j := range jobs {
-		for _, r := range a.audit(j) {
+		var reports []*runReport
+		a.audit(j, func(r *runReport) { reports = append(reports, r) })
+		for _, r := range reports {
 			if r.tl == nil || r.Error != nil || r.skipped {
 				continue
 			}
-			if len(r.tl.steps) != r.Steps {
-				t.Errorf("%s: %d steps recorded, want %d", r.Run, len(r.tl.steps), r.Steps)
+			steps := r.tl.drawn()
+			if len(steps) != r.Steps {
+				t.Errorf("%s: %d steps recorded, want %d", r.Run, len(steps), r.Steps)
 			}
-			stopAt := len(r.tl.steps)
+			stopAt := len(steps)
 			if r.Stop != nil && r.Stop.Fault {
 				stopAt = -1
-				for i, s := range r.tl.steps {
+				for i, s := range steps {
 					if s.judged && s.index == r.Stop.Step && s.line == r.Stop.Line {
 						stopAt = i
 					}
@@ -277,15 +281,15 @@ func TestHTMLCounters(t *testing.T) {
 					continue
 				}
 			}
-			for i, s := range r.tl.steps {
+			for i, s := range steps {
 				if s.judged != (i <= stopAt || r.Stop == nil || !r.Stop.Fault) {
 					t.Errorf("%s: step %d judged %v, the stop is at %d", r.Run, i, s.judged, stopAt)
 				}
 			}
 			for mi, m := range r.tl.meters {
-				for i := 0; i < min(stopAt, len(r.tl.steps)); i++ {
-					s := r.tl.steps[i]
-					reached := s.values[mi] >= m.limit && (i == 0 || r.tl.steps[i-1].values[mi] < m.limit)
+				for i := 0; i < min(stopAt, len(steps)); i++ {
+					s := steps[i]
+					reached := s.values[mi] >= m.limit && (i == 0 || steps[i-1].values[mi] < m.limit)
 					if reached && (s.stop == nil || s.stop.Code != "FINISH_TERMINAL") {
 						t.Errorf("%s: %s reaches %v (limit %v) at step %d, before the stop, and the step goes on", r.Run, m.label, s.values[mi], m.limit, i)
 					}
@@ -294,7 +298,7 @@ func TestHTMLCounters(t *testing.T) {
 					}
 				}
 				if r.Stop != nil && r.Stop.Fault && m.name == r.Stop.Detector {
-					if v := r.tl.steps[stopAt].values[mi]; v < m.limit {
+					if v := steps[stopAt].values[mi]; v < m.limit {
 						t.Errorf("%s: stopped by %s, whose counter is %v at the stop, below %v", r.Run, m.name, v, m.limit)
 					}
 					checked[m.name]++
@@ -354,7 +358,7 @@ func TestHTMLEscapes(t *testing.T) {
 			t.Errorf("the page does not show %q as text", s)
 		}
 	}
-	if secs := root.find(byClass("section", "run")); len(secs) != 1 || secs[0].Attrs["data-run"] != escape(name) {
+	if secs := root.find(byClass("section", "run")); len(secs) != 1 || secs[0].Attrs["data-run"] != escape.String(name) {
 		t.Errorf("section: %v", secs)
 	}
 }

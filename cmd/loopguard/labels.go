@@ -8,7 +8,6 @@ import (
 	"io"
 	"maps"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/escape"
 )
 
 // This file holds audit --labels: scoring the audited runs against a
@@ -150,7 +150,10 @@ func loadLabels(path string) (*labelSet, error) {
 	if path == "" {
 		return nil, nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := readDoc(path)
+	if errors.Is(err, errDocTooLarge) {
+		return nil, &manifestError{Path: path, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -676,11 +679,11 @@ func (w *labelWriter) summary(sum *summary) {
 		w.text(sum, missing)
 	}
 	if b.unlabelled > 0 {
-		fmt.Fprintf(w.stderr, "loopguard audit: warning: %s %s not in %s\n", plural(b.unlabelled, "run", "runs"), isAre(b.unlabelled), w.labels.path)
+		fmt.Fprintf(w.stderr, "loopguard audit: warning: %s %s not in %s\n", plural(b.unlabelled, "run", "runs"), isAre(b.unlabelled), escape.String(w.labels.path))
 	}
 	if len(missing) > 0 {
 		fmt.Fprintf(w.stderr, "loopguard audit: warning: %s in %s %s not among the inputs\n",
-			plural(len(missing), "entry", "entries"), w.labels.path, isAre(len(missing)))
+			plural(len(missing), "entry", "entries"), escape.String(w.labels.path), isAre(len(missing)))
 	}
 }
 
@@ -692,20 +695,32 @@ func (w *labelWriter) text(sum *summary, missing []*labelEntry) {
 		rows(tab)
 		tab.Flush()
 	}
+	// row writes a row of cells, each escaped: neither a file name nor a
+	// harness can write a tab, a fake row or an escape sequence.
+	row := func(tab io.Writer, cells ...string) {
+		for i, c := range cells {
+			if i > 0 {
+				io.WriteString(tab, "\t")
+			}
+			io.WriteString(tab, escape.String(c))
+		}
+		io.WriteString(tab, "\n")
+	}
+	itoa := strconv.Itoa
 	for _, e := range missing {
 		w.rows = append(w.rows, labelRow{run: e.File, label: e.Label, steps: "-", loop: loopText(e),
 			stop: "-", rule: "-", outcome: outcomeMissing, lead: "-"})
 	}
 	table("RUN\tLABEL\tSTEPS\tLOOP\tSTOP\tRULE\tOUTCOME\tLEAD", func(tab io.Writer) {
 		for _, r := range w.rows {
-			fmt.Fprintf(tab, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.run, r.label, r.steps, r.loop, r.stop, r.rule, r.outcome, r.lead)
+			row(tab, r.run, r.label, r.steps, r.loop, r.stop, r.rule, r.outcome, r.lead)
 		}
 	})
 	if len(b.rules) > 0 {
 		w.buf.WriteString("\n")
 		table("RULE\tLOOPS\tHEALTHY\tUNCLEAR", func(tab io.Writer) {
 			for _, r := range b.rules {
-				fmt.Fprintf(tab, "%s\t%d\t%d\t%d\n", r.name(), r.Loops, r.Healthy, r.Unclear)
+				row(tab, r.name(), itoa(r.Loops), itoa(r.Healthy), itoa(r.Unclear))
 			}
 		})
 	}
@@ -713,7 +728,7 @@ func (w *labelWriter) text(sum *summary, missing []*labelEntry) {
 		w.buf.WriteString("\n")
 		table("HARNESS\tLOOPS CAUGHT\tHEALTHY FALSE STOPS\tUNCLEAR", func(tab io.Writer) {
 			for _, h := range b.harnesses {
-				fmt.Fprintf(tab, "%s\t%d/%d\t%d/%d\t%d\n", h.Harness, h.Caught, h.Loops, h.FalseStops, h.Healthy, h.Unclear)
+				row(tab, h.Harness, fmt.Sprintf("%d/%d", h.Caught, h.Loops), fmt.Sprintf("%d/%d", h.FalseStops, h.Healthy), itoa(h.Unclear))
 			}
 		})
 	}

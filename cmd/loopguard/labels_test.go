@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -377,5 +379,67 @@ func TestReadmeLabelsExample(t *testing.T) {
 	cmd := "$ go run ./cmd/loopguard audit --labels testdata/traces/MANIFEST.json testdata/traces | tail -12\n"
 	if !strings.Contains(string(readme), cmd+tail+"```") {
 		t.Errorf("README.md does not show, after %q, the output:\n%s", cmd, tail)
+	}
+}
+
+// hostileRune returns the first character of out that a terminal could act
+// on (a newline ends a line, and is allowed), if any; invalid UTF-8 is
+// utf8.RuneError.
+func hostileRune(out string) (rune, bool) {
+	if !utf8.ValidString(out) {
+		return utf8.RuneError, true
+	}
+	for _, r := range out {
+		if r != '\n' && (unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || unicode.In(r, unicode.Zl, unicode.Zp)) {
+			return r, true
+		}
+	}
+	return 0, false
+}
+
+// TestLabelsTablesEscaped gives --labels a run whose file name and harness
+// set the terminal's title, clear the screen and write fake rows, and
+// manifest entries with NUL, tabs and U+202E: the tables (runs, rules,
+// harnesses) and standard error must show every one of them escaped.
+func TestLabelsTablesEscaped(t *testing.T) {
+	dir := t.TempDir()
+	evil := "evil\x1b]0;pwned\x07\r\x1b[2J\nfake\trow\u202e.jsonl"
+	loop := strings.Repeat(`{"toolCalls": [{"name": "s", "args": {}}]}`+"\n", 3)
+	if err := os.WriteFile(filepath.Join(dir, evil), []byte(loop), 0o644); err != nil {
+		t.Skipf("this file system does not take such a name: %v", err)
+	}
+	harness := "h\x1b[2J\r\nx\x00\u202e\tfake"
+	manifest, _ := json.Marshal([]map[string]any{
+		{"file": evil, "label": "loops", "harness": harness},
+		{"file": "missing\x00\u202e\t\x1b[1A.jsonl", "label": "healthy", "harness": "\x9b2J"},
+	})
+	mpath := filepath.Join(dir, "MANIFEST\x1b[2J.json")
+	if err := os.WriteFile(mpath, manifest, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := runCmd(t, "", "audit", "--labels", mpath, filepath.Join(dir, evil))
+	if res.code != exitFailed {
+		t.Fatalf("exit %d: %s", res.code, res.stderr)
+	}
+	for what, out := range map[string]string{"stdout": res.stdout, "stderr": res.stderr} {
+		if r, bad := hostileRune(out); bad {
+			t.Errorf("%s holds %q:\n%s", what, r, out)
+		}
+	}
+	for _, want := range []string{
+		`evil\x1b]0;pwned\a\r\x1b[2J\nfake\trow\u202e.jsonl  loops`,
+		`missing\x00\u202e\t\x1b[1A.jsonl`,
+		`h\x1b[2J\r\nx\x00\u202e\tfake  1/1`,
+	} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, res.stdout)
+		}
+	}
+	if !strings.Contains(res.stderr, `MANIFEST\x1b[2J.json`) {
+		t.Errorf("stderr does not name the manifest escaped:\n%s", res.stderr)
+	}
+	// One row per run, and a line per table's heading: no fake rows.
+	if n := strings.Count(res.stdout, "\n"); n != 17 {
+		t.Errorf("%d lines:\n%s", n, res.stdout)
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/loopguard/loopguard/internal/escape"
 	"io"
 	"os"
 	"strings"
@@ -73,7 +74,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if len(args) > 1 && name == "help" {
 			c := lookup(args[1])
 			if c == nil {
-				fmt.Fprintf(stderr, "loopguard help: unknown command %q (run \"loopguard help\" for the commands)\n", escape(args[1]))
+				fmt.Fprintf(stderr, "loopguard help: unknown command %q (run \"loopguard help\" for the commands)\n", escape.String(args[1]))
 				return exitUsage
 			}
 			c.help(stdout)
@@ -90,7 +91,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			if strings.HasPrefix(name, "-") {
 				what = "flag"
 			}
-			fmt.Fprintf(stderr, "loopguard: unknown %s %q (run \"loopguard help\" for the commands)\n", what, escape(name))
+			fmt.Fprintf(stderr, "loopguard: unknown %s %q (run \"loopguard help\" for the commands)\n", what, escape.String(name))
 			return exitUsage
 		}
 		return c.run(args[1:], stdin, stdout, stderr)
@@ -168,7 +169,7 @@ func parseArgs(cmd string, fs *flag.FlagSet, help func(io.Writer), args []string
 				}
 			})
 		}
-		fmt.Fprintf(stderr, "loopguard %s: %s (run \"loopguard %s --help\" for the flags)\n", cmd, escape(msg), cmd)
+		fmt.Fprintf(stderr, "loopguard %s: %s (run \"loopguard %s --help\" for the flags)\n", cmd, escape.String(msg), cmd)
 		return nil, exitUsage, false
 	}
 	return pos, exitOK, true
@@ -181,6 +182,6 @@ func dashes(name string) string { return "--" + strings.TrimLeft(name, "-") }
 // usageError writes a usage problem of command cmd, with a pointer to its
 // help, and returns the exit status for it.
 func usageError(stderr io.Writer, cmd, format string, args ...any) int {
-	fmt.Fprintf(stderr, "loopguard %s: %s (run \"loopguard %s --help\" for the flags)\n", cmd, escape(fmt.Sprintf(format, args...)), cmd)
+	fmt.Fprintf(stderr, "loopguard %s: %s (run \"loopguard %s --help\" for the flags)\n", cmd, escape.String(fmt.Sprintf(format, args...)), cmd)
 	return exitUsage
 }

@@ -438,8 +438,8 @@ func expandTabs(line string) string {
 
 func TestVersionText(t *testing.T) {
 	info := &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: "github.com/loopguard/loopguard", Version: "v1.2.0"},
-		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.time", Value: "2026-01-02T03:04:05Z"}, {Key: "vcs.modified", Value: "true"}}}
-	want := "loopguard v1.2.0\nmodule github.com/loopguard/loopguard\nrevision abc123 (2026-01-02T03:04:05Z), modified\ngo1.26.0\n"
+		Settings: []debug.BuildSetting{{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.time", Value: "2026-01-02T03:04:05Z"}, {Key: "vcs.modified", Value: "true"}}}
+	want := "loopguard v1.2.0\nmodule github.com/loopguard/loopguard\nbuilt from a git checkout at revision abc123 (2026-01-02T03:04:05Z), with uncommitted changes\ngo1.26.0\n"
 	if got := versionText(info); got != want {
 		t.Errorf("versionText = %q, want %q", got, want)
 	}

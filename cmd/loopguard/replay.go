@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/escape"
 	"github.com/loopguard/loopguard/trace"
 )
 
@@ -68,8 +69,9 @@ did. With --format json, each is an object:
 	{"line": N, "kind": "reset"}
 
 Exit status: 0 when the trace was read; 2 for bad arguments, bad options
-("config: why") or an input that cannot be read ("FILE:LINE: why", or
-"FILE: too large: ..." past --max-size); 1 when the guard itself failed.
+("config: why"; an options file is read whole, up to 16M) or an input that
+cannot be read ("FILE:LINE: why", or "FILE: too large: ..." past
+--max-size); 1 when the guard itself failed.
 
 Flags:
 
@@ -193,7 +195,7 @@ func (r *replayer) run(rd *trace.Reader, maxSize int64) int {
 			if steps == 0 {
 				// As audit says: a trace without steps (or preflights) is
 				// a broken logging pipeline, not a clean run.
-				fmt.Fprintf(r.stderr, "%s: empty: no steps\n", escape(r.name))
+				fmt.Fprintf(r.stderr, "%s: empty: no steps\n", escape.String(r.name))
 				return exitUsage
 			}
 			return exitOK
@@ -215,7 +217,7 @@ func (r *replayer) run(rd *trace.Reader, maxSize int64) int {
 		}
 		rec, err := s.apply(e)
 		if err != nil {
-			fmt.Fprintf(r.stderr, "%s:%d: %s\n", escape(r.name), e.Line, escape(err.Error()))
+			fmt.Fprintf(r.stderr, "%s:%d: %s\n", escape.String(r.name), e.Line, escape.String(err.Error()))
 			return exitFailed
 		}
 		if rec.Kind == kindCheck || rec.Kind == kindPreflight {
@@ -238,7 +240,7 @@ func (r *replayer) run(rd *trace.Reader, maxSize int64) int {
 func textRecord(rec record) string {
 	head := fmt.Sprintf("line %d: ", rec.Line)
 	if rec.Run != "" {
-		head += "run " + escape(rec.Run) + ": "
+		head += "run " + escape.String(rec.Run) + ": "
 	}
 	switch rec.Kind {
 	case kindCheck:
@@ -263,12 +265,12 @@ func textRecord(rec record) string {
 // rule or the input escaped: a tool name cannot end the line or send the
 // terminal an escape sequence.
 func explain(v guard.Verdict) string {
-	v.Reason = guard.Reason(escape(string(v.Reason)))
-	v.Code = escape(v.Code)
-	v.Detail = escape(v.Detail)
+	v.Reason = guard.Reason(escape.String(string(v.Reason)))
+	v.Code = escape.String(v.Code)
+	v.Detail = escape.String(v.Detail)
 	ws := make([]guard.Warning, len(v.Warnings))
 	for i, w := range v.Warnings {
-		w.Code, w.Detail = escape(w.Code), escape(w.Detail)
+		w.Code, w.Detail = escape.String(w.Code), escape.String(w.Detail)
 		ws[i] = w
 	}
 	v.Warnings = ws

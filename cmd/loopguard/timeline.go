@@ -25,10 +25,143 @@ import (
 // step's facts), and each rule's counter after it (Guard.Summary). Neither
 // changes a verdict.
 
-// A timeline is a run step by step.
+// A timeline is a run step by step, as far as the page draws it: a run of
+// up to maxDrawnSteps steps is kept whole. Of a longer one, only the steps
+// the page draws are kept while it is read: the first headSteps, at least
+// beforeStop steps up to and including the stop and afterStop after it, and
+// the last ones (without a stop: the first headSteps and the last ones), up
+// to maxDrawnSteps in all; the steps between them are counted, not kept. So
+// a timeline holds at most maxDrawnSteps steps, however long the run.
 type timeline struct {
-	steps  []stepMark
-	meters []meter // the counters of the guard's rules, in the guard's order
+	head   []stepMark // the first steps
+	gap    int        // the steps dropped between head and before (or recent)
+	recent ring       // before the stop: the latest steps; after it: the last ones
+	before []stepMark // the steps up to and including the stop
+	after  []stepMark // the steps kept right after the stop
+	gap2   int        // the steps dropped between after and recent
+	total  int        // the steps read
+	last   int        // the index of the last step read
+	stop   bool       // the run's fault stop was read
+	meters []meter    // the counters of the guard's rules, in the guard's order
+}
+
+// The steps a timeline keeps of a long run.
+const (
+	maxDrawnSteps = 500 // at most, per run
+	headSteps     = 25  // the first steps
+	beforeStop    = 400 // at least, up to and including the stop
+	afterStop     = 50  // at least, right after the stop
+	// maxCallsKept is the most calls of a step kept for its tooltip; the
+	// rest are counted.
+	maxCallsKept = 20
+)
+
+// A ring holds the latest steps, up to its capacity.
+type ring struct {
+	steps []stepMark
+	start int // the oldest, once full
+	cap   int
+}
+
+// push adds a step, and reports whether the oldest was dropped for it.
+func (r *ring) push(m stepMark) bool {
+	if len(r.steps) < r.cap {
+		r.steps = append(r.steps, m)
+		return false
+	}
+	r.steps[r.start] = m
+	r.start = (r.start + 1) % len(r.steps)
+	return true
+}
+
+// ordered returns the steps, oldest first.
+func (r *ring) ordered() []stepMark {
+	return append(r.steps[r.start:len(r.steps):len(r.steps)], r.steps[:r.start]...)
+}
+
+// kept is the number of steps the timeline holds.
+func (t *timeline) kept() int {
+	return len(t.head) + len(t.before) + len(t.after) + len(t.recent.steps)
+}
+
+// keep adds a step read, judged or not; a fault stop is the stop the
+// windows are drawn around.
+func (t *timeline) keep(m stepMark) {
+	t.total++
+	t.last = m.index
+	switch {
+	case !t.stop && len(t.head) < headSteps:
+		t.head = append(t.head, m)
+	case !t.stop:
+		t.recent.cap = maxDrawnSteps - headSteps
+		if t.recent.push(m) {
+			t.gap++
+		}
+	case len(t.recent.steps) > 0 || t.kept() == maxDrawnSteps && len(t.before) <= beforeStop:
+		if len(t.recent.steps) == 0 {
+			// Full, and the stop has its window: the steps after the
+			// first afterStop become the last ones, which go on.
+			t.recent = ring{steps: append([]stepMark(nil), t.after[afterStop:]...)}
+			t.recent.cap = len(t.recent.steps)
+			t.after = t.after[:afterStop:afterStop]
+		}
+		if t.recent.push(m) {
+			t.gap2++
+		}
+	default:
+		if t.kept() == maxDrawnSteps {
+			// Full: the window before the stop gives up its oldest step.
+			t.before = t.before[1:]
+			t.gap++
+		}
+		t.after = append(t.after, m)
+	}
+	if !t.stop && m.stop != nil && guard.IsFault(*m.stop) {
+		t.stop = true
+		if len(t.recent.steps) > 0 {
+			t.before = t.recent.ordered()
+		}
+		t.recent = ring{}
+	}
+}
+
+// A column of the timeline is a step, or a gap of steps not drawn.
+type column struct {
+	step *stepMark // nil for a gap
+	gap  int       // the steps not drawn
+}
+
+// columns returns the timeline's columns, in order.
+func (t *timeline) columns() []column {
+	var cols []column
+	add := func(steps []stepMark) {
+		for i := range steps {
+			cols = append(cols, column{step: &steps[i]})
+		}
+	}
+	gap := func(n int) {
+		if n > 0 {
+			cols = append(cols, column{gap: n})
+		}
+	}
+	add(t.head)
+	gap(t.gap)
+	add(t.before)
+	add(t.after)
+	gap(t.gap2)
+	add(t.recent.ordered())
+	return cols
+}
+
+// drawn returns the steps the timeline keeps, in order.
+func (t *timeline) drawn() []stepMark {
+	var out []stepMark
+	for _, c := range t.columns() {
+		if c.step != nil {
+			out = append(out, *c.step)
+		}
+	}
+	return out
 }
 
 // A stepMark is what one step held and what the rules said of it.
@@ -39,6 +172,7 @@ type stepMark struct {
 	calls  []callMark
 	// refused are the calls the guard had refused (Step.Refused).
 	refused  []callMark
+	more     int    // the calls and refused calls not kept (past maxCallsKept)
 	text     string // a preview; "" when the step has no text
 	input    string // a preview of the step's new input; "" for none
 	finish   string // the finish reason as given
@@ -56,8 +190,8 @@ type callMark struct {
 	ignored bool   // a tool the guard ignores
 }
 
-// Previews are cut to these many runes: the page holds every step of every
-// run.
+// Previews are cut to these many runes: the page holds up to maxDrawnSteps
+// steps of a run.
 const (
 	argsPreviewLen = 60
 	textPreviewLen = 80
@@ -71,28 +205,36 @@ func (t *timeline) add(e trace.Entry, rec *record, s *session) {
 		return
 	}
 	m := stepMark{line: e.Line, finish: e.Step.FinishReason}
-	if len(t.steps) > 0 {
-		m.index = t.steps[len(t.steps)-1].index + 1
+	if t.total > 0 {
+		m.index = t.last + 1
 	}
 	if rec == nil || s == nil || s.probe == nil || !s.probe.seen {
 		// Not judged: the step as it was given.
 		for _, c := range e.Step.ToolCalls {
+			if len(m.calls) == maxCallsKept {
+				m.more++
+				continue
+			}
 			m.calls = append(m.calls, callMark{tool: c.Name, args: previewArgs(c.Args), failed: c.Err != nil})
 		}
 		for _, c := range e.Step.Refused {
+			if len(m.calls)+len(m.refused) == maxCallsKept {
+				m.more++
+				continue
+			}
 			m.refused = append(m.refused, callMark{tool: c.Name, args: previewArgs(c.Args)})
 		}
 		m.text = cut(strings.TrimSpace(e.Step.Text), textPreviewLen)
 		m.input = cut(strings.TrimSpace(e.Step.Input), textPreviewLen)
 		m.normal = guard.NormalizeFinishReason(m.finish) == guard.FinishStop
-		t.steps = append(t.steps, m)
+		t.keep(m)
 		return
 	}
 	p := s.probe
 	p.seen = false
 	m.judged = true
 	m.index = *rec.Step
-	m.calls, m.refused = p.calls, p.refused
+	m.calls, m.refused, m.more = p.calls, p.refused, p.more
 	p.calls, p.refused = nil, nil
 	m.text, m.input = p.text, p.input
 	m.normal = p.finish == guard.FinishStop
@@ -111,7 +253,7 @@ func (t *timeline) add(e trace.Entry, rec *record, s *session) {
 	for i, mt := range t.meters {
 		m.values[i] = mt.read(&sum)
 	}
-	t.steps = append(t.steps, m)
+	t.keep(m)
 }
 
 // previewArgs is a short preview of arguments, in canonical JSON.
@@ -139,6 +281,7 @@ type probe struct {
 	seen    bool // a step was observed and not yet read
 	calls   []callMark
 	refused []callMark
+	more    int // the calls not kept
 	text    string
 	input   string
 	finish  string // normalised
@@ -160,12 +303,20 @@ func (p *probe) Reset()                                         { *p = probe{} }
 
 func (p *probe) Observe(f *guard.Facts) {
 	p.seen = true
-	p.calls, p.refused = nil, nil
+	p.calls, p.refused, p.more = nil, nil, 0
 	for i := range f.Calls {
+		if len(p.calls) == maxCallsKept {
+			p.more += len(f.Calls) - i
+			break
+		}
 		c := &f.Calls[i]
 		p.calls = append(p.calls, callMark{tool: c.Tool, args: cut(c.Preview(), argsPreviewLen), failed: c.Failed, ignored: c.Ignored})
 	}
 	for i := range f.Refused {
+		if len(p.calls)+len(p.refused) == maxCallsKept {
+			p.more += len(f.Refused) - i
+			break
+		}
 		c := &f.Refused[i]
 		p.refused = append(p.refused, callMark{tool: c.Tool, args: cut(c.Preview(), argsPreviewLen)})
 	}
@@ -244,9 +395,12 @@ func meters(dets []guard.Detector) []meter {
 				return float64(v.Count)
 			}})
 		case failrule.Options:
-			ms = append(ms, meter{name: name, label: "same failure", limit: float64(o.Threshold), read: func(s *guard.Summary) float64 {
+			// Three counts stop: of one failure, of one failure of one
+			// call, of one failure from two calls.
+			ms = append(ms, meter{name: name, label: "same failure", limit: 1, ratio: true, read: func(s *guard.Summary) float64 {
 				v, _ := summary(s).(failrule.Summary)
-				return float64(v.MaxCount)
+				return max(float64(v.MaxCount)/float64(o.Threshold), float64(v.MaxSameCall)/float64(o.SameCall),
+					float64(v.MaxTwoCalls)/float64(o.SameCall+1))
 			}})
 		case window.Options:
 			// The window may hold Threshold same calls: one more stops.

@@ -16,11 +16,17 @@ var versionCommand = &command{
 
 const versionUsage = `Usage: loopguard version
 
-Version prints the version of the module loopguard was built from (a tag
-such as v1.2.0 when it was installed with "go install ...@v1.2.0", or
-"(devel)" for a build from a checkout), the VCS revision and time of a
-checkout build (with "modified" when the checkout had uncommitted changes),
-and the Go version.
+Version prints the version of the module loopguard was built from, the VCS
+revision of a build in a checkout, and the Go version.
+
+Installed with "go install ...@v1.2.0", the version is v1.2.0. Built in a
+git checkout ("go install ./cmd/loopguard" or "go build"), Go 1.24 and later
+take the version from the repository: the commit's tag, or else a
+pseudo-version (v0.0.0-20260102030405-abcdef123456: the commit's time and
+revision), with "+dirty" when the checkout has uncommitted changes; a line
+"built from a git checkout at revision ..." follows. "(devel)" means that
+the build recorded no VCS information: "go run", -buildvcs=false, a source
+archive, or a linked git worktree, which the go command does not recognise.
 `
 
 func runVersion(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -38,7 +44,8 @@ func runVersion(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // versionText describes a build: "loopguard VERSION" on the first line, then
-// the module, the revision (if any) and the Go version.
+// the module, the checkout's revision (for a build that recorded one) and
+// the Go version.
 func versionText(info *debug.BuildInfo) string {
 	if info == nil {
 		return "loopguard (unknown version: built without module support)\n"
@@ -52,10 +59,12 @@ func versionText(info *debug.BuildInfo) string {
 	if info.Main.Path != "" {
 		fmt.Fprintf(&b, "module %s\n", info.Main.Path)
 	}
-	var rev, when string
+	var vcs, rev, when string
 	modified := false
 	for _, s := range info.Settings {
 		switch s.Key {
+		case "vcs":
+			vcs = s.Value
 		case "vcs.revision":
 			rev = s.Value
 		case "vcs.time":
@@ -65,12 +74,15 @@ func versionText(info *debug.BuildInfo) string {
 		}
 	}
 	if rev != "" {
-		fmt.Fprintf(&b, "revision %s", rev)
+		if vcs == "" {
+			vcs = "VCS"
+		}
+		fmt.Fprintf(&b, "built from a %s checkout at revision %s", vcs, rev)
 		if when != "" {
 			fmt.Fprintf(&b, " (%s)", when)
 		}
 		if modified {
-			b.WriteString(", modified")
+			b.WriteString(", with uncommitted changes")
 		}
 		b.WriteString("\n")
 	}

@@ -22,7 +22,13 @@
 // see guard.Call.Op), do not. Several calls of one step that fail the same
 // way count once (a harness that reports one outcome for a batch of edits).
 // The run stops when a count reaches Options.Threshold: with the defaults,
-// the fifth same failure within the last 10 calls. Within a step calls are
+// the fifth same failure within the last 10 calls. It stops sooner, at
+// Options.SameCall (3 by default), when those failures are of the same call:
+// the same arguments up to white space (guard.Call.Retry), such as an edit
+// only re-indented or a retry of a request that keeps failing; and at
+// SameCall+1 when they come from two calls only (a short ping-pong of two
+// versions of a call, each failing the same way). Short runs (harnesses that
+// cap a run at 5 to 7 turns) never reach five failures. Within a step calls are
 // judged one by one, and the first that reaches the threshold is the one
 // reported. It also catches ping-pongs of calls that each fail the same way
 // while their arguments drift, which the oscillation rule, comparing
@@ -32,7 +38,8 @@
 // in preflight.
 //
 // With Options.Warn, a step whose failure brings a count to one short of the
-// threshold (from a count of 2) carries a REPEATED_FAILURE_WARNING.
+// threshold, a same-call count to one short of SameCall (from a count of 2),
+// or a two-call count to SameCall, carries a REPEATED_FAILURE_WARNING.
 package failure
 
 import (
@@ -72,8 +79,17 @@ const Priority = guard.PriorityRepeat + 25
 // gift cards declined in a row); no healthy run reaches five. Looping agents
 // that stay on a failing edit or move reach five and more (OpenHands retrying
 // a str_replace between views, a chess player told its move is illegal).
+//
+// DefaultSameCall comes from the 190 runs of testdata/traces (sets A and B
+// and the short-cap MINT runs included): no healthy run fails the same way
+// with the same arguments (up to white space) three times within 10 calls,
+// nor four times from two calls, while short looping runs do and then end
+// (a DFSDT branch retrying one tracking call, an agent calling an
+// authentication function it made up, MINT cells that take turns failing the
+// same way). With 2, six healthy runs stop.
 const (
 	DefaultThreshold = 5
+	DefaultSameCall  = 3
 	DefaultWindow    = 10
 	// MaxWindow bounds the work per call, which scans the window.
 	MaxWindow = 256
@@ -89,8 +105,16 @@ type Options struct {
 	// Window is how many of the newest calls are looked at: 0 means
 	// DefaultWindow, any other value must be from 2 to MaxWindow.
 	Window int `json:"window"`
+	// SameCall is how many of those steps stop the run when the failures
+	// are of the same call (guard.Call.Retry: the same arguments up to
+	// white space), and SameCall+1 when they come from two calls, if that
+	// is below Threshold: 0 means DefaultSameCall (or Threshold, when
+	// that is smaller); any other value must be from 2 to Threshold (at
+	// Threshold it adds nothing to it).
+	SameCall int `json:"sameCall"`
 	// Warn adds a REPEATED_FAILURE_WARNING to a step whose failure brings
-	// a count to Threshold-1 (when that is at least 2).
+	// a count to Threshold-1, or a same-call count to SameCall-1 (when
+	// that is at least 2).
 	Warn bool `json:"warn,omitempty"`
 }
 
@@ -101,8 +125,14 @@ type Evidence struct {
 	// Count is the number of steps in the window in which the tool failed
 	// the same way since it last succeeded, the reported call's included.
 	Count int `json:"count"`
-	// Threshold is Options.Threshold.
+	// Threshold is Options.Threshold, Options.SameCall when the failures
+	// were of the same call, SameCall+1 when of two calls.
 	Threshold int `json:"threshold"`
+	// Calls is 1 when the counted failures were of the same call (the
+	// same arguments up to white space), 2 when of two calls (a ping-pong
+	// of calls that each fail the same way), and 0 (absent) for the
+	// Threshold rule, whatever the arguments.
+	Calls int `json:"calls,omitempty"`
 	// Window is Options.Window.
 	Window int `json:"window"`
 	// StepIndexes are the 0-based indexes of those steps, oldest first.
@@ -119,8 +149,8 @@ type Evidence struct {
 // nothing before it can be part of a streak, so nothing about it is needed
 // (and a run without failures costs no hashing).
 type entry struct {
-	tool, op, failure canonical.Sum
-	step              int
+	tool, op, failure, retry canonical.Sum
+	step                     int
 }
 
 // toolKey returns the hash of a tool's name, never the zero Sum (which marks
@@ -173,6 +203,9 @@ func New(o Options) (*Detector, error) {
 	if o.Threshold != 0 && o.Threshold < 2 {
 		bad("Threshold", "must be 0 (the default, %d) or at least 2, not %d", DefaultThreshold, o.Threshold)
 	}
+	if o.SameCall != 0 && o.SameCall < 2 {
+		bad("SameCall", "must be 0 (the default, %d) or at least 2, not %d", DefaultSameCall, o.SameCall)
+	}
 	if len(errs) == 0 {
 		if o.Window == 0 {
 			o.Window = DefaultWindow
@@ -180,8 +213,14 @@ func New(o Options) (*Detector, error) {
 		if o.Threshold == 0 {
 			o.Threshold = DefaultThreshold
 		}
+		if o.SameCall == 0 {
+			o.SameCall = min(DefaultSameCall, o.Threshold)
+		}
 		if o.Threshold > o.Window {
 			bad("Threshold", "%d exceeds the window of %d calls", o.Threshold, o.Window)
+		}
+		if o.SameCall > o.Threshold {
+			bad("SameCall", "%d exceeds the threshold of %d", o.SameCall, o.Threshold)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -223,23 +262,50 @@ func (d *Detector) push(e entry) {
 // failure: the steps in the window in which that failure happened since the
 // tool last succeeded at the same operation. The newest entries are read
 // first, and a step with several calls that fail the same way counts once.
-func (d *Detector) counted(e entry) []int {
+func (d *Detector) counted(e entry, same bool) []int {
 	var steps []int
-	d.scan(e, func(step int) { steps = append(steps, step) })
+	d.scan(e, same, func(x entry) { steps = append(steps, x.step) })
 	slices.Reverse(steps)
 	return steps
 }
 
-// count returns len(d.counted(e)) without allocating.
-func (d *Detector) count(e entry) int {
+// count returns len(d.counted(e, same)) without allocating.
+func (d *Detector) count(e entry, same bool) int {
 	n := 0
-	d.scan(e, func(int) { n++ })
+	d.scan(e, same, func(entry) { n++ })
+	return n
+}
+
+// pairCount returns the count of the failure e (as count does, whatever the
+// arguments) when those failures come from at most two calls (Retry sums),
+// and 0 when they come from more, or from a call restored without its sum.
+func (d *Detector) pairCount(e entry) int {
+	var seen [2]canonical.Sum
+	n, distinct := 0, 0
+	d.scan(e, false, func(x entry) {
+		n++
+		switch {
+		case distinct > 2:
+		case x.retry == (canonical.Sum{}):
+			distinct = 3 // restored from a state without retries: unknown
+		case distinct > 0 && x.retry == seen[0], distinct > 1 && x.retry == seen[1]:
+		case distinct < 2:
+			seen[distinct] = x.retry
+			distinct++
+		default:
+			distinct = 3
+		}
+	})
+	if distinct > 2 {
+		return 0
+	}
 	return n
 }
 
 // scan calls fn with the step index of each step that counts for the
-// failure e, newest first.
-func (d *Detector) scan(e entry, fn func(step int)) {
+// failure e, newest first; with same, only the steps that made the same
+// call (equal Retry sums).
+func (d *Detector) scan(e entry, same bool, fn func(x entry)) {
 	last := -1
 	for i := d.n - 1; i >= 0; i-- {
 		x := d.at(i)
@@ -253,9 +319,9 @@ func (d *Detector) scan(e entry, fn func(step int)) {
 			if x.op == e.op || x.op == (canonical.Sum{}) {
 				return
 			}
-		case x.failure == e.failure && x.step != last:
+		case x.failure == e.failure && x.step != last && (!same || x.retry == e.retry):
 			last = x.step
-			fn(x.step)
+			fn(x)
 		}
 	}
 }
@@ -275,7 +341,7 @@ func (d *Detector) hasFailure(tool canonical.Sum) bool {
 func (d *Detector) Observe(f *guard.Facts) {
 	d.verdict = guard.Verdict{}
 	var warn *guard.Call
-	warnCount := 0
+	warnCount, warnLimit := 0, 0
 	for i := range f.Calls {
 		c := &f.Calls[i]
 		if c.Ignored {
@@ -296,39 +362,71 @@ func (d *Detector) Observe(f *guard.Facts) {
 			d.push(e)
 			continue
 		}
-		e.tool, e.op, e.failure = toolKey(c.Tool), opKey(c), c.Failure
+		e.tool, e.op, e.failure, e.retry = toolKey(c.Tool), opKey(c), c.Failure, c.Retry
 		d.push(e)
-		count := d.count(e)
+		count, same, pair := d.count(e, false), 0, 0
+		if d.opts.SameCall < d.opts.Threshold {
+			same = d.count(e, true)
+		}
+		if d.opts.SameCall+1 < d.opts.Threshold {
+			pair = d.pairCount(e)
+		}
 		switch {
 		case d.verdict.Stop:
 		case count >= d.opts.Threshold:
-			d.verdict = d.stop(c, e, count)
-		case d.opts.Warn && count == d.opts.Threshold-1 && count >= 2 && warn == nil:
-			warn, warnCount = c, count
+			d.verdict = d.stop(c, e, count, 0)
+		case same >= d.opts.SameCall:
+			d.verdict = d.stop(c, e, same, 1)
+		case pair > d.opts.SameCall:
+			d.verdict = d.stop(c, e, pair, 2)
+		case !d.opts.Warn || warn != nil:
+		case count == d.opts.Threshold-1 && count >= 2:
+			warn, warnCount, warnLimit = c, count, d.opts.Threshold
+		case same == d.opts.SameCall-1 && same >= 2:
+			warn, warnCount, warnLimit = c, same, d.opts.SameCall
+		case pair == d.opts.SameCall:
+			warn, warnCount, warnLimit = c, pair, d.opts.SameCall+1
 		}
 	}
 	if warn != nil && !d.verdict.Stop {
+		what := "the same way"
+		switch {
+		case warnLimit == d.opts.Threshold:
+		case warnLimit == d.opts.SameCall:
+			what = "the same way with the same arguments"
+		default:
+			what = "the same way with two sets of arguments in turn"
+		}
 		w := guard.Warning{
-			Code: WarningCode, Tool: guard.Clean(warn.Tool), Value: float64(warnCount), Limit: float64(d.opts.Threshold),
-			Ratio: float64(warnCount) / float64(d.opts.Threshold),
-			Detail: fmt.Sprintf("tool %s failed the same way %d times within the last %d calls; one more stops the run (threshold %d)",
-				guard.Quote(warn.Tool), warnCount, d.opts.Window, d.opts.Threshold),
+			Code: WarningCode, Tool: guard.Clean(warn.Tool), Value: float64(warnCount), Limit: float64(warnLimit),
+			Ratio: float64(warnCount) / float64(warnLimit),
+			Detail: fmt.Sprintf("tool %s failed %s %d times within the last %d calls; one more stops the run (threshold %d)",
+				guard.Quote(warn.Tool), what, warnCount, d.opts.Window, warnLimit),
 		}
 		w.Feedback = feedback.ForWarning(w)
 		d.verdict.Warnings = []guard.Warning{w}
 	}
 }
 
-// stop builds the stop verdict for call c with this count.
-func (d *Detector) stop(c *guard.Call, e entry, count int) guard.Verdict {
+// stop builds the stop verdict for call c with this count; calls is 0 for
+// the Threshold rule, 1 for the same call (Options.SameCall) and 2 for two
+// calls (SameCall+1).
+func (d *Detector) stop(c *guard.Call, e entry, count, calls int) guard.Verdict {
 	ev := Evidence{Tool: guard.Clean(c.Tool), Count: count, Threshold: d.opts.Threshold, Window: d.opts.Window,
-		ArgsPreview: c.Preview(), StepIndexes: d.counted(e)}
+		ArgsPreview: c.Preview(), StepIndexes: d.counted(e, calls == 1), Calls: calls}
+	what := "the same way"
+	switch calls {
+	case 1:
+		ev.Threshold, what = d.opts.SameCall, "the same way with the same arguments"
+	case 2:
+		ev.Threshold, what = d.opts.SameCall+1, "the same way with two sets of arguments in turn"
+	}
 	v := guard.Verdict{
 		Stop:   true,
 		Reason: ReasonRepeatedFailure,
 		Code:   Code,
-		Detail: fmt.Sprintf("tool %s failed the same way %d times within the last %d calls, the last with arguments %s (threshold %d)",
-			guard.Quote(c.Tool), count, ev.Window, ev.ArgsPreview, ev.Threshold),
+		Detail: fmt.Sprintf("tool %s failed %s %d times within the last %d calls, the last with arguments %s (threshold %d)",
+			guard.Quote(c.Tool), what, count, ev.Window, ev.ArgsPreview, ev.Threshold),
 		Evidence: ev,
 	}
 	v.Feedback = feedback.For(v, guard.PhaseCheck)
@@ -360,6 +458,10 @@ type state struct {
 	// Failures are the calls' failure signatures; null for a call that
 	// did not fail.
 	Failures []*canonical.Sum `json:"failures"`
+	// Retries are the failed calls' guard.Call.Retry sums; null for a
+	// call that did not fail. Absent in states written before the rule
+	// compared calls: their failures match no new call.
+	Retries []*canonical.Sum `json:"retries,omitempty"`
 	// Steps are the indexes of the calls' steps, in the same order.
 	Steps []int `json:"steps"`
 }
@@ -371,7 +473,8 @@ func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 		return []byte("null"), nil
 	}
 	s := state{Tools: make([]*canonical.Sum, d.n), Ops: make([]*canonical.Sum, d.n), Failures: make([]*canonical.Sum, d.n),
-		Steps: make([]int, d.n)}
+		Retries: make([]*canonical.Sum, d.n), Steps: make([]int, d.n)}
+	retries := false
 	for i := range d.n {
 		e := d.at(i)
 		if e.tool != (canonical.Sum{}) {
@@ -386,7 +489,14 @@ func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 			sum := e.failure
 			s.Failures[i] = &sum
 		}
+		if e.retry != (canonical.Sum{}) {
+			sum := e.retry
+			s.Retries[i], retries = &sum, true
+		}
 		s.Steps[i] = e.step
+	}
+	if !retries {
+		s.Retries = nil
 	}
 	return json.Marshal(s)
 }
@@ -411,6 +521,13 @@ func (d *Detector) Restore(data []byte) error {
 	case len(s.Steps) != len(s.Failures) || len(s.Tools) != len(s.Failures) || len(s.Ops) != len(s.Failures):
 		return fmt.Errorf("%s: %d tools, %d operations and %d step indexes for %d calls", Name,
 			len(s.Tools), len(s.Ops), len(s.Steps), len(s.Failures))
+	case s.Retries != nil && len(s.Retries) != len(s.Failures):
+		return fmt.Errorf("%s: %d retries for %d calls", Name, len(s.Retries), len(s.Failures))
+	}
+	for i, r := range s.Retries {
+		if r != nil && (*r == (canonical.Sum{}) || s.Failures[i] == nil) {
+			return fmt.Errorf("%s: a zero retry sum, or a retry sum of a call that did not fail", Name)
+		}
 	}
 	for i, step := range s.Steps {
 		if step < 0 || i > 0 && step < s.Steps[i-1] {
@@ -437,6 +554,9 @@ func (d *Detector) Restore(data []byte) error {
 		}
 		if op := s.Ops[i]; op != nil {
 			e.op = *op
+		}
+		if s.Retries != nil && s.Retries[i] != nil {
+			e.retry = *s.Retries[i]
 		}
 		d.push(e)
 	}
@@ -472,16 +592,27 @@ type Summary struct {
 	Failures int `json:"failures"`
 	// MaxCount is the highest count of one failure (see Options).
 	MaxCount int `json:"maxCount"`
+	// MaxSameCall is the highest count of one failure of one call (see
+	// Options.SameCall), and MaxTwoCalls that of one failure from at most
+	// two calls; 0 where the rule adds nothing to Threshold.
+	MaxSameCall int `json:"maxSameCall"`
+	MaxTwoCalls int `json:"maxTwoCalls"`
 }
 
-// Summary returns the window's size, its failures and the count of its most
+// Summary returns the window's size, its failures and the counts of its most
 // repeated failure (a Summary).
 func (d *Detector) Summary() any {
 	s := Summary{Calls: d.n}
 	for i := 0; i < d.n; i++ {
 		if e := d.ring[i]; e.failure != (canonical.Sum{}) {
 			s.Failures++
-			s.MaxCount = max(s.MaxCount, d.count(e))
+			s.MaxCount = max(s.MaxCount, d.count(e, false))
+			if d.opts.SameCall < d.opts.Threshold {
+				s.MaxSameCall = max(s.MaxSameCall, d.count(e, true))
+			}
+			if d.opts.SameCall+1 < d.opts.Threshold {
+				s.MaxTwoCalls = max(s.MaxTwoCalls, d.pairCount(e))
+			}
 		}
 	}
 	return s

@@ -241,6 +241,164 @@ func TestDefaultThreshold(t *testing.T) {
 	}
 }
 
+// TestRequestIDs: a tool that fails five times with "service unavailable"
+// and another request id each time stops at the fifth, under the defaults,
+// whatever the provider's id format (issue 22: UUIDs and req_ ids were not
+// normalised, so such a run was never caught).
+func TestRequestIDs(t *testing.T) {
+	ids := map[string][]string{
+		"uuid v4": {"93d088a6-a044-4964-8b25-fab487a6859a", "ebbb2373-ab4b-484d-9bfa-9bef286759a5",
+			"8966d0fb-0628-45fb-9593-f629717be3ca", "1860658e-f681-4bf2-b84f-0adb1f93acf3", "3ccccc99-b27d-4340-bd10-df796324268f"},
+		"openai": {"req_1332ed8a813a4caaa2f0f3c55a6a68cb", "req_5c0e0b7a9d3f4e21b8a6c4d2e1f09a7b",
+			"req_0a1b2c3d4e5f60718293a4b5c6d7e8f9", "req_ffee00112233445566778899aabbccdd", "req_9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b"},
+		"anthropic": {"req_011CZAZuCr9hV42toiCdnnKB", "req_011CZCiainzQT1m7qR2Nvz2D", "req_011CZAYwiDg6Eqv7HiBNWoE5",
+			"req_011CZAY8xEUqbHSEE3BdFtMh", "req_01RCc7MbLyQNtGKzBTv8VCep"},
+	}
+	for name, ids := range ids {
+		t.Run(name, func(t *testing.T) {
+			var ss []guard.Step
+			for i, id := range ids {
+				ss = append(ss, guard.Step{ToolCalls: []guard.ToolCall{{Name: "fetch", Args: map[string]int{"page": i},
+					Err: errors.New("service unavailable (request " + id + ")")}}})
+			}
+			got := stops(run(newGuard(t, failure.Options{}, guard.Options{}), ss))
+			if diff := cmp.Diff([]string{"", "", "", "", "REPEATED_FAILURE 5"}, got); diff != "" {
+				t.Errorf("stops (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// reindent is an edit whose new text fails to parse; only its indentation
+// changes from call to call, and the error names another line each time.
+func reindent(indent string, line int) guard.ToolCall {
+	code := "def f(x):\n" + indent + "return x\n"
+	args, _ := json.Marshal(map[string]string{"command": "python -c", "code": code})
+	return guard.ToolCall{Name: "python", Args: json.RawMessage(args), Err: errors.New("exit code 1"),
+		Result: fmt.Sprintf("  File \"<string>\", line %d\nIndentationError: expected an indented block", line)}
+}
+
+// TestSameCall: the same failure of the same call (up to white space in its
+// arguments) stops at Options.SameCall, sooner than Threshold, and only
+// when the arguments are the same.
+func TestSameCall(t *testing.T) {
+	const stop3 = "REPEATED_FAILURE 3"
+	track := func(id string) guard.ToolCall {
+		return guard.ToolCall{Name: "track", Args: map[string]string{"id": id}, Err: errors.New("400 Bad Request")}
+	}
+	tests := []struct {
+		name  string
+		steps []guard.Step
+		want  []string
+	}{
+		{"two go on, the third stops (default SameCall 3)",
+			steps(track("ABC456"), track("ABC456"), track("ABC456")), []string{"", "", stop3}},
+		{"an edit only re-indented is the same call, its moving line the same failure",
+			steps(reindent("", 2), reindent(" ", 2), reindent("\t", 1)), []string{"", "", stop3}},
+		{"a short ping-pong of calls that each fail the same way",
+			steps(track("ABC456"), build("", 1), track("ABC456"), build("", 2), track("ABC456")), []string{"", "", "", "", stop3}},
+		{"two calls in turn, each failing the same way: three go on, the fourth stops",
+			steps(track("A1"), track("B2"), track("A1"), track("B2")), []string{"", "", "", "REPEATED_FAILURE 4"}},
+		{"three calls are no ping-pong",
+			steps(track("A1"), track("B2"), track("C3"), track("A1"), track("B2")), []string{"", "", "", "", "REPEATED_FAILURE 5"}},
+		{"other arguments wait for the threshold",
+			steps(track("A1"), track("B2"), track("C3"), track("D4"), track("E5")), []string{"", "", "", "", "REPEATED_FAILURE 5"}},
+		{"a success of the tool ends the streak",
+			steps(track("ABC456"), track("ABC456"), guard.ToolCall{Name: "track", Args: map[string]string{"id": "X"}, Result: "ok"},
+				track("ABC456"), track("ABC456")), []string{"", "", "", "", ""}},
+		{"the same call failing another way is another failure",
+			steps(track("ABC456"), guard.ToolCall{Name: "track", Args: map[string]string{"id": "ABC456"}, Err: errors.New("timeout")},
+				track("ABC456")), []string{"", "", ""}},
+		{"several calls of one step count once",
+			[]guard.Step{{ToolCalls: []guard.ToolCall{track("ABC456"), track("ABC456")}}, {ToolCalls: []guard.ToolCall{track("ABC456")}}},
+			[]string{"", ""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := stops(run(newGuard(t, failure.Options{}, guard.Options{}), tt.steps))
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("stops (-want +got):\n%s", diff)
+			}
+		})
+	}
+	t.Run("evidence", func(t *testing.T) {
+		vs := run(newGuard(t, failure.Options{}, guard.Options{}), steps(track("ABC456"), ok("r", "1"), track("ABC456"), track("ABC456")))
+		want := failure.Evidence{Tool: "track", Count: 3, Threshold: 3, Window: 10, StepIndexes: []int{0, 2, 3},
+			ArgsPreview: `{"id":"ABC456"}`, Calls: 1}
+		if diff := cmp.Diff(want, vs[3].Evidence); diff != "" {
+			t.Errorf("evidence (-want +got):\n%s", diff)
+		}
+		if fb := vs[3].Feedback; strings.Contains(fb, "ABC456") || strings.Contains(fb, "Bad Request") {
+			t.Errorf("feedback holds the arguments or the error: %q", fb)
+		}
+	})
+	t.Run("SameCall equal to Threshold adds nothing", func(t *testing.T) {
+		got := stops(run(newGuard(t, failure.Options{Threshold: 4, SameCall: 4}, guard.Options{}),
+			steps(track("A"), track("A"), track("A"), track("A"))))
+		if diff := cmp.Diff([]string{"", "", "", "REPEATED_FAILURE 4"}, got); diff != "" {
+			t.Errorf("stops (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("warns one step before", func(t *testing.T) {
+		vs := run(newGuard(t, failure.Options{Warn: true}, guard.Options{}), steps(track("A"), track("A"), track("A")))
+		want := []guard.Warning{{Code: failure.WarningCode, Tool: "track", Value: 2, Limit: 3, Ratio: 2.0 / 3, Detector: failure.Name}}
+		want[0].Feedback = feedback.ForWarning(want[0])
+		if len(vs[0].Warnings) != 0 {
+			t.Errorf("first failure warned: %v", vs[0].Warnings)
+		}
+		if diff := cmp.Diff(want, vs[1].Warnings, cmpopts.IgnoreFields(guard.Warning{}, "Detail")); diff != "" {
+			t.Errorf("warning one short of SameCall (-want +got):\n%s", diff)
+		}
+		if !vs[2].Stop {
+			t.Errorf("third failure: %v, want a stop", vs[2])
+		}
+		// A A B: the third failure is B's first, one short of two calls
+		// in turn.
+		vs = run(newGuard(t, failure.Options{Warn: true}, guard.Options{}), steps(track("A"), track("A"), track("B"), track("B")))
+		want = []guard.Warning{{Code: failure.WarningCode, Tool: "track", Value: 3, Limit: 4, Ratio: 3.0 / 4, Detector: failure.Name}}
+		want[0].Feedback = feedback.ForWarning(want[0])
+		if diff := cmp.Diff(want, vs[2].Warnings, cmpopts.IgnoreFields(guard.Warning{}, "Detail")); diff != "" {
+			t.Errorf("warning one short of two calls in turn (-want +got):\n%s", diff)
+		}
+		if !vs[3].Stop {
+			t.Errorf("fourth failure of two calls: %v, want a stop", vs[3])
+		}
+	})
+}
+
+// TestRestoreWithoutRetries: a state written before the rule compared calls
+// (no "retries") restores, and its failures count for Threshold only.
+func TestRestoreWithoutRetries(t *testing.T) {
+	track := guard.ToolCall{Name: "track", Args: map[string]string{"id": "A"}, Err: errors.New("400 Bad Request")}
+	orig := newGuard(t, failure.Options{}, guard.Options{})
+	run(orig, steps(track, track))
+	d := orig.Detectors()[0]
+	data, err := d.Snapshot(guard.SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]json.RawMessage
+	if err := json.Unmarshal(data, &st); err != nil || st["retries"] == nil {
+		t.Fatalf("state %s: want retries (%v)", data, err)
+	}
+	delete(st, "retries")
+	old, _ := json.Marshal(st)
+	fresh := newDetector(t, failure.Options{})
+	g, _ := guard.New(fresh)
+	run(g, steps(ok("r", "0"), ok("r", "1")))
+	if err := fresh.Restore(old); err != nil {
+		t.Fatalf("Restore(%s): %v", old, err)
+	}
+	// With their retries the first new failure would stop (the third same
+	// call); without, the restored failures count only towards Threshold.
+	if got := stops(run(g, steps(track, track, track))); !cmp.Equal(got, []string{"", "", "REPEATED_FAILURE 5"}) {
+		t.Errorf("after restoring %s: stops %q, want the fifth failure to stop", old, got)
+	}
+	if err := fresh.Restore(data); err != nil || !g.Check(guard.Step{ToolCalls: []guard.ToolCall{track}}).Stop {
+		t.Errorf("restoring %s with its retries: %v, or the third same call went on", data, err)
+	}
+}
+
 func TestWithinAStep(t *testing.T) {
 	g := newGuard(t, failure.Options{Threshold: 3}, guard.Options{})
 	g.Check(guard.Step{ToolCalls: []guard.ToolCall{edit("a1")}})
@@ -303,6 +461,9 @@ func TestOptions(t *testing.T) {
 		{failure.Options{Window: failure.MaxWindow + 1}, []string{"Window"}},
 		{failure.Options{Window: 4, Threshold: 5}, []string{"Threshold"}},
 		{failure.Options{Window: 4}, []string{"Threshold"}}, // the default threshold is over it
+		{failure.Options{SameCall: 1}, []string{"SameCall"}},
+		{failure.Options{SameCall: 6}, []string{"SameCall"}}, // over the default threshold
+		{failure.Options{Threshold: 4, SameCall: 5}, []string{"SameCall"}},
 	} {
 		d, err := failure.New(tt.opts)
 		if d != nil || !errors.Is(err, guard.ErrInvalidOption) {
@@ -313,13 +474,14 @@ func TestOptions(t *testing.T) {
 			t.Errorf("New(%+v) fields (-want +got):\n%s", tt.opts, diff)
 		}
 	}
-	for _, o := range []failure.Options{{Window: 2, Threshold: 2}, {Window: 5}, {Window: failure.MaxWindow}, {Threshold: 10}} {
+	for _, o := range []failure.Options{{Window: 2, Threshold: 2}, {Window: 5}, {Window: failure.MaxWindow}, {Threshold: 10},
+		{SameCall: 2}, {SameCall: 5}, {Threshold: 2}} {
 		if _, err := failure.New(o); err != nil {
 			t.Errorf("New(%+v): %v", o, err)
 		}
 	}
 	d := newDetector(t, failure.Options{})
-	if diff := cmp.Diff(failure.Options{Threshold: 5, Window: 10}, d.Options()); diff != "" {
+	if diff := cmp.Diff(failure.Options{Threshold: 5, Window: 10, SameCall: 3}, d.Options()); diff != "" {
 		t.Errorf("Options (-want +got):\n%s", diff)
 	}
 	if d.Name() != "failure" || d.Priority() != 425 {
@@ -334,6 +496,7 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		w := rapid.IntRange(2, 6).Draw(t, "window")
 		opts := failure.Options{Window: w, Threshold: rapid.IntRange(2, w).Draw(t, "threshold"), Warn: rapid.Bool().Draw(t, "warn")}
+		opts.SameCall = rapid.IntRange(2, opts.Threshold).Draw(t, "sameCall")
 		gopts := guard.Options{Ignore: []string{"think"}}
 		ss := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) guard.Step {
 			return guard.Step{ToolCalls: rapid.SliceOfN(rapid.SampledFrom(pool), 0, 3).Draw(t, "calls")}
@@ -397,9 +560,10 @@ func TestConformance(t *testing.T) {
 		return func() guard.Detector { return newDetector(t, o) }
 	}
 	for name, o := range map[string]failure.Options{
-		"default": {},
-		"small":   {Window: 4, Threshold: 2, Warn: true},
-		"largest": {Window: failure.MaxWindow, Threshold: 5, Warn: true},
+		"default":  {},
+		"small":    {Window: 4, Threshold: 2, Warn: true},
+		"largest":  {Window: failure.MaxWindow, Threshold: 5, Warn: true},
+		"sameCall": {Window: 6, Threshold: 4, SameCall: 2, Warn: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			other := o

@@ -18,6 +18,13 @@
 // step with another text starts a new count of one. A stall that goes on
 // stops again on every later stalled step with the same text.
 //
+// A step in which the guard refused a call (guard.Step.Refused) and that
+// brings no new outcome neither counts nor starts the count again: the
+// model was told by the guard itself that nothing ran, and a model that
+// keeps asking for a refused call is package refusal's case. So a model
+// that repeats a call stops the same way, with REPEATED_REFUSAL, whether its
+// loop records refused calls or not, and whatever its text.
+//
 // To bound memory and snapshots, the detector remembers the newest
 // Options.Window distinct outcomes, in the order they were first seen: an
 // outcome seen again is not new and does not move; an outcome older than the
@@ -157,6 +164,10 @@ func (d *Detector) Observe(f *guard.Facts) {
 	switch {
 	case !stalled:
 		d.stalled = 0
+		return
+	case len(f.Refused) > 0:
+		// The guard's own refusal: the refusal rule's case. The count
+		// neither grows nor starts again.
 		return
 	case d.stalled > 0 && d.text == f.TextHash:
 		if d.stalled < maxStalled {

@@ -131,6 +131,17 @@ func TestCheck(t *testing.T) {
 			want:  cat(goOn(4), one(stop(5, 5, "let me look again."))),
 		},
 		{
+			name: "a step with a refused call neither counts nor starts the count again",
+			steps: []guard.Step{same, {Text: "Let me look again.", Refused: []guard.ToolCall{a}}, {Text: "Let me look again.", Refused: []guard.ToolCall{a}},
+				same, {Refused: []guard.ToolCall{a}}, same},
+			want: cat(goOn(5), one(stop(3, 3, "let me look again."))),
+		},
+		{
+			name:  "a step with a refused call and a new outcome is progress",
+			steps: []guard.Step{same, same, {Text: "Let me look again.", ToolCalls: []guard.ToolCall{b}, Refused: []guard.ToolCall{a}}, same, same},
+			want:  goOn(5),
+		},
+		{
 			name:  "another text starts a new count of one",
 			steps: []guard.Step{same, same, step("something else"), same, same, step("something else")},
 			want:  goOn(6),
@@ -377,15 +388,7 @@ func TestSnapshotState(t *testing.T) {
 }
 
 func TestRestoreRejects(t *testing.T) {
-	sums := func(ids ...byte) string {
-		var raw []byte
-		for _, id := range ids {
-			var s [16]byte
-			s[0] = id
-			raw = append(raw, s[:]...)
-		}
-		return base64.RawStdEncoding.EncodeToString(raw)
-	}
+	sums := testutil.Sums
 	const text = `"0123456789abcdef0123456789abcdef"`
 	bad := []string{
 		``, `[]`, `{`, `"x"`,

@@ -18,7 +18,10 @@
 //
 // The detector stops after Options.Threshold stalled steps in a row, and
 // again on every later stalled step, with a growing count. A step with a new
-// outcome or new input starts the count again.
+// outcome or new input starts the count again. A step in which the guard
+// refused a call (guard.Step.Refused), and that brings nothing new, neither
+// counts nor starts the count again: a model that keeps asking for a refused
+// call is package refusal's case.
 //
 // Like the no-progress rule, it remembers the newest Options.Window distinct
 // outcomes, in the order they were first seen; an outcome older than that
@@ -165,6 +168,9 @@ func (d *Detector) Observe(f *guard.Facts) {
 	if !stalled {
 		d.stalled = 0
 		return
+	}
+	if len(f.Refused) > 0 {
+		return // the refusal rule's case: neither a stalled step nor progress
 	}
 	if d.stalled < maxStalled {
 		d.stalled++

@@ -160,6 +160,12 @@ func TestCheck(t *testing.T) {
 			want:  cat(goOn(5), one(stop(3, 3))),
 		},
 		{
+			name:  "a step with a refused call neither counts nor starts the count again",
+			opts:  stall.Options{Threshold: 3},
+			steps: steps(talks(0, 2), []guard.Step{{Text: "again", Refused: []guard.ToolCall{a}}, {Refused: []guard.ToolCall{a}}}, talks(2, 1)),
+			want:  cat(goOn(4), one(stop(3, 3))),
+		},
+		{
 			name:  "empty steps are stalled",
 			opts:  stall.Options{Threshold: 3},
 			steps: []guard.Step{{}, {}, {}},
@@ -399,15 +405,7 @@ func TestSnapshotState(t *testing.T) {
 }
 
 func TestRestoreRejects(t *testing.T) {
-	sums := func(ids ...byte) string {
-		var raw []byte
-		for _, id := range ids {
-			var s [16]byte
-			s[0] = id
-			raw = append(raw, s[:]...)
-		}
-		return base64.RawStdEncoding.EncodeToString(raw)
-	}
+	sums := testutil.Sums
 	bad := []string{
 		``, `[]`, `{`, `"x"`, `{"stalled":"1","outcomes":""}`,
 		`{"stalled":-1,"outcomes":""}`,

@@ -1,24 +1,40 @@
-// Package text stops a run whose model says the same thing again and again,
-// even when other steps come between: the same closing message after every
-// action, "YOU ARE BEING TRANSFERRED TO A HUMAN AGENT" after each of six
-// transfers, a thought copied from step to step while the calls change.
+// Package text stops a run whose model says the same thing again and again
+// while nothing new comes back, even when other steps come between: the same
+// closing message after every action, "YOU ARE BEING TRANSFERRED TO A HUMAN
+// AGENT" after each of six transfers, the same reply to a user whose
+// messages change.
 //
 // The no-progress rule (package noprogress) stops only on steps in a row that
-// bring no new tool outcome; this rule looks at the text alone, within a
-// window of steps. It keeps the normalised text (guard.Facts.TextHash:
-// lower-cased, white space collapsed, trimmed) of the last Options.Window
-// steps, and stops when a step's text is the same as that of
-// Options.Threshold of them, itself included. Steps without text hold a place
-// in the window and never count, and so does a step whose input repeats the
-// previous step's input word for word: the same answer to a user who says
-// the same thing again is no loop of the agent's. (In detector.Defaults the
-// no-progress rule, for which a new input is no progress, still stops a
-// run of identical steps that call no tool, whatever the input.) A text
-// that goes on stops again.
+// bring no new tool outcome; this rule looks at the text within a window of
+// steps. It keeps the normalised text (guard.Facts.TextHash: lower-cased,
+// white space collapsed, trimmed) of the last Options.Window steps, and stops
+// when a step's text is the same as that of Options.Threshold of them, itself
+// included.
 //
-// In labelled real runs, a healthy agent says the same thing at most twice
-// within ten steps ("Now I run the tests again."), while looping agents
-// repeat theirs three times or more.
+// Only steps that bring nothing new count. A step whose successful calls
+// bring a tool outcome (guard.Call.Outcome) that no other step in the window
+// had is progress: the same sentence there is narration ("Run the tests.",
+// "Let me search for more information." before each new search), not a loop.
+// A failed call brings nothing new, and an ignored one is no call. Such a
+// step holds a place in the window and never counts; so does a step without
+// text, a step whose text is only a speaker label ("[planner]", "<coder>",
+// "assistant:": no words of the model's, which some integrations put on each
+// step of a team), a step in which the guard refused a call (that pattern is
+// package refusal's: the model gets to act on the refusal's feedback first),
+// and a step whose input repeats the previous step's input word for word
+// (the same answer to a user who says the same thing again is no loop of
+// the agent's; in detector.Defaults the no-progress rule, for which a new
+// input is no progress, still stops a run of identical steps that call no
+// tool, whatever the input). A text that goes on stops again.
+//
+// To know what a step brought, the detector remembers the outcomes of up to
+// MaxStepOutcomes successful calls of each step in the window.
+//
+// In labelled real runs, a healthy agent writes the same text on at most two
+// steps within ten that bring nothing new, while looping agents repeat
+// theirs three times or more; healthy coding agents narrate the same short
+// sentence three times in ten steps when each of those steps brings a new
+// result.
 //
 // The rule needs finished steps, so it judges nothing in preflight. With
 // Options.Warn, a step whose text brings a count to one short of the
@@ -26,9 +42,12 @@
 package text
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/loopguard/loopguard/canonical"
 	"github.com/loopguard/loopguard/feedback"
@@ -58,6 +77,16 @@ const (
 	DefaultWindow    = 10
 	MaxWindow        = 256
 )
+
+// MaxStepOutcomes is how many outcomes of successful calls the detector
+// remembers per step: a later call with one of them brings nothing new. A
+// call whose outcome was not remembered (the fifth successful call of a
+// step, and after) counts as new when it comes again.
+const MaxStepOutcomes = 4
+
+// maxLabel is the longest text (in bytes, trimmed) that is read as a
+// speaker label.
+const maxLabel = 64
 
 // Options tune the detector. The zero value is the default: the third same
 // text within the last 10 steps stops the run.
@@ -89,11 +118,23 @@ type Evidence struct {
 	TextPreview string `json:"textPreview"`
 }
 
-// entry is one step in the window: the hash of its text (zero without
-// text) and its index.
+// entry is one step in the window: the hash of its text (zero when it does
+// not count), its index, and the outcomes of its successful calls.
 type entry struct {
 	text canonical.Sum
 	step int
+	nOut int
+	outs [MaxStepOutcomes]canonical.Sum
+}
+
+// has reports whether the step brought outcome o.
+func (e *entry) has(o canonical.Sum) bool {
+	for i := range e.nOut {
+		if e.outs[i] == o {
+			return true
+		}
+	}
+	return false
 }
 
 // A Detector finds a text said too often among the newest steps. Create it
@@ -166,6 +207,40 @@ func (d *Detector) push(e entry) {
 	d.start = (d.start + 1) % len(d.ring)
 }
 
+// seen reports whether a step in the window, other than the oldest when
+// the window is full (the step that the next one pushes out), brought
+// outcome o.
+func (d *Detector) seen(o canonical.Sum) bool {
+	from := 0
+	if d.n == len(d.ring) {
+		from = 1
+	}
+	for i := from; i < d.n; i++ {
+		if e := &d.ring[(d.start+i)%len(d.ring)]; e.has(o) {
+			return true
+		}
+	}
+	return false
+}
+
+// isLabel reports whether s, trimmed, is only a speaker label: "[name]" or
+// "<name>" (a short text between brackets), or "name:" (one word and a
+// colon).
+func isLabel(s string) bool {
+	s = strings.TrimSpace(s)
+	if len(s) < 2 || len(s) > maxLabel {
+		return false
+	}
+	switch first, last := s[0], s[len(s)-1]; {
+	case first == '[' && last == ']', first == '<' && last == '>':
+		inner := strings.TrimSpace(s[1 : len(s)-1])
+		return inner != "" && !strings.ContainsAny(inner, "[]<>\n")
+	case last == ':':
+		return !strings.ContainsAny(s[:len(s)-1], " \t\r\n:")
+	}
+	return false
+}
+
 func (d *Detector) count(text canonical.Sum) int {
 	n := 0
 	for i := 0; i < d.n; i++ {
@@ -181,11 +256,27 @@ func (d *Detector) Observe(f *guard.Facts) {
 	d.verdict = guard.Verdict{}
 	sameInput := f.NewInput && f.InputHash == d.lastInput
 	d.lastInput = f.InputHash
-	if !f.HasText || sameInput {
-		d.push(entry{step: f.Index})
+	e := entry{step: f.Index}
+	progress := false
+	for i := range f.Calls {
+		c := &f.Calls[i]
+		if c.Ignored || c.Failed {
+			continue
+		}
+		if !d.seen(c.Outcome) {
+			progress = true
+		}
+		if e.nOut < MaxStepOutcomes && !e.has(c.Outcome) {
+			e.outs[e.nOut] = c.Outcome
+			e.nOut++
+		}
+	}
+	if !f.HasText || sameInput || progress || len(f.Refused) > 0 || f.Step() != nil && isLabel(f.Step().Text) {
+		d.push(e)
 		return
 	}
-	d.push(entry{text: f.TextHash, step: f.Index})
+	e.text = f.TextHash
+	d.push(e)
 	count := d.count(f.TextHash)
 	switch {
 	case count >= d.opts.Threshold:
@@ -239,6 +330,11 @@ type state struct {
 	Texts []*canonical.Sum `json:"texts"`
 	// Steps are the steps' indexes, in the same order.
 	Steps []int `json:"steps"`
+	// Outcomes are, in the same order, the remembered outcomes of each
+	// step's successful calls: at most MaxStepOutcomes distinct sums,
+	// concatenated and encoded in base64 without padding ("" for none).
+	// Absent when no step has any, as in the states of earlier versions.
+	Outcomes []string `json:"outcomes,omitempty"`
 	// LastInput is the hash of the last step's input, if it had one.
 	LastInput *canonical.Sum `json:"lastInput,omitempty"`
 }
@@ -261,6 +357,16 @@ func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 			s.Texts[i] = &sum
 		}
 		s.Steps[i] = e.step
+		if e.nOut > 0 {
+			if s.Outcomes == nil {
+				s.Outcomes = make([]string, d.n)
+			}
+			var b []byte
+			for _, o := range e.outs[:e.nOut] {
+				b = append(b, o[:]...)
+			}
+			s.Outcomes[i] = base64.RawStdEncoding.EncodeToString(b)
+		}
 	}
 	return json.Marshal(s)
 }
@@ -284,7 +390,10 @@ func (d *Detector) Restore(data []byte) error {
 		return fmt.Errorf("%s: %d steps in a window of %d", Name, len(s.Texts), d.opts.Window)
 	case len(s.Steps) != len(s.Texts):
 		return fmt.Errorf("%s: %d step indexes for %d texts", Name, len(s.Steps), len(s.Texts))
+	case s.Outcomes != nil && len(s.Outcomes) != len(s.Texts):
+		return fmt.Errorf("%s: %d outcome lists for %d texts", Name, len(s.Outcomes), len(s.Texts))
 	}
+	entries := make([]entry, len(s.Texts))
 	for i, step := range s.Steps {
 		if step < 0 || i > 0 && step < s.Steps[i-1] {
 			return fmt.Errorf("%s: step indexes must not be negative nor decrease (%v)", Name, s.Steps)
@@ -292,6 +401,18 @@ func (d *Detector) Restore(data []byte) error {
 		if t := s.Texts[i]; t != nil && *t == (canonical.Sum{}) {
 			return fmt.Errorf("%s: a zero text hash", Name)
 		}
+		entries[i] = entry{step: step}
+		if t := s.Texts[i]; t != nil {
+			entries[i].text = *t
+		}
+		if s.Outcomes != nil {
+			if err := entries[i].decode(s.Outcomes[i]); err != nil {
+				return fmt.Errorf("%s: step %d: %w", Name, step, err)
+			}
+		}
+	}
+	if s.Outcomes != nil && !slices.ContainsFunc(entries, func(e entry) bool { return e.nOut > 0 }) {
+		return fmt.Errorf("%s: outcome lists that are all empty (they are absent then)", Name)
 	}
 	if s.LastInput != nil && *s.LastInput == (canonical.Sum{}) {
 		return fmt.Errorf("%s: a zero input hash", Name)
@@ -300,12 +421,30 @@ func (d *Detector) Restore(data []byte) error {
 	if s.LastInput != nil {
 		d.lastInput = *s.LastInput
 	}
-	for i, t := range s.Texts {
-		e := entry{step: s.Steps[i]}
-		if t != nil {
-			e.text = *t
-		}
+	for _, e := range entries {
 		d.push(e)
+	}
+	return nil
+}
+
+// decode sets the step's outcomes from their form in a state.
+func (e *entry) decode(s string) error {
+	b, err := base64.RawStdEncoding.Strict().DecodeString(s)
+	switch {
+	case err != nil:
+		return fmt.Errorf("outcomes: %w", err)
+	case len(b)%len(canonical.Sum{}) != 0:
+		return fmt.Errorf("outcomes of %d bytes, not whole sums", len(b))
+	case len(b) > MaxStepOutcomes*len(canonical.Sum{}):
+		return fmt.Errorf("%d outcomes, at most %d are kept", len(b)/len(canonical.Sum{}), MaxStepOutcomes)
+	}
+	for ; len(b) > 0; b = b[len(canonical.Sum{}):] {
+		o := canonical.Sum(b[:len(canonical.Sum{})])
+		if o == (canonical.Sum{}) || e.has(o) {
+			return errors.New("a zero or repeated outcome")
+		}
+		e.outs[e.nOut] = o
+		e.nOut++
 	}
 	return nil
 }
@@ -316,10 +455,15 @@ func (d *Detector) CheckBounds(c guard.Counters) error {
 	if d.n > c.Steps {
 		return fmt.Errorf("%s: %d steps in the window, but %d steps recorded", Name, d.n, c.Steps)
 	}
+	outs := 0
 	for i := 0; i < d.n; i++ {
 		if s := d.ring[i].step; s >= c.Steps {
 			return fmt.Errorf("%s: step index %d, but %d steps recorded", Name, s, c.Steps)
 		}
+		outs += d.ring[i].nOut
+	}
+	if outs > c.ToolCalls {
+		return fmt.Errorf("%s: %d outcomes in the window, but %d calls recorded", Name, outs, c.ToolCalls)
 	}
 	return nil
 }

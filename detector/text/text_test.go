@@ -32,9 +32,19 @@ func newDetector(t tb, o text.Options) *text.Detector {
 
 func say(s string) guard.Step { return guard.Step{Text: s} }
 
-// act is a step with text and a new call each time.
+// act is a step with text and a call: a new outcome for each i.
 func act(s string, i int) guard.Step {
 	return guard.Step{Text: s, ToolCalls: []guard.ToolCall{{Name: "transfer", Args: map[string]int{"n": i}, Result: "ok"}}}
+}
+
+// fail is a step with text and a new call that fails.
+func fail(s string, i int) guard.Step {
+	return guard.Step{Text: s, ToolCalls: []guard.ToolCall{{Name: "run", Args: map[string]int{"n": i}, Err: errors.New("exit status 1")}}}
+}
+
+// refused is a step with text whose call the guard refused.
+func refused(s string) guard.Step {
+	return guard.Step{Text: s, Refused: []guard.ToolCall{{Name: "search", Args: map[string]string{"q": "loopguard"}}}}
 }
 
 func run(g *guard.Guard, ss ...guard.Step) []string {
@@ -72,9 +82,43 @@ func TestCheck(t *testing.T) {
 		{"steps without text do not count", text.Options{},
 			[]guard.Step{act("", 1), act("", 2), act("", 3), act("", 4)},
 			[]string{"", "", "", ""}},
-		{"new calls do not matter", text.Options{},
-			[]guard.Step{act("Let me try again.", 1), act("Let me try again.", 2), act("Let me try again.", 3)},
+		{"narration on steps that each bring a new outcome does not count", text.Options{},
+			[]guard.Step{act("Run reproduction script.", 1), act("Edit the file.", 2), act("Run reproduction script.", 3),
+				act("", 4), act("Run reproduction script.", 5), act("Run reproduction script.", 6)},
+			[]string{"", "", "", "", "", ""}},
+		{"a preamble before each new search does not count", text.Options{},
+			[]guard.Step{act("Let me search for more information.", 1), act("Let me search for more information.", 2),
+				act("Let me search for more information.", 3), act("Let me search for more information.", 4)},
+			[]string{"", "", "", ""}},
+		{"a call whose outcome the window holds brings nothing new", text.Options{},
+			[]guard.Step{act("Let me try again.", 1), act("Let me try again.", 1), act("Let me try again.", 1), act("Let me try again.", 1)},
+			[]string{"", "", "", "REPEATED_TEXT 3"}},
+		{"failed calls bring nothing new", text.Options{},
+			[]guard.Step{fail("Let me try again.", 1), fail("Let me try again.", 2), fail("Let me try again.", 3)},
 			[]string{"", "", "REPEATED_TEXT 3"}},
+		{"one new outcome among seen ones is progress", text.Options{Threshold: 2},
+			[]guard.Step{act("x", 1), say("x"), {Text: "x", ToolCalls: []guard.ToolCall{
+				{Name: "transfer", Args: map[string]int{"n": 1}, Result: "ok"}, {Name: "transfer", Args: map[string]int{"n": 2}, Result: "ok"}}}},
+			[]string{"", "", ""}},
+		{"an outcome of the step the window lets go is new again", text.Options{Window: 3, Threshold: 2},
+			[]guard.Step{act("x", 1), say("x"), say("y"), act("x", 1)},
+			[]string{"", "", "", ""}},
+		{"an outcome of the oldest step in the window is not new", text.Options{Window: 4, Threshold: 2},
+			[]guard.Step{act("x", 1), say("x"), say("y"), act("x", 1)},
+			[]string{"", "", "", "REPEATED_TEXT 2"}},
+		{"a speaker label is no text", text.Options{},
+			[]guard.Step{say("[flights_refunder]"), act("[flights_refunder]", 1), say(" [flights_refunder] "), say("[Flight Agent]"),
+				say("[Flight Agent]"), say("[Flight Agent]"), say("planner:"), say("planner:"), say("planner:"), say("<coder>")},
+			[]string{"", "", "", "", "", "", "", "", "", ""}},
+		{"a label with words after it is text", text.Options{},
+			[]guard.Step{say("[agent] Sorry, could you rephrase?"), say("[agent] Sorry, could you rephrase?"), say("[agent] Sorry, could you rephrase?")},
+			[]string{"", "", "REPEATED_TEXT 3"}},
+		{"a sentence ending in a colon is text", text.Options{},
+			[]guard.Step{say("Here is the plan:"), say("Here is the plan:"), say("Here is the plan:")},
+			[]string{"", "", "REPEATED_TEXT 3"}},
+		{"a step with a refused call does not count", text.Options{},
+			[]guard.Step{say("Let me search."), refused("Let me search."), refused("Let me search."), refused("Let me search."), say("Let me search.")},
+			[]string{"", "", "", "", ""}},
 		{"a text that left the window does not count", text.Options{},
 			[]guard.Step{say("a"), say("1"), say("2"), say("3"), say("4"), say("5"), say("6"), say("7"), say("8"), say("9"), say("a"), say("a")},
 			[]string{"", "", "", "", "", "", "", "", "", "", "", ""}},
@@ -101,7 +145,7 @@ func TestCheck(t *testing.T) {
 func TestVerdictAndWarning(t *testing.T) {
 	g, _ := guard.New(newDetector(t, text.Options{Warn: true}))
 	secret := "My password is hunter2."
-	vs := []guard.Verdict{g.Check(say(secret)), g.Check(act(secret, 1)), g.Check(say(secret))}
+	vs := []guard.Verdict{g.Check(say(secret)), g.Check(fail(secret, 1)), g.Check(say(secret))}
 	if len(vs[0].Warnings) != 0 {
 		t.Errorf("first: %v", vs[0])
 	}
@@ -154,7 +198,12 @@ func TestOptionsAndRestore(t *testing.T) {
 	for _, s := range []string{``, `{}`, `{"texts":[],"steps":[]}`, `{"texts":[` + k + `],"steps":[]}`,
 		`{"texts":[` + k + `,null],"steps":[2,1]}`, `{"texts":[null],"steps":[-1]}`,
 		`{"texts":["00000000000000000000000000000000"],"steps":[0]}`,
-		`{"texts":[null],"steps":[0],"lastInput":"00000000000000000000000000000000"}`} {
+		`{"texts":[null],"steps":[0],"lastInput":"00000000000000000000000000000000"}`,
+		`{"texts":[null],"steps":[0],"outcomes":[]}`, `{"texts":[null],"steps":[0],"outcomes":[""]}`,
+		`{"texts":[null],"steps":[0],"outcomes":["` + testutil.Sums(1) + `",""]}`, `{"texts":[null],"steps":[0],"outcomes":["not base64!"]}`,
+		`{"texts":[null],"steps":[0],"outcomes":["` + testutil.Sums(1) + `="]}`, `{"texts":[null],"steps":[0],"outcomes":["AAEC"]}`,
+		`{"texts":[null],"steps":[0],"outcomes":["` + testutil.Sums(1, 2, 3, 4, 5) + `"]}`, `{"texts":[null],"steps":[0],"outcomes":["` + testutil.Sums(0) + `"]}`,
+		`{"texts":[null],"steps":[0],"outcomes":["` + testutil.Sums(1, 1) + `"]}`} {
 		d := newDetector(t, text.Options{Window: 3, Threshold: 2})
 		g, _ := guard.New(d)
 		g.Check(say("x"))
@@ -172,10 +221,43 @@ func TestOptionsAndRestore(t *testing.T) {
 	if got, _ := d.Snapshot(guard.SnapshotOptions{}); string(got) != good {
 		t.Errorf("snapshot after restore = %s", got)
 	}
+	withOutcomes := `{"texts":[null,` + k + `],"steps":[4,7],"outcomes":["` + testutil.Sums(1, 2, 3, 4) + `",""],"lastInput":` + k + `}`
+	if err := d.Restore([]byte(withOutcomes)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := d.Snapshot(guard.SnapshotOptions{}); string(got) != withOutcomes {
+		t.Errorf("snapshot after restore = %s", got)
+	}
+}
+
+// TestStateOfTheFirstVersionRestores: a snapshot written before the window
+// kept outcomes (here by the first version, after two text-only steps that
+// said "Let me try again.") restores, and its steps count as having brought
+// none, so a call after the restore is new.
+func TestStateOfTheFirstVersionRestores(t *testing.T) {
+	const v1 = `{"version":1,"steps":2,"toolCalls":0,"failedToolCalls":0,` +
+		`"totals":{"inputTokens":0,"outputTokens":0,"totalTokens":0,"costUsd":0,"durationMs":0},"guard":"418af69d41a280aa7509df06d719688c",` +
+		`"detectors":[{"name":"text","fingerprint":"55baedf12c06aab9cd5595c35d1e351e",` +
+		`"state":{"texts":["ce7dff4f68a3334048f343a2c4ae1744","ce7dff4f68a3334048f343a2c4ae1744"],"steps":[0,1]}}]}`
+	g, err := guard.Restore([]byte(v1), newDetector(t, text.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := g.Snapshot(guard.SnapshotOptions{}); string(got) != v1 {
+		t.Errorf("snapshot after restore:\n got %s\nwant %s", got, v1)
+	}
+	if v := g.Check(act("Let me try again.", 1)); v.Stop {
+		t.Errorf("a new outcome after the restore stopped: %v", v)
+	}
+	if v := g.Check(act("Let me try again.", 1)); !v.Stop {
+		t.Errorf("the text a third time, with an outcome the window holds, went on: %v", v)
+	}
 }
 
 func TestSnapshotRestoreContinues(t *testing.T) {
-	pool := []guard.Step{say("a"), say("b"), act("a", 1), act("", 2), {}, {Text: "a", Input: "u"}, {Text: "b", Input: "u"}}
+	pool := []guard.Step{say("a"), say("b"), act("a", 1), act("", 2), {}, {Text: "a", Input: "u"}, {Text: "b", Input: "u"},
+		act("a", 3), fail("a", 1), refused("a"), say("[a]"), {Text: "a", ToolCalls: []guard.ToolCall{
+			{Name: "t", Args: 1, Result: 1}, {Name: "t", Args: 2, Result: 1}, {Name: "t", Args: 3, Result: 1}, {Name: "t", Args: 4, Result: 1}, {Name: "t", Args: 5, Result: 1}}}}
 	rapid.Check(t, func(t *rapid.T) {
 		w := rapid.IntRange(2, 6).Draw(t, "window")
 		opts := text.Options{Window: w, Threshold: rapid.IntRange(2, w).Draw(t, "threshold"), Warn: rapid.Bool().Draw(t, "warn")}
@@ -207,4 +289,28 @@ func TestConformance(t *testing.T) {
 	}
 	guardtest.Run(t, build(text.Options{}), guardtest.WithOtherOptions(build(text.Options{Threshold: 4})), checks)
 	guardtest.Run(t, build(text.Options{Window: 4, Threshold: 2, Warn: true}), guardtest.WithOtherOptions(build(text.Options{Window: 4, Threshold: 2})), checks)
+}
+
+// TestWarnsOneStepBefore: with Warn, the second counted step warns and the
+// third stops; a step with the text that brings a new outcome neither warns
+// nor stops, and does not bring the stop nearer.
+func TestWarnsOneStepBefore(t *testing.T) {
+	g, _ := guard.New(newDetector(t, text.Options{Warn: true}))
+	const s = "Let me try again."
+	var got []string
+	for _, st := range []guard.Step{say(s), act(s, 1), act(s, 2), say(s), act(s, 3), say(s)} {
+		v := g.Check(st)
+		switch {
+		case v.Stop:
+			got = append(got, v.Code)
+		case len(v.Warnings) > 0:
+			got = append(got, v.Warnings[0].Code)
+		default:
+			got = append(got, "")
+		}
+	}
+	want := []string{"", "", "", text.WarningCode, "", text.Code}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("verdicts (-want +got):\n%s", diff)
+	}
 }

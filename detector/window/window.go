@@ -6,9 +6,11 @@
 // order. Calls of ignored tools (see guard.Options.Ignore) are left out, and
 // steps without calls change nothing. By default two calls are the same when
 // their outcomes are equal (guard.Call.Outcome: tool, canonical arguments and
-// result or error): a call that is polled and answers something new each time
-// (a game's "legal moves", a job's progress) is not a repeat, while one that
-// keeps answering the same is. With Options.Compare set to CompareCall, calls
+// result or error; for a failed call guard.Call.Retry, the same arguments
+// failing with the same normalised error and result, since an error alone,
+// such as "exit code 1", says little): a call that is polled and answers
+// something new each time (a game's "legal moves", a job's progress) is not a
+// repeat, while one that keeps answering the same is. With Options.Compare set to CompareCall, calls
 // are compared by their key alone (guard.Call.Key: tool and arguments), as
 // the Rust crate does. The detector stops when a call is the same as more
 // than Options.Threshold of the calls in the window, itself included: with
@@ -225,7 +227,13 @@ func (d *Detector) RecentKeys() []canonical.Sum {
 
 // entry returns the window entry of a finished call.
 func (d *Detector) entry(c *guard.Call) call {
-	if d.outcomes {
+	switch {
+	case d.outcomes && c.Failed:
+		// A failure's outcome is its error alone ("exit code 1"); the
+		// same failure is the same call failing with the same normalised
+		// error and result.
+		return call{key: c.Key, same: c.Retry}
+	case d.outcomes:
 		return call{key: c.Key, same: c.Outcome}
 	}
 	return call{key: c.Key, same: c.Key}

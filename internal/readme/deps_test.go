@@ -8,5 +8,6 @@ import (
 	_ "github.com/loopguard/loopguard/detector"
 	_ "github.com/loopguard/loopguard/detector/finish"
 	_ "github.com/loopguard/loopguard/guard"
+	_ "github.com/loopguard/loopguard/guardtest"
 	_ "github.com/loopguard/loopguard/snapshot"
 )

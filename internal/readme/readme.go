@@ -71,7 +71,7 @@ func blocks(root string) ([]block, error) {
 		if err != nil {
 			return nil, err
 		}
-		bs, err := goBlocks(f, string(text))
+		bs, err := parseGoBlocks(f, string(text))
 		if err != nil {
 			return nil, err
 		}
@@ -80,21 +80,30 @@ func blocks(root string) ([]block, error) {
 	return all, nil
 }
 
-// goBlocks returns the ```go blocks of a Markdown text, the content of file.
-func goBlocks(file, text string) ([]block, error) {
-	var blocks []block
-	var cur *block
+// A fenced block of a Markdown text: its info string ("go", "sh", "") and
+// its text.
+type fenced struct {
+	line int // of its first line of text
+	lang string
+	text string
+}
+
+// fences returns the fenced blocks of a Markdown text.
+func fences(text string) ([]fenced, error) {
+	var blocks []fenced
+	var cur *fenced
 	var b strings.Builder
 	sc := bufio.NewScanner(strings.NewReader(text))
 	sc.Buffer(nil, len(text)+1)
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
+		trimmed := strings.TrimSpace(line)
 		switch {
-		case cur == nil && strings.TrimSpace(line) == "```go":
-			cur = &block{file: file, line: n + 1}
+		case cur == nil && strings.HasPrefix(trimmed, "```"):
+			cur = &fenced{line: n + 1, lang: strings.TrimPrefix(trimmed, "```")}
 			b.Reset()
-		case cur != nil && strings.TrimSpace(line) == "```":
-			cur.code = b.String()
+		case cur != nil && trimmed == "```":
+			cur.text = b.String()
 			blocks = append(blocks, *cur)
 			cur = nil
 		case cur != nil:
@@ -102,12 +111,44 @@ func goBlocks(file, text string) ([]block, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
+		return nil, err
 	}
 	if cur != nil {
-		return nil, fmt.Errorf("%s:%d: a Go block that does not end", file, cur.line-1)
+		return nil, fmt.Errorf("line %d: a block that does not end", cur.line-1)
 	}
 	return blocks, nil
+}
+
+// parseGoBlocks returns the ```go blocks of a Markdown text, the content of
+// file.
+func parseGoBlocks(file, text string) ([]block, error) {
+	fs, err := fences(text)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	var blocks []block
+	for _, f := range fs {
+		if f.lang == "go" {
+			blocks = append(blocks, block{file: file, line: f.line, code: f.text})
+		}
+	}
+	return blocks, nil
+}
+
+// isTestFile reports whether a block is a test file (it declares a
+// TestXxx(*testing.T) function): it is tested with the Go block before it,
+// as that block's main_test.go, by TestTestFileBlocks, not built alone.
+func isTestFile(code string) bool {
+	f, err := parser.ParseFile(token.NewFileSet(), "", code, parser.SkipObjectResolution)
+	if err != nil {
+		return false
+	}
+	for _, d := range f.Decls {
+		if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && strings.HasPrefix(fn.Name.Name, "Test") && fn.Type.Params.NumFields() == 1 {
+			return true
+		}
+	}
+	return false
 }
 
 // modules returns the directory, relative to root and slash-separated, of
@@ -312,7 +353,7 @@ func Test(t *testing.T) {
 			}
 			continue
 		}
-		if own != rel {
+		if own != rel || isTestFile(b.code) {
 			continue
 		}
 		n++

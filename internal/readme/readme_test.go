@@ -19,6 +19,26 @@ import (
 // import no adapter and no store.
 func TestGoBlocks(t *testing.T) { Test(t) }
 
+// fencedBlocks returns the fenced blocks of a Markdown text.
+func fencedBlocks(t *testing.T, text string) []fenced {
+	t.Helper()
+	fs, err := fences(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+// goBlocks returns the ```go blocks of README.md's text.
+func goBlocks(t *testing.T, text string) []block {
+	t.Helper()
+	bs, err := parseGoBlocks("README.md", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bs
+}
+
 // TestEveryBlockIsBuilt checks that each module that owns a Go block of
 // README.md or docs/*.md calls Test from a test in its root directory, so
 // that no block goes unbuilt, and that the core, whose test builds no SDK,
@@ -236,7 +256,7 @@ func TestBlocks(t *testing.T) {
 	}
 
 	write("docs/e.md", "ok\n\n```go\npackage e\n")
-	if _, err := blocks(root); err == nil || err.Error() != "docs/e.md:3: a Go block that does not end" {
+	if _, err := blocks(root); err == nil || err.Error() != "docs/e.md: line 3: a block that does not end" {
 		t.Errorf("blocks with an unended block: %v", err)
 	}
 }

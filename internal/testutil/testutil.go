@@ -3,9 +3,11 @@
 package testutil
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -116,4 +118,55 @@ func OptionFields(t testing.TB, err error, detector string) []string {
 		fields = append(fields, oe.Field)
 	}
 	return fields
+}
+
+// Panicky is a rule of one's own whose Observe panics while *Panics is above
+// zero (counting it down), or always while it is negative: for tests that a
+// panicking rule leaves its guard, its run and its locks as they were.
+type Panicky struct{ Panics *atomic.Int32 }
+
+var _ guard.Detector = Panicky{}
+
+// Name returns "panicky".
+func (Panicky) Name() string { return "panicky" }
+
+// Priority returns guard.PriorityCustom.
+func (Panicky) Priority() int { return guard.PriorityCustom }
+
+// Options returns nil.
+func (Panicky) Options() any { return nil }
+
+// Verdict goes on.
+func (Panicky) Verdict() guard.Verdict { return guard.Verdict{} }
+
+// Preflight allows.
+func (Panicky) Preflight(*guard.Facts) guard.Verdict { return guard.Verdict{} }
+
+// Snapshot returns null: the rule keeps no state.
+func (Panicky) Snapshot(guard.SnapshotOptions) ([]byte, error) { return []byte("null"), nil }
+
+// Restore does nothing.
+func (Panicky) Restore([]byte) error { return nil }
+
+// Reset does nothing.
+func (Panicky) Reset() {}
+
+// Observe panics as *Panics says.
+func (p Panicky) Observe(*guard.Facts) {
+	if n := p.Panics.Load(); n < 0 || n > 0 && p.Panics.CompareAndSwap(n, n-1) {
+		panic("panicky: boom")
+	}
+}
+
+// Sums returns the form of outcome sums in detector states: one 16-byte sum
+// per id (the id in its first byte, zeros after it), concatenated and
+// encoded in base64 without padding.
+func Sums(ids ...byte) string {
+	var raw []byte
+	for _, id := range ids {
+		var s [16]byte
+		s[0] = id
+		raw = append(raw, s[:]...)
+	}
+	return base64.RawStdEncoding.EncodeToString(raw)
 }

@@ -6,7 +6,9 @@
 //	runs, err := snapshot.New(store, cfg, snapshot.Options{})
 //
 // Each run is one Redis string under Options.Prefix + the run key: the 8-byte
-// version, then the snapshot. A save is one round trip: a Lua script compares
+// version, then the snapshot. Anything else under that key (a shorter string,
+// version 0, a list or another type) is reported as
+// [snapshot.ErrMalformed], which snapshot.Runs refuses, never as an outage. A save is one round trip: a Lua script compares
 // the stored version and sets the new value (with its TTL) atomically. A
 // load is a GET, or, when the caller holds a version already, a script that
 // answers with the version alone while it is unchanged. Measured against
@@ -26,6 +28,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -129,11 +132,16 @@ func (s *Store) Load(ctx context.Context, key string, seen snapshot.Version) ([]
 	if errors.Is(err, redis.Nil) {
 		return nil, 0, nil
 	}
+	if wrongType(err) {
+		// A list, a hash, ...: what the key holds is not ours, and Redis
+		// answered. It is no outage.
+		return nil, 0, fmt.Errorf("redis: %s holds no loopguard snapshot: %w (%w)", s.Key(key), snapshot.ErrMalformed, err)
+	}
 	if err != nil {
 		return nil, 0, err
 	}
 	if len(val) < 8 || binary.BigEndian.Uint64([]byte(val[:8])) == 0 {
-		return nil, 0, fmt.Errorf("redis: %s holds no loopguard snapshot", s.Key(key))
+		return nil, 0, fmt.Errorf("redis: %s holds no loopguard snapshot (%d bytes, no version): %w", s.Key(key), len(val), snapshot.ErrMalformed)
 	}
 	v := snapshot.Version(binary.BigEndian.Uint64([]byte(val[:8])))
 	if len(val) == 8 && v == seen {
@@ -167,6 +175,13 @@ func (s *Store) Save(ctx context.Context, key string, old, next snapshot.Version
 		return snapshot.ErrConflict
 	}
 	return nil
+}
+
+// wrongType reports whether err is Redis saying that the key holds a value
+// of another type than a string, from a command or from a script.
+func wrongType(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.Contains(re.Error(), "WRONGTYPE")
 }
 
 func versionBytes(v snapshot.Version) []byte {

@@ -201,3 +201,64 @@ func TestContention(t *testing.T) {
 	t.Logf("%d workers × %d steps on one run key: %d commits, %d steps, every verdict equal to a single guard's on the committed order; stops %v; %d preflights (%d refused); %.2fs, %.0f steps/s",
 		workers, steps, len(all), n, stops, preflights.Load(), refused.Load(), elapsed.Seconds(), float64(n)/elapsed.Seconds())
 }
+
+// TestGarbageUnderTheKeyIsRefused writes under a run's key what no Store
+// wrote: a short string, version 0, a list, a hash. Runs must refuse the run
+// (STORED_STATE_INVALID), not read it as an outage that FailOpen lets
+// through: a looping delete_db through fresh workers never runs.
+func TestGarbageUnderTheKeyIsRefused(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t, false)
+	c := srv.Client(nil)
+	s := newStore(t, c, "")
+	rkey := lgredis.DefaultPrefix + "run"
+	tests := []struct {
+		name  string
+		write func() error
+	}{
+		{"a short string", func() error { return c.Set(ctx, rkey, "abc", 0).Err() }},
+		{"version 0", func() error { return c.Set(ctx, rkey, "\x00\x00\x00\x00\x00\x00\x00\x00{}", 0).Err() }},
+		{"a version alone", func() error { return c.Set(ctx, rkey, "\x00\x00\x00\x00\x00\x00\x00\x07", 0).Err() }},
+		{"a version and garbage", func() error { return c.Set(ctx, rkey, "\x00\x00\x00\x00\x00\x00\x00\x07garbage", 0).Err() }},
+		{"a list", func() error { return c.RPush(ctx, rkey, "a", "b").Err() }},
+		{"a hash", func() error { return c.HSet(ctx, rkey, "f", "v").Err() }},
+	}
+	for _, tt := range tests {
+		for _, key := range [][]byte{nil, []byte("secret")} {
+			t.Run(fmt.Sprintf("%s/signed=%v", tt.name, key != nil), func(t *testing.T) {
+				c.Del(ctx, rkey)
+				if err := tt.write(); err != nil {
+					t.Fatal(err)
+				}
+				for i := range 10 {
+					runs, err := snapshot.New(s, config(t, `{}`), snapshot.Options{Key: key})
+					if err != nil {
+						t.Fatal(err)
+					}
+					call, d, err := runs.StartCall(ctx, "run", guard.ToolCall{Name: "delete_db", Args: map[string]any{}})
+					if call != nil || d.Allow || d.Code != snapshot.CodeTampered {
+						t.Fatalf("worker %d: the call was not refused as %s: %+v, %v", i, snapshot.CodeTampered, d, err)
+					}
+					var se *snapshot.StateError
+					if !errors.As(err, &se) || errors.As(err, new(*snapshot.StoreError)) {
+						t.Fatalf("worker %d: error %v, want a *StateError and no *StoreError", i, err)
+					}
+					if key != nil && !errors.Is(err, snapshot.ErrTampered) {
+						t.Fatalf("worker %d: error %v, want ErrTampered with a key set", i, err)
+					}
+				}
+			})
+		}
+	}
+	// The load that carries the version seen (a script) says so too.
+	c.Del(ctx, rkey)
+	c.RPush(ctx, rkey, "a")
+	if _, _, err := s.Load(ctx, "run", 7); !errors.Is(err, snapshot.ErrMalformed) {
+		t.Errorf("Load(seen 7) of a list: %v, want ErrMalformed", err)
+	}
+	// An outage is still an outage.
+	srv.Stop()
+	if _, _, err := s.Load(ctx, "run", 0); err == nil || errors.Is(err, snapshot.ErrMalformed) {
+		t.Errorf("Load with the server down: %v, want an error that is not ErrMalformed", err)
+	}
+}

@@ -1,0 +1,127 @@
+package mcp_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	lgmcp "github.com/loopguard/loopguard/adapters/mcp"
+	"github.com/loopguard/loopguard/guard"
+)
+
+// recovering is a user's recovery middleware: a panic below it becomes an
+// error of the request.
+func recovering(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (res sdk.Result, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				res, err = nil, fmt.Errorf("recovered: %v", p)
+			}
+		}()
+		return next(ctx, method, req)
+	}
+}
+
+// TestPanickingToolIsAFailedCall puts a recovery outside the guard and calls
+// a tool that panics. The call must be recorded as a failed call, not left
+// running: an open call counts in every later preflight, and a Keyed run
+// with one is never dropped from memory.
+func TestPanickingToolIsAFailedCall(t *testing.T) {
+	ctx := context.Background()
+	for _, door := range []string{"Middleware", "Keyed"} {
+		t.Run(door, func(t *testing.T) {
+			var runs atomic.Int32
+			s := newServer(t, &runs)
+			sdk.AddTool(s, &sdk.Tool{Name: "explode", Description: "panics"},
+				func(context.Context, *sdk.CallToolRequest, searchIn) (*sdk.CallToolResult, any, error) {
+					runs.Add(1)
+					panic("boom")
+				})
+			var summary func() guard.Summary
+			switch door {
+			case "Middleware":
+				g := newGuard(t)
+				s.AddReceivingMiddleware(lgmcp.Middleware(g))
+				summary = g.Summary
+			case "Keyed":
+				keyed, err := lgmcp.NewKeyed(lgmcp.KeyedOptions{Key: func(context.Context, *sdk.CallToolRequest) (string, error) { return "one", nil }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.AddReceivingMiddleware(keyed.Middleware())
+				summary = func() guard.Summary {
+					sum, err := keyed.Runs().Summary(ctx, "one")
+					if err != nil {
+						t.Fatal(err)
+					}
+					return sum
+				}
+			}
+			s.AddReceivingMiddleware(recovering) // outside the guard
+			_, cs := connect(t, s, nil)
+			for i := range 2 {
+				if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "explode", Arguments: map[string]any{"query": "x"}}); err == nil {
+					t.Fatalf("call %d of the panicking tool did not fail", i)
+				}
+			}
+			if sum := summary(); sum.Steps != 2 || sum.FailedToolCalls != 2 {
+				t.Errorf("summary: %d steps, %d failed calls; want 2, 2 (the calls were left running)", sum.Steps, sum.FailedToolCalls)
+			}
+			// Recorded, the panicking call repeats like any failing call:
+			// the third identical one is refused before it runs.
+			r := call(t, cs, "explode", "x")
+			if !r.IsError || runs.Load() != 2 {
+				t.Errorf("third call: %+v, the tool ran %d times; want a refusal and 2 runs", r, runs.Load())
+			}
+		})
+	}
+}
+
+// TestRefusalEscalates calls the same tool again and again: once the model
+// has asked three times for a refused call, the answer says so and says the
+// run should end (it used to say "it would have been the 3rd call in a row"
+// for ever).
+func TestRefusalEscalates(t *testing.T) {
+	for _, door := range []string{"Middleware", "Keyed"} {
+		t.Run(door, func(t *testing.T) {
+			var runs atomic.Int32
+			s := newServer(t, &runs)
+			if door == "Middleware" {
+				s.AddReceivingMiddleware(lgmcp.Middleware(newGuard(t)))
+			} else {
+				keyed, err := lgmcp.NewKeyed(lgmcp.KeyedOptions{Key: func(context.Context, *sdk.CallToolRequest) (string, error) { return "one", nil }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.AddReceivingMiddleware(keyed.Middleware())
+			}
+			_, cs := connect(t, s, nil)
+			first := wantRefusal(t, "search", `{"query":"q"}`)
+			for i := range 7 {
+				r := call(t, cs, "search", "q")
+				switch {
+				case i < 2:
+					if r.IsError {
+						t.Fatalf("call %d refused: %s", i+1, r.Text)
+					}
+				case i == 2:
+					if !r.IsError || r.Text != first {
+						t.Errorf("call 3: %+v, want the refusal %q", r, first)
+					}
+				case i >= 4:
+					want := fmt.Sprintf("You have asked %d times for a call to `search`", i-1)
+					if !r.IsError || !strings.HasPrefix(r.Text, "That call was not run.") || !strings.Contains(r.Text, want) {
+						t.Errorf("call %d: %+v, want a refusal that says %q", i+1, r, want)
+					}
+				}
+			}
+			if n := runs.Load(); n != 2 {
+				t.Errorf("the tool ran %d times, want 2", n)
+			}
+		})
+	}
+}
