@@ -181,3 +181,78 @@ func bench(b *testing.B, bytes int64, f func()) {
 		b.ReportMetric(float64(bytes)*1e3/cpu, "cpu-MB/s")
 	}
 }
+
+// hashSizes are the sizes of BenchmarkHashSize: from a small result to
+// maxPooledBytes, the largest encoding whose buffers the encoder keeps.
+var hashSizes = []int{1 << 10, 100 << 10, 300 << 10, 1 << 20, 4 << 20, maxPooledBytes}
+
+// recordsOfSize is a tool result of about n bytes of JSON text: an object
+// holding an array of records (13 values in about 1.1 KB each, so that 16
+// MiB hold fewer than MaxValues values, and no cut is made).
+func recordsOfSize(n int) []byte {
+	b := make([]byte, 0, n+2000)
+	b = append(b, `{"ok": true, "rows": [`...)
+	for i := 0; i == 0 || len(b) < n-1200; i++ {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = fmt.Appendf(b, `{"id": "row_%06d", "tokens": %d, "score": %g, "content": {"stdout": "`, i, i*37, float64(i)/7)
+		for j := range 12 {
+			b = fmt.Appendf(b, `src/server/handlers.go:%d: if err := h.auth(ctx, r); err != nil { \"%c\" }\n`, i+j, 'a'+j)
+		}
+		b = fmt.Appendf(b, `", "exit": 0, "files": ["a/b/c.go", "d/e.go"], "meta": {"cached": false, "ms": %d.5}}}`, i*3)
+	}
+	return append(b, `], "truncated": false}`...)
+}
+
+// textOfSize is a tool result of about n bytes of JSON text: an object
+// holding one long text (a file's content, a page), with escapes.
+func textOfSize(n int) []byte {
+	const line = `\tif err := h.auth(ctx, r); err != nil { http.Error(w, \"denied: été\", 401) }\n`
+	b := make([]byte, 0, n+len(line)+100)
+	b = append(b, `{"content": [{"type": "text", "text": "`...)
+	for len(b) < n-len(line)-30 {
+		b = append(b, line...)
+	}
+	return append(b, `"}], "isError": false}`...)
+}
+
+// BenchmarkHashSize hashes tool results of growing size, as JSON text and
+// as the Go value encoding/json decodes it into. Besides B/op it reports
+// cpu-ns/B, the CPU time per byte of JSON text, which should not grow with
+// the size.
+func BenchmarkHashSize(b *testing.B) {
+	for _, kind := range []string{"HashJSON", "Hash"} {
+		for _, shape := range []struct {
+			name string
+			text func(int) []byte
+		}{{"records", recordsOfSize}, {"text", textOfSize}} {
+			for _, n := range hashSizes {
+				b.Run(kind+"/"+shape.name+"/"+byteSize(n), func(b *testing.B) {
+					src := shape.text(n)
+					f := func() { HashJSON(src) }
+					if kind == "Hash" {
+						v := decode(src)
+						f = func() { Hash(v) }
+					}
+					b.SetBytes(int64(len(src)))
+					b.ReportAllocs()
+					cpu0 := cpuTime()
+					for b.Loop() {
+						f()
+					}
+					cpu := float64(cpuTime()-cpu0) / float64(b.N)
+					b.ReportMetric(cpu/float64(len(src)), "cpu-ns/B")
+				})
+			}
+		}
+	}
+}
+
+// byteSize names n bytes in KiB or MiB.
+func byteSize(n int) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%dMiB", n>>20)
+	}
+	return fmt.Sprintf("%dKiB", n>>10)
+}
