@@ -112,7 +112,8 @@ type encoder struct {
 	maxDepth  int  // containers nested deeper are cut
 	maxValues int  // values past this are cut
 	careful   bool // visit members in canonical order, so cuts are exact
-	idle      int  // calls in a row whose encoding fitted in smallBytes
+	sized     int  // the length of the JSON text sizeFor made room for
+	idle      int  // calls in a row that did not need big buffers (see trim)
 
 	// orders holds orders found for objects of n members whose prefixes
 	// were all distinct (n is 0 for an empty slot; see reorderFew).
@@ -151,6 +152,7 @@ const (
 func getEncoder() *encoder {
 	e := encoderPool.Get().(*encoder)
 	e.reset()
+	e.sized = 0
 	return e
 }
 
@@ -159,9 +161,11 @@ func putEncoder(e *encoder) {
 	encoderPool.Put(e)
 }
 
-// trim drops the buffers the pool should not keep (see maxPooledBytes).
+// trim drops the buffers the pool should not keep (see maxPooledBytes). A
+// call needed big buffers if its encoding or its text was more than half
+// smallBytes long: a buffer grown to hold it may be bigger than smallBytes.
 func (e *encoder) trim() {
-	if len(e.buf) > smallBytes {
+	if max(len(e.buf), e.sized) > smallBytes/2 {
 		e.idle = 0
 	} else if e.idle < bigIdleUses {
 		e.idle++
@@ -252,6 +256,7 @@ func (e *encoder) next() bool {
 // sizeFor gives buf room for the encoding of the JSON text src, which is
 // about as long, when src is long: buf would otherwise grow by doubling.
 func (e *encoder) sizeFor(src []byte) {
+	e.sized = len(src)
 	if len(src) > cap(e.buf) {
 		e.buf = make([]byte, 0, len(src)+len(src)/8)
 	}
