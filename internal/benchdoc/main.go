@@ -38,6 +38,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -168,6 +169,7 @@ func main() {
 	doc := flag.String("doc", "BENCHMARKS.md", "the document to rewrite")
 	baseline := flag.String("baseline", filepath.Join("internal", "benchdoc", "baseline.json"), "the baseline file")
 	baseCode := flag.String("base", "", "for -check: the baseline's code, a commit or a folder (default the commit that last wrote the baseline file)")
+	samplesOut := flag.String("samples", "", "write every round's measurements, of each tree, to this JSON file")
 	flag.Parse()
 	if *write == *check {
 		fmt.Fprintln(os.Stderr, "benchdoc: give -write or -check")
@@ -195,6 +197,9 @@ func main() {
 			err = writeAll(rn, n, *doc, *baseline)
 		} else {
 			err = checkAll(rn, n, *baseline, *baseCode, os.Stdout)
+		}
+		if *samplesOut != "" {
+			err = errors.Join(err, rn.writeSamples(*samplesOut))
 		}
 		rn.close()
 	}

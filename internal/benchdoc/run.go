@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -204,6 +205,28 @@ func (rn *runner) round(v *variant, pkg string, names []string) error {
 		}
 	}
 	return nil
+}
+
+// writeSamples writes every round's measurements to path as JSON: by tree,
+// package and benchmark, each measure's values in the order of the rounds.
+func (rn *runner) writeSamples(path string) error {
+	out := map[string]map[string]map[string]map[string][]float64{}
+	for _, v := range rn.variants {
+		pkgs := map[string]map[string]map[string][]float64{}
+		for pkg, got := range v.bench {
+			benches := map[string]map[string][]float64{}
+			for name, s := range got {
+				benches[name] = map[string][]float64{"ns/op": s.wall, "cpu-ns/op": s.cpu, "cpu/ref": s.cpuRef, "allocs/op": s.allocs, "B/op": s.bytes}
+			}
+			pkgs[pkg] = benches
+		}
+		out[v.name] = pkgs
+	}
+	data, err := json.MarshalIndent(out, "", "\t")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
 }
 
 // multiple returns, round by round, a benchmark's time as a multiple of its
