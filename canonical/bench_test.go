@@ -165,7 +165,8 @@ func benchmarkSHA256(b *testing.B, src []byte) {
 
 // bench runs f as benchmark b, and reports besides the wall-clock figures
 // the CPU time of the process per operation: on a machine that other
-// processes share, it varies far less.
+// processes share, it varies far less. Given the bytes of an operation, it
+// reports its CPU speed (cpu-MB/s) and CPU time per byte (cpu-ns/B).
 func bench(b *testing.B, bytes int64, f func()) {
 	if bytes > 0 {
 		b.SetBytes(bytes)
@@ -179,6 +180,7 @@ func bench(b *testing.B, bytes int64, f func()) {
 	b.ReportMetric(cpu, "cpu-ns/op")
 	if bytes > 0 {
 		b.ReportMetric(float64(bytes)*1e3/cpu, "cpu-MB/s")
+		b.ReportMetric(cpu/float64(bytes), "cpu-ns/B")
 	}
 }
 
@@ -221,8 +223,8 @@ func textOfSize(n int) []byte {
 // as the Go value encoding/json decodes it into, in steady state: after one
 // call, so that the pool holds an encoder that served a value as big (at
 // 16 MiB, b.Loop makes few calls, and the first would count for much).
-// Besides B/op it reports cpu-ns/B, the CPU time per byte of JSON text,
-// which should not grow with the size. HashBytes, MurmurHash3 of the text
+// Besides B/op, bench reports cpu-ns/B, the CPU time per byte of JSON
+// text, which should not grow with the size. HashBytes, MurmurHash3 of the text
 // alone, is the control: one pass over the bytes, which caches make dearer
 // per byte past a few hundred KB too.
 func BenchmarkHashSize(b *testing.B) {
@@ -243,14 +245,7 @@ func BenchmarkHashSize(b *testing.B) {
 						f = func() { HashBytes(src) }
 					}
 					f()
-					b.SetBytes(int64(len(src)))
-					b.ReportAllocs()
-					cpu0 := cpuTime()
-					for b.Loop() {
-						f()
-					}
-					cpu := float64(cpuTime()-cpu0) / float64(b.N)
-					b.ReportMetric(cpu/float64(len(src)), "cpu-ns/B")
+					bench(b, int64(len(src)), f)
 				})
 			}
 		}
