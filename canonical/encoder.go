@@ -137,7 +137,7 @@ var encoderPool = sync.Pool{New: func() any { return new(encoder) }}
 // before: buffers that grew by doubling to hold such a value are at most
 // twice as big, and are kept. Without them each call would allocate and
 // clear about twice the value's size and set off garbage collections, and
-// a byte would cost 1.5 times more at 1 MB than at 300 KB.
+// a byte cost 1.7 to 4 times more at 1 MiB than at 300 KiB (BENCHMARKS.md).
 //
 // So that the memory is held only while such values come, buffers of more
 // than smallBytes go after bigIdleUses calls in a row that did not need
