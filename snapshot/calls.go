@@ -57,11 +57,7 @@ func (r *Runs) StartCall(ctx context.Context, key string, call guard.ToolCall) (
 			if guard.IsFault(v) && v.Detector != DetectorName {
 				// Recording the refusal stopped the run: the answer
 				// escalates to that stop, as guard.StartCall's does.
-				d = guard.Decision{Reason: v.Reason, Code: v.Code, Detail: v.Detail, Evidence: v.Evidence,
-					Detector: v.Detector, CallID: call.ID, Warnings: v.Warnings}
-				if v.Feedback != "" {
-					d.Feedback = "That call was not run. " + v.Feedback
-				}
+				d = v.Refusal(call.ID)
 			}
 		}
 		return nil, d, err
