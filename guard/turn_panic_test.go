@@ -51,3 +51,36 @@ func TestTurnUsableAfterPreflightPanic(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckPanicLeavesPartOfTheStep pins what Guard.Check's doc says of a
+// rule that panics in Observe: the lock is released (the guard answers
+// again), and the step is counted although the panicking rule and those
+// after it never saw it.
+func TestCheckPanicLeavesPartOfTheStep(t *testing.T) {
+	panics := new(atomic.Int32)
+	g, err := guard.New(append(detector.Defaults(), testutil.Panicky{Panics: panics})...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	panics.Store(1)
+	func() {
+		defer func() { _ = recover() }()
+		g.Check(testutil.Calls(testutil.Done("search", `{"q":1}`, "r")))
+	}()
+	if panics.Load() != 0 {
+		t.Fatal("the rule did not panic")
+	}
+	done := make(chan guard.Summary, 1)
+	go func() { done <- g.Summary() }()
+	select {
+	case s := <-done:
+		if s.Steps != 1 {
+			t.Errorf("after the panic, %d steps counted, want 1 (the half-recorded step)", s.Steps)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the guard's lock stayed held after a rule panicked in Check")
+	}
+	if v := g.Check(guard.Step{Text: "x"}); v.Stop {
+		t.Errorf("the next step stopped: %s", v.Code)
+	}
+}
