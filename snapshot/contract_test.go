@@ -87,14 +87,15 @@ func errorsAs[E error](err error) bool {
 	return errors.As(err, &e)
 }
 
-// TestPolicyRefusalsAreNoSteps: StartCall's doc says that a refusal the
-// policy gives because the store failed is not a step. Through Begin, Run
-// and End (and through Preflight then Check with the refused calls in
-// Step.Refused, the quick start), the FailClosed policy's refusals are saved
-// as refused calls once the store is back, and the refusal rule counts them.
-// A model that retried its search twice during an outage, then searched
-// twice more and was refused once by a rule (the third identical search in a
-// row), is stopped with REPEATED_REFUSAL at that first rule's refusal.
+// TestPolicyRefusalsAreNoSteps: a refusal the policy gives because the store
+// failed is not a step, as StartCall's doc says. Through Begin, Run and End,
+// the FailClosed policy's refusals used to be saved as refused calls once the
+// store was back, and the refusal rule counted them: a model that retried its
+// search twice during an outage, then searched twice more and was refused
+// once by a rule (the third identical search in a row), was stopped with
+// REPEATED_REFUSAL at that first rule's refusal. (Through Preflight then
+// Check, the caller leaves such refusals out of Step.Refused, as README's
+// example does: Runs.Check cannot tell them apart.)
 func TestPolicyRefusalsAreNoSteps(t *testing.T) {
 	ctx := context.Background()
 	store := &flaky{Store: snapshot.NewMemory(nil)}
