@@ -165,7 +165,8 @@ func benchmarkSHA256(b *testing.B, src []byte) {
 
 // bench runs f as benchmark b, and reports besides the wall-clock figures
 // the CPU time of the process per operation: on a machine that other
-// processes share, it varies far less.
+// processes share, it varies far less. Given the bytes of an operation, it
+// reports its CPU speed (cpu-MB/s) and CPU time per byte (cpu-ns/B).
 func bench(b *testing.B, bytes int64, f func()) {
 	if bytes > 0 {
 		b.SetBytes(bytes)
@@ -179,5 +180,82 @@ func bench(b *testing.B, bytes int64, f func()) {
 	b.ReportMetric(cpu, "cpu-ns/op")
 	if bytes > 0 {
 		b.ReportMetric(float64(bytes)*1e3/cpu, "cpu-MB/s")
+		b.ReportMetric(cpu/float64(bytes), "cpu-ns/B")
 	}
+}
+
+// hashSizes are the sizes of BenchmarkHashSize: from a small result to
+// maxPooledBytes, the largest encoding whose buffers the encoder keeps.
+var hashSizes = []int{1 << 10, 100 << 10, 300 << 10, 1 << 20, 4 << 20, maxPooledBytes}
+
+// recordsOfSize is a tool result of about n bytes of JSON text: an object
+// holding an array of records (13 values in about 1.1 KB each, so that 16
+// MiB hold fewer than MaxValues values, and no cut is made).
+func recordsOfSize(n int) []byte {
+	b := make([]byte, 0, n+2000)
+	b = append(b, `{"ok": true, "rows": [`...)
+	for i := 0; i == 0 || len(b) < n-1200; i++ {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = fmt.Appendf(b, `{"id": "row_%06d", "tokens": %d, "score": %g, "content": {"stdout": "`, i, i*37, float64(i)/7)
+		for j := range 12 {
+			b = fmt.Appendf(b, `src/server/handlers.go:%d: if err := h.auth(ctx, r); err != nil { \"%c\" }\n`, i+j, 'a'+j)
+		}
+		b = fmt.Appendf(b, `", "exit": 0, "files": ["a/b/c.go", "d/e.go"], "meta": {"cached": false, "ms": %d.5}}}`, i*3)
+	}
+	return append(b, `], "truncated": false}`...)
+}
+
+// textOfSize is a tool result of about n bytes of JSON text: an object
+// holding one long text (a file's content, a page), with escapes.
+func textOfSize(n int) []byte {
+	const line = `\tif err := h.auth(ctx, r); err != nil { http.Error(w, \"denied: été\", 401) }\n`
+	b := make([]byte, 0, n+len(line)+100)
+	b = append(b, `{"content": [{"type": "text", "text": "`...)
+	for len(b) < n-len(line)-30 {
+		b = append(b, line...)
+	}
+	return append(b, `"}], "isError": false}`...)
+}
+
+// BenchmarkHashSize hashes tool results of growing size, as JSON text and
+// as the Go value encoding/json decodes it into, in steady state: after one
+// call, so that the pool holds an encoder that served a value as big (at
+// 16 MiB, b.Loop makes few calls, and the first would count for much).
+// Besides B/op, bench reports cpu-ns/B, the CPU time per byte of JSON
+// text, which should not grow with the size. HashBytes, MurmurHash3 of the text
+// alone, is the control: one pass over the bytes, which caches make dearer
+// per byte past a few hundred KB too.
+func BenchmarkHashSize(b *testing.B) {
+	for _, kind := range []string{"HashJSON", "Hash", "HashBytes"} {
+		for _, shape := range []struct {
+			name string
+			text func(int) []byte
+		}{{"records", recordsOfSize}, {"text", textOfSize}} {
+			for _, n := range hashSizes {
+				b.Run(kind+"/"+shape.name+"/"+byteSize(n), func(b *testing.B) {
+					src := shape.text(n)
+					f := func() { HashJSON(src) }
+					switch kind {
+					case "Hash":
+						v := decode(src)
+						f = func() { Hash(v) }
+					case "HashBytes":
+						f = func() { HashBytes(src) }
+					}
+					f()
+					bench(b, int64(len(src)), f)
+				})
+			}
+		}
+	}
+}
+
+// byteSize names n bytes in KiB or MiB.
+func byteSize(n int) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%dMiB", n>>20)
+	}
+	return fmt.Sprintf("%dKiB", n>>10)
 }

@@ -80,6 +80,11 @@ func Hash(v any) Sum {
 func HashJSON(src []byte) Sum {
 	e := getEncoder()
 	defer putEncoder(e)
+	return e.hashJSON(src)
+}
+
+// hashJSON is HashJSON with the encoder e.
+func (e *encoder) hashJSON(src []byte) Sum {
 	e.sizeFor(src)
 	e.run(func(e *encoder) {
 		if !e.jsonTextCut(src) {

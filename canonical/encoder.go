@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // The canonical encoding.
@@ -111,6 +112,8 @@ type encoder struct {
 	maxDepth  int  // containers nested deeper are cut
 	maxValues int  // values past this are cut
 	careful   bool // visit members in canonical order, so cuts are exact
+	sized     int  // the length of the JSON text sizeFor made room for
+	idle      int  // calls in a row that did not need big buffers (see trim)
 
 	// orders holds orders found for objects of n members whose prefixes
 	// were all distinct (n is 0 for an empty slot; see reorderFew).
@@ -127,18 +130,73 @@ type encoder struct {
 
 var encoderPool = sync.Pool{New: func() any { return new(encoder) }}
 
+// What an encoder keeps of its buffers when it goes back to the pool.
+//
+// Hashing a value up to maxPooledBytes long (its JSON text, or its
+// encoding) allocates nothing once the pool holds an encoder that did it
+// before: buffers that grew by doubling to hold such a value are at most
+// twice as big, and are kept. Without them each call would allocate and
+// clear about twice the value's size and set off garbage collections, and
+// a byte cost 1.7 to 4 times more at 1 MiB than at 300 KiB (BENCHMARKS.md).
+//
+// So that the memory is held only while such values come, buffers of more
+// than smallBytes go after bigIdleUses calls in a row that did not need
+// them (and with the encoder, after two garbage collections without a
+// call); buffers of more than twice maxPooledBytes are never kept.
+const (
+	maxPooledBytes = 16 << 20
+	smallBytes     = 1 << 20
+	bigIdleUses    = 64
+)
+
 func getEncoder() *encoder {
 	e := encoderPool.Get().(*encoder)
 	e.reset()
+	e.sized = 0
 	return e
 }
 
 func putEncoder(e *encoder) {
-	if cap(e.buf) > 1<<20 || cap(e.tmp) > 1<<20 || cap(e.members) > 1<<14 ||
-		cap(e.keys) > 1<<20 || cap(e.anys) > 1<<14 || cap(e.vals) > 1<<14 {
-		return // let the garbage collector have big buffers
-	}
+	e.trim()
 	encoderPool.Put(e)
+}
+
+// trim drops the buffers the pool should not keep (see maxPooledBytes). A
+// call needed big buffers if its encoding or its text was more than half
+// smallBytes long: a buffer grown to hold it may be bigger than smallBytes.
+func (e *encoder) trim() {
+	if max(len(e.buf), e.sized) > smallBytes/2 {
+		e.idle = 0
+	} else if e.idle < bigIdleUses {
+		e.idle++
+	}
+	limit := 2 * maxPooledBytes
+	if e.idle >= bigIdleUses {
+		limit = smallBytes
+	}
+	const (
+		memberSize = int(unsafe.Sizeof(member{}))
+		anySize    = int(unsafe.Sizeof(any(nil)))
+		valueSize  = int(unsafe.Sizeof(reflect.Value{}))
+	)
+	if cap(e.buf) > limit {
+		e.buf = nil
+	}
+	if cap(e.tmp) > limit {
+		e.tmp = nil
+	}
+	if cap(e.keys) > limit {
+		e.keys = nil
+	}
+	if cap(e.members)*memberSize > limit {
+		e.members = nil
+	}
+	if cap(e.anys)*anySize > limit {
+		e.anys = nil
+	}
+	if cap(e.vals)*valueSize > limit {
+		e.vals = nil
+	}
 }
 
 func (e *encoder) reset() {
@@ -198,6 +256,7 @@ func (e *encoder) next() bool {
 // sizeFor gives buf room for the encoding of the JSON text src, which is
 // about as long, when src is long: buf would otherwise grow by doubling.
 func (e *encoder) sizeFor(src []byte) {
+	e.sized = len(src)
 	if len(src) > cap(e.buf) {
 		e.buf = make([]byte, 0, len(src)+len(src)/8)
 	}

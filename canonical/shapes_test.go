@@ -3,6 +3,7 @@ package canonical
 import (
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -285,4 +286,120 @@ func bestCPUTime(n int, f func()) time.Duration {
 		best = min(best, cpuTime()-t0)
 	}
 	return best
+}
+
+// TestHashAllocsFlat: hashing a value of up to maxPooledBytes allocates no
+// more than hashing a small one, once the pool holds an encoder that served
+// a value as big. Before, the pool dropped encoders whose buffers had grown
+// past 1 MiB, so that each 1 MB hash allocated about twice its size.
+func TestHashAllocsFlat(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items at random")
+	}
+	sizes := hashSizes
+	if testing.Short() {
+		sizes = sizes[:4] // up to 1 MiB
+	}
+	// One P, so that the encoder put back is the one taken (a pool is per
+	// P), and no collection, which would empty the pool.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, kind := range []string{"HashJSON", "Hash"} {
+		for _, shape := range []struct {
+			name string
+			text func(int) []byte
+		}{{"records", recordsOfSize}, {"text", textOfSize}} {
+			for _, n := range sizes {
+				src := shape.text(n)
+				f := func() { HashJSON(src) }
+				if kind == "Hash" {
+					v := decode(src)
+					f = func() { Hash(v) }
+				}
+				// Calls first: 8, as a Go map's members come in random
+				// order, and only a call that meets a big object out of
+				// order grows the buffer for sorting it (a chance of 1
+				// in 4 per call for text); more than bigIdleUses up to
+				// 1 MiB, as a value that needs buffers bigger than
+				// smallBytes must keep them.
+				warm := 8
+				if n <= 1<<20 {
+					warm = bigIdleUses + 1
+				}
+				mallocs, bytes := allocsPerCall(warm, f)
+				if mallocs != 0 || bytes != 0 {
+					t.Errorf("%s of %s of %d bytes: %.1f allocations of %.0f bytes in all per call, want none",
+						kind, shape.name, len(src), mallocs, bytes)
+				}
+			}
+		}
+	}
+}
+
+// allocsPerCall calls f warm times, then measures the allocations of two
+// more calls, with the garbage collector off, and returns their mean number
+// and size.
+func allocsPerCall(warm int, f func()) (mallocs, bytes float64) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	for range warm {
+		f()
+	}
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	const calls = 2
+	for range calls {
+		f()
+	}
+	runtime.ReadMemStats(&m1)
+	return float64(m1.Mallocs-m0.Mallocs) / calls, float64(m1.TotalAlloc-m0.TotalAlloc) / calls
+}
+
+// TestEncoderTrim: an encoder keeps the buffers that a big value made it
+// grow until bigIdleUses calls in a row have not needed them, and never
+// keeps a buffer of more than twice maxPooledBytes.
+func TestEncoderTrim(t *testing.T) {
+	big := textOfSize(4 << 20)
+	e := new(encoder)
+	hash := func(src []byte) {
+		e.reset()
+		e.hashJSON(src)
+		e.trim()
+	}
+	held := func() int { return cap(e.buf) + cap(e.tmp) }
+	hash(big)
+	if held() < len(big) {
+		t.Fatalf("after a hash of %d bytes the encoder holds %d bytes of buffers, want at least as much", len(big), held())
+	}
+	for i := 1; i < bigIdleUses; i++ {
+		hash(argsJSON)
+	}
+	if held() < len(big) {
+		t.Errorf("after %d small hashes the encoder holds %d bytes of buffers, want the big ones kept", bigIdleUses-1, held())
+	}
+	hash(argsJSON)
+	if cap(e.buf) > smallBytes || cap(e.tmp) > smallBytes {
+		t.Errorf("after %d small hashes the encoder holds buffers of %d and %d bytes, want at most %d", bigIdleUses, cap(e.buf), cap(e.tmp), smallBytes)
+	}
+	hash(big) // needed again: kept again
+	if held() < len(big) {
+		t.Errorf("after another big hash the encoder holds %d bytes of buffers, want at least %d", held(), len(big))
+	}
+
+	// A value whose encoding fits in smallBytes may need a bigger buffer
+	// (HashJSON makes room for the text's length and an eighth): it is
+	// kept however often the value comes.
+	e = new(encoder)
+	mid := textOfSize(smallBytes)
+	for range bigIdleUses + 1 {
+		hash(mid)
+	}
+	if held() < len(mid) {
+		t.Errorf("after %d hashes of %d bytes the encoder holds %d bytes of buffers, want at least as much", bigIdleUses+1, len(mid), held())
+	}
+
+	e.buf = make([]byte, 2*maxPooledBytes)
+	e.tmp = make([]byte, 0, 2*maxPooledBytes+1)
+	e.trim()
+	if cap(e.buf) != 2*maxPooledBytes || e.tmp != nil {
+		t.Errorf("trim kept buffers of %d and %d bytes, want %d and none", cap(e.buf), cap(e.tmp), 2*maxPooledBytes)
+	}
 }

@@ -38,13 +38,12 @@ func TestStartCallRefusalEscalates(t *testing.T) {
 		got = append(got, answer{d.Allow, d.Code})
 		texts = append(texts, d.Feedback)
 	}
-	// The 4th call's refusal is a step that another rule may stop on (no
-	// progress); from the 5th on, the refusal rule stops.
+	// The 3rd and 4th calls are refused by the repeat rule (the first
+	// refusal is one refused request: the refusal rule's threshold is 3);
+	// from the 5th on, recording the refusal stops the run and the refusal
+	// rule's stop is the answer.
 	rc, rr := answer{Code: "REPEATED_TOOL_CALL"}, answer{Code: "REPEATED_REFUSAL"}
-	want := []answer{{Allow: true}, {Allow: true}, rc, got[3], rr, rr, rr}
-	if got[3].Allow {
-		t.Error("the 4th identical call was allowed")
-	}
+	want := []answer{{Allow: true}, {Allow: true}, rc, rc, rr, rr, rr}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("decisions (-want +got):\n%s", diff)
 	}
@@ -93,5 +92,22 @@ func TestStartCallSurvivesAPanickingRule(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("StartCall blocked after a rule panicked in Finish")
+	}
+}
+
+// TestVerdictRefusal pins the escalated answer that guard.StartCall and
+// snapshot.Runs.StartCall share: every field of the stop, the call's ID, and
+// feedback that says the call was not run (none when the stop has none).
+func TestVerdictRefusal(t *testing.T) {
+	w := []guard.Warning{{Code: "W"}}
+	v := guard.Verdict{Stop: true, Reason: "r", Code: "C", Detail: "d", Detector: "det", Feedback: "Stop.", Warnings: w}
+	want := guard.Decision{Reason: "r", Code: "C", Detail: "d", Detector: "det", CallID: "id",
+		Feedback: "That call was not run. Stop.", Warnings: w}
+	if diff := cmp.Diff(want, v.Refusal("id")); diff != "" {
+		t.Errorf("Refusal (-want +got):\n%s", diff)
+	}
+	v.Feedback, want.Feedback = "", ""
+	if diff := cmp.Diff(want, v.Refusal("id")); diff != "" {
+		t.Errorf("Refusal without feedback (-want +got):\n%s", diff)
 	}
 }

@@ -188,7 +188,14 @@ func (g *Guard) Detectors() []Detector {
 // priority order, or a verdict that goes on. Every detector observes every
 // step, whether or not an earlier one stops. Warnings of all detectors are
 // gathered. Check never panics on odd step data; a custom detector that
-// panics is not recovered from.
+// panics is not recovered from. Its panic goes on to the caller with the
+// guard's lock released, but the guard then holds part of the step: the step
+// is counted (Summary, the totals) and the detectors before the panicking
+// one have observed it, the others have not. Check again and the step counts
+// twice for some rules and once for others: discard such a guard, or
+// [Restore] it from a snapshot taken before the step. (snapshot.Runs drops
+// its cached guard and restores the run from the store.) Rolling the step
+// back would take a snapshot of every detector on every step.
 func (g *Guard) Check(s Step) Verdict {
 	return g.CheckContext(context.Background(), s)
 }

@@ -48,7 +48,7 @@ func (g *Guard) StartCall(ctx context.Context, call ToolCall) (*Running, Decisio
 		// Recording the refusal stopped the run (a model that keeps
 		// asking for a refused call): the answer is that stop, so that
 		// it escalates instead of repeating the first refusal's words.
-		d = stopDecision(v, call.ID)
+		d = v.Refusal(call.ID)
 	}
 	return r, d
 }
@@ -78,16 +78,6 @@ func (g *Guard) startCall(call ToolCall) (r *Running, d Decision, step int, v Ve
 		v, checked = g.checkCall(call, sum, false)
 	}
 	return r, d, step, v, checked
-}
-
-// stopDecision is the refusal of call id by the stop v.
-func stopDecision(v Verdict, id string) Decision {
-	d := Decision{Reason: v.Reason, Code: v.Code, Detail: v.Detail, Evidence: v.Evidence,
-		Detector: v.Detector, CallID: id, Warnings: v.Warnings}
-	if v.Feedback != "" {
-		d.Feedback = "That call was not run. " + v.Feedback
-	}
-	return d
 }
 
 // checkCall records a step of one call, which ran (with its result or error)

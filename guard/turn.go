@@ -113,10 +113,25 @@ func (t *Turn) Preflight(ctx context.Context, calls ...ToolCall) ([]Decision, er
 	if t.g.opts.Observer != nil {
 		steps = make([]int, len(calls))
 	}
+	if err := t.decide(calls, ds, steps); err != nil {
+		return nil, err
+	}
+	if t.g.opts.Observer != nil {
+		for i, d := range ds {
+			t.g.notify(ctx, Event{Phase: PhasePreflight, Step: steps[i], Verdict: d.Verdict()})
+		}
+	}
+	return ds, nil
+}
+
+// decide judges calls for Preflight, filling ds and, if not nil, steps. It
+// holds t.mu, released by a defer: a rule that panics must not leave the
+// turn locked for its End.
+func (t *Turn) decide(calls []ToolCall, ds []Decision, steps []int) error {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.ended {
-		t.mu.Unlock()
-		return nil, ErrTurnEnded
+		return ErrTurnEnded
 	}
 	t.calls = slices.Grow(t.calls, len(calls))
 	for i, c := range calls {
@@ -131,13 +146,7 @@ func (t *Turn) Preflight(ctx context.Context, calls ...ToolCall) ([]Decision, er
 			steps[i] = step
 		}
 	}
-	t.mu.Unlock()
-	if t.g.opts.Observer != nil {
-		for i, d := range ds {
-			t.g.notify(ctx, Event{Phase: PhasePreflight, Step: steps[i], Verdict: d.Verdict()})
-		}
-	}
-	return ds, nil
+	return nil
 }
 
 // judge preflights c together with the turn's allowed calls before it, and
@@ -185,26 +194,10 @@ func (t *Turn) Run(ctx context.Context, call ToolCall, fn func(ctx context.Conte
 		return nil, err
 	}
 	call.Result, call.Err = nil, nil
-	t.mu.Lock()
-	if t.ended {
-		t.mu.Unlock()
-		return nil, ErrTurnEnded
+	i, d, step, judged, err := t.take(call)
+	if err != nil {
+		return nil, err
 	}
-	i, known := t.claim(call)
-	judged := i < 0
-	var step int
-	if judged {
-		d, s, sum := t.judge(call, known)
-		if !d.Allow {
-			d.CallIndex, d.CallID = 0, call.ID
-		}
-		step = s
-		i = len(t.calls)
-		t.calls = append(t.calls, decided(call, sum, d))
-	}
-	t.calls[i].claimed = true
-	d := t.calls[i].decision()
-	t.mu.Unlock()
 	if judged && t.g.opts.Observer != nil {
 		t.g.notify(ctx, Event{Phase: PhasePreflight, Step: step, Verdict: d.Verdict()})
 	}
@@ -214,13 +207,44 @@ func (t *Turn) Run(ctx context.Context, call ToolCall, fn func(ctx context.Conte
 
 	result, err := runTool(ctx, fn)
 
+	t.finish(i, result, err)
+	return result, err
+}
+
+// take finds or judges call for Run and claims it: it returns the call's
+// index, its decision, and, when Run judged it now (judged), the index of
+// the step. It holds t.mu, released by a defer: a rule that panics must not
+// leave the turn locked for its End.
+func (t *Turn) take(call ToolCall) (i int, d Decision, step int, judged bool, err error) {
 	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return 0, Decision{}, 0, false, ErrTurnEnded
+	}
+	i, known := t.claim(call)
+	judged = i < 0
+	if judged {
+		dj, s, sum := t.judge(call, known)
+		if !dj.Allow {
+			dj.CallIndex, dj.CallID = 0, call.ID
+		}
+		step = s
+		i = len(t.calls)
+		t.calls = append(t.calls, decided(call, sum, dj))
+	}
+	t.calls[i].claimed = true
+	return i, t.calls[i].decision(), step, judged, nil
+}
+
+// finish records the outcome of the call at index i, unless the turn has
+// ended.
+func (t *Turn) finish(i int, result any, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if !t.ended {
 		c := &t.calls[i]
 		c.call.Result, c.call.Err, c.finished = result, err, true
 	}
-	t.mu.Unlock()
-	return result, err
 }
 
 // claim returns the index of the preflighted call that Run should take for
@@ -430,6 +454,25 @@ func (t *Turn) step(s Step, calls []ToolCall, sums *[]callSum) Step {
 	return s
 }
 
+// close ends the turn and puts its step in b for End, under t.mu (released
+// by a defer); false if it had ended already.
+func (t *Turn) close(s Step, b *factsBuf) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return false
+	}
+	t.ended = true
+	g := t.g
+	// The step's calls go in the buffer, with the sums of the calls, which
+	// check takes instead of hashing the arguments again.
+	b.cur = t.step(s, g.stepCalls(b), &b.sums)
+	if g.opts.History == 0 && b.cur.ToolCalls != nil {
+		b.calls = b.cur.ToolCalls
+	}
+	return true
+}
+
 // End finishes the turn: it records the step [Turn.Step] returns for s
 // (with [Guard.CheckContext], so the observer is told) and returns the
 // guard's verdict. The error is a [*StopError] carrying the verdict when the
@@ -442,22 +485,12 @@ func (t *Turn) step(s Step, calls []ToolCall, sums *[]callSum) Step {
 // End, Decision and Answer still answer, and Run, Preflight and SetResult
 // change nothing.
 func (t *Turn) End(ctx context.Context, s Step) (Verdict, error) {
-	t.mu.Lock()
-	if t.ended {
-		t.mu.Unlock()
-		return Verdict{}, ErrTurnEnded
-	}
-	t.ended = true
 	g := t.g
 	b := g.getFacts()
 	defer g.putFacts(b)
-	// The step's calls go in the buffer, with the sums of the calls, which
-	// check takes instead of hashing the arguments again.
-	b.cur = t.step(s, g.stepCalls(b), &b.sums)
-	if g.opts.History == 0 && b.cur.ToolCalls != nil {
-		b.calls = b.cur.ToolCalls
+	if !t.close(s, b) {
+		return Verdict{}, ErrTurnEnded
 	}
-	t.mu.Unlock()
 	v, step := g.checkFacts(b)
 	if g.opts.Observer != nil {
 		g.notify(ctx, Event{Phase: PhaseCheck, Step: step, Verdict: v})

@@ -137,6 +137,21 @@ func (d Decision) Verdict() Verdict {
 		Evidence: d.Evidence, Feedback: d.Feedback, Detector: d.Detector, Warnings: d.Warnings}
 }
 
+// Refusal returns the decision that refuses the call with this ID because of
+// the stop v: v's reason, code, detail, evidence, detector and warnings, and
+// as feedback "That call was not run. " followed by v's (none if v has
+// none). It is the answer [Guard.StartCall] gives when recording a refused
+// call stopped the run (REPEATED_REFUSAL), so that the answer escalates to
+// that stop; snapshot.Runs.StartCall gives the same.
+func (v Verdict) Refusal(callID string) Decision {
+	d := Decision{Reason: v.Reason, Code: v.Code, Detail: v.Detail, Evidence: v.Evidence,
+		Detector: v.Detector, CallID: callID, Warnings: v.Warnings}
+	if v.Feedback != "" {
+		d.Feedback = "That call was not run. " + v.Feedback
+	}
+	return d
+}
+
 // NormalFinisher is implemented by evidence that can say a stop is the model
 // finishing normally. The finish-reason detector's evidence implements it.
 type NormalFinisher interface {

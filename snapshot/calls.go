@@ -13,8 +13,14 @@ type Call struct {
 	r    *Runs
 	key  string
 	call guard.ToolCall
+	err  error // what went wrong when StartCall allowed it
 	done bool
 }
+
+// Err returns what went wrong when [Runs.StartCall] allowed the call (a
+// *StoreError, a *StateError, ErrBacklogFull, or the Factory's error, with
+// which FailOpen allows), or nil. The call was allowed as the policy says.
+func (c *Call) Err() error { return c.err }
 
 // StartCall is [guard.Guard.StartCall] for a run in the store, for servers in
 // which every tool call is a step of its own (an MCP server): it asks whether
@@ -27,6 +33,13 @@ type Call struct {
 // run for a fault (REPEATED_REFUSAL), the decision is that stop, as with
 // guard.StartCall. A refusal that the policy gives because the store failed,
 // or because the stored run cannot be used, is not a step.
+//
+// StartCall's error is not nil only when it returns no *Call: as with
+// [Runs.Begin], `if err != nil { return err }` never leaves a call running.
+// A call that the policy allows while the store is down (FailOpen) comes
+// with a nil error, and [Call.Err] reports the store's. A refusal comes with
+// the store's error when the store failed (the policy's refusal under
+// FailClosed, or a rule's refusal that could not be saved).
 //
 // Calls running at the same moment in other processes are not seen: each
 // process sees the calls it runs, and every call once it has finished.
@@ -44,18 +57,14 @@ func (r *Runs) StartCall(ctx context.Context, key string, call guard.ToolCall) (
 			if guard.IsFault(v) && v.Detector != DetectorName {
 				// Recording the refusal stopped the run: the answer
 				// escalates to that stop, as guard.StartCall's does.
-				d = guard.Decision{Reason: v.Reason, Code: v.Code, Detail: v.Detail, Evidence: v.Evidence,
-					Detector: v.Detector, CallID: call.ID, Warnings: v.Warnings}
-				if v.Feedback != "" {
-					d.Feedback = "That call was not run. " + v.Feedback
-				}
+				d = v.Refusal(call.ID)
 			}
 		}
 		return nil, d, err
 	}
-	c := &Call{r: r, key: key, call: call}
+	c := &Call{r: r, key: key, call: call, err: err}
 	e.running = append(e.running, c)
-	return c, d, err
+	return c, d, nil
 }
 
 // Finish records the call, with its result or error, as a step of its own

@@ -297,6 +297,11 @@ func New(store Store, guards Factory, o Options) (*Runs, error) {
 // saved so far. When the store fails, the error is a *StoreError, the step is
 // kept to be saved with the run's next operation ([Runs.Flush] forces it),
 // and the verdict follows the policy.
+//
+// Leave out of s.Refused the calls that the policy refused (a decision of
+// [Runs.Preflight] whose Detector is [DetectorName]): they are not the
+// model's refusals, and would count towards REPEATED_REFUSAL once the store
+// is back. [Runs.Begin]'s turns do this themselves.
 func (r *Runs) Check(ctx context.Context, key string, s guard.Step) (guard.Verdict, error) {
 	e := r.acquire(key)
 	defer r.release(e)

@@ -16,12 +16,12 @@ import (
 // turn is open.
 type Turn struct {
 	*guard.Turn
-	r   *Runs
-	key string
-
-	err error // the store's, when Begin met one
+	r      *Runs
+	key    string
+	policy *guard.Verdict // when the policy refuses every call, its stop
 
 	mu    sync.Mutex
+	err   error // the store's, when Begin or End met one
 	ended bool
 }
 
@@ -47,12 +47,19 @@ func (r *Runs) Begin(ctx context.Context, key string) (*Turn, error) {
 	err := r.sync(ctx, e)
 	var se *StoreError
 	storeDown := errors.As(err, &se)
-	var g *guard.Guard
+	var (
+		g      *guard.Guard
+		policy guard.Verdict
+	)
 	switch {
 	case isStateError(err):
-		g = refusingGuard(brokenVerdict())
+		policy = brokenVerdict()
 	case storeDown && r.opts.Policy == FailClosed:
-		g = refusingGuard(r.policyVerdict(guard.Verdict{}))
+		policy = r.policyVerdict(guard.Verdict{})
+	}
+	switch {
+	case policy.Stop:
+		g = refusingGuard(policy)
 	default:
 		if storeDown {
 			if _, ferr := r.catchUp(ctx, e); ferr != nil {
@@ -71,13 +78,22 @@ func (r *Runs) Begin(ctx context.Context, key string) (*Turn, error) {
 		}
 		g = c
 	}
-	return &Turn{Turn: g.Begin(), r: r, key: key, err: err}, nil
+	t := &Turn{Turn: g.Begin(), r: r, key: key, err: err}
+	if policy.Stop {
+		t.policy = &policy
+	}
+	return t, nil
 }
 
 // Err returns what went wrong with the store when [Runs.Begin] started the
-// turn (a *StoreError, a *StateError, or ErrBacklogFull), or nil. The turn
-// then follows the policy.
-func (t *Turn) Err() error { return t.err }
+// turn or [Turn.End] saved its step (a *StoreError, a *StateError,
+// ErrBacklogFull, joined when both met one), or nil. The turn's answers then
+// follow the policy.
+func (t *Turn) Err() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.err
+}
 
 // copyGuard returns a new guard with g's state.
 func (r *Runs) copyGuard(g *guard.Guard) (*guard.Guard, error) {
@@ -90,9 +106,22 @@ func (r *Runs) copyGuard(g *guard.Guard) (*guard.Guard, error) {
 
 // End saves the turn's step ([guard.Turn.Step] of s) with [Runs.Check] and
 // returns the verdict. As with [guard.Turn.End], a verdict that stops the run
-// for a fault comes with a [*guard.StopError] ([guard.Verdict.Err]); a
-// store's error (see Runs.Check) is joined to it. A turn ends once: a second
-// End returns guard.ErrTurnEnded.
+// for a fault comes with a [*guard.StopError] ([guard.Verdict.Err]); the
+// FailClosed policy's stop while the store is down is one. A store that
+// fails is not an error of End, as it is not of Begin: the verdict follows
+// the policy, the step is kept to be saved later, and [Turn.Err] reports
+// the store's error. End's error is otherwise not nil only when the verdict
+// could not be made as it should (the Factory failed, or the guard could not
+// be saved), joined to the StopError if any. A turn ends once: a second End
+// returns guard.ErrTurnEnded.
+//
+// A turn whose calls the policy refused (Begin met the store down under
+// FailClosed, or a stored run that cannot be used) is not a step, as
+// StartCall's refusals by the policy are not: End saves nothing (neither the
+// refused calls, which are not the model's refusals, nor the step's text and
+// usage) and returns the policy's stop, so that an outage never counts
+// towards REPEATED_REFUSAL, NO_PROGRESS, REPEATED_TEXT or a stall. Such a
+// turn without calls, the model's answer, is saved as any other step.
 func (t *Turn) End(ctx context.Context, s guard.Step) (guard.Verdict, error) {
 	t.mu.Lock()
 	if t.ended {
@@ -101,8 +130,41 @@ func (t *Turn) End(ctx context.Context, s guard.Step) (guard.Verdict, error) {
 	}
 	t.ended = true
 	t.mu.Unlock()
-	v, err := t.r.Check(ctx, t.key, t.Turn.Step(s))
-	return v, errors.Join(v.Err(), err)
+	step := t.Turn.Step(s)
+	if t.policy != nil && len(step.Refused) > 0 {
+		return *t.policy, t.policy.Err()
+	}
+	v, err := t.r.Check(ctx, t.key, step)
+	store, other := splitStoreErrors(err)
+	if store != nil {
+		t.mu.Lock()
+		t.err = errors.Join(t.err, store)
+		t.mu.Unlock()
+	}
+	return v, errors.Join(v.Err(), other)
+}
+
+// splitStoreErrors splits err (one error, or errors joined) into what went
+// wrong with the store (a *StoreError, a *StateError, ErrBacklogFull) and the
+// rest.
+func splitStoreErrors(err error) (store, other error) {
+	if err == nil {
+		return nil, nil
+	}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	var s, o []error
+	for _, e := range errs {
+		var se *StoreError
+		if errors.As(e, &se) || isStateError(e) || errors.Is(e, ErrBacklogFull) {
+			s = append(s, e)
+		} else {
+			o = append(o, e)
+		}
+	}
+	return errors.Join(s...), errors.Join(o...)
 }
 
 // refusingGuard returns a guard whose only rule refuses every call with v.

@@ -144,6 +144,9 @@ func (k *Keyed) Middleware() sdk.Middleware {
 			}
 			call := guard.ToolCall{Name: ctreq.Params.Name, Args: rawArgs(ctreq.Params.Arguments)}
 			c, d, err := k.runs.StartCall(ctx, key, call)
+			if err == nil && c != nil {
+				err = c.Err() // the store's, when the policy allowed the call
+			}
 			if err != nil {
 				k.report(ctx, key, err)
 			}

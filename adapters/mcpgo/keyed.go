@@ -142,6 +142,9 @@ func (k *Keyed) Middleware() server.ToolHandlerMiddleware {
 			}
 			call := guard.ToolCall{Name: req.Params.Name, Args: arguments(req.Params)}
 			c, d, err := k.runs.StartCall(ctx, key, call)
+			if err == nil && c != nil {
+				err = c.Err() // the store's, when the policy allowed the call
+			}
 			if err != nil {
 				k.report(ctx, key, err)
 			}

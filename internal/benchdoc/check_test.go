@@ -179,3 +179,53 @@ func TestSpeedOfCPUTime(t *testing.T) {
 		t.Errorf("with CPU time (-want +got):\n%s", diff)
 	}
 }
+
+// roundsRunner is fakeRunner with times given round by round: the
+// reference's and X's, in the working tree and in the baseline's code.
+func roundsRunner(headRef, headX, baseRef, baseX []float64) *runner {
+	rn := fakeRunner(1, 1, 0, 0)
+	for i, v := range rn.variants {
+		v.bench["./p"]["Ref"].wall = [][]float64{headRef, baseRef}[i]
+		v.bench["./p"]["X"].wall = [][]float64{headX, baseX}[i]
+	}
+	return rn
+}
+
+// A figure is the lesser of the median of the rounds' ratios and the ratio
+// of the best rounds (each tree's least time over its reference's least
+// time): rounds that other processes slowed do not fail the check, even most
+// of them, nor does one lucky round of the baseline, nor a round whose
+// reference alone was slowed; a figure slower in every round fails.
+func TestCompareBestOfRounds(t *testing.T) {
+	ref := []float64{1000, 1000, 1000, 1000, 1000, 1000}
+	x := []float64{2000, 2000, 2000, 2000, 2000, 2000}
+	tests := []struct {
+		name           string
+		headRef, headX []float64
+		baseRef, baseX []float64
+		want           string
+	}{
+		{"same", ref, x, ref, x, ""},
+		{"four rounds of six slowed by 45%", ref, []float64{2000, 2900, 2900, 2900, 2900, 2000}, ref, x, ""},
+		{"the baseline's reference slowed in one round", ref, x, []float64{1000, 1700, 1000, 1000, 1000, 1000}, x, ""},
+		{"one lucky round of the baseline", ref, x, ref, []float64{2000, 2000, 1500, 2000, 2000, 2000}, ""},
+		{"25% slower in every round, one round slowed more", ref, []float64{2500, 2500, 3500, 2500, 2500, 2500}, ref, x, ""},
+		{"30% slower in every round", ref, []float64{2600, 2600, 3500, 2600, 2600, 2600}, ref, x, "SLOWER: 1.30× the baseline"},
+		{"30% slower, the machine twice as slow for the baseline", ref, []float64{2600, 2600, 2600, 2600, 2600, 2600},
+			[]float64{2000, 2000, 2000, 2000, 2000, 2000}, []float64{4000, 4000, 4000, 4000, 4000, 4000}, "SLOWER: 1.30× the baseline"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rn := roundsRunner(tt.headRef, tt.headX, tt.baseRef, tt.baseX)
+			var out strings.Builder
+			got := compare(rn, &baselineFile{}, &out)
+			var want []failure
+			if tt.want != "" {
+				want = []failure{{"./p", "X", tt.want}}
+			}
+			if diff := cmp.Diff(want, got, cmp.AllowUnexported(failure{})); diff != "" {
+				t.Errorf("compare (-want +got):\n%s\noutput:\n%s", diff, out.String())
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -111,7 +112,24 @@ func (rn *runner) names(pkg string) []string {
 // rounds runs the benchmarks of pkg n more times in every variant, the
 // variants in turn, in an order that alternates from round to round.
 func (rn *runner) rounds(pkg string, n int) error {
-	names := rn.names(pkg)
+	return rn.roundsOf(pkg, rn.names(pkg), n)
+}
+
+// withReferences returns the benchmarks names of pkg with their references.
+func (rn *runner) withReferences(pkg string, names []string) []string {
+	out := slices.Clone(names)
+	for _, t := range rn.ts {
+		for _, rw := range t.rows {
+			if t.pkg == pkg && slices.Contains(names, rw.bench) {
+				out = append(out, t.reference(rw))
+			}
+		}
+	}
+	return slices.Compact(slices.Sorted(slices.Values(out)))
+}
+
+// roundsOf is rounds of the benchmarks names of pkg only.
+func (rn *runner) roundsOf(pkg string, names []string, n int) error {
 	for i := range n {
 		order := slices.Clone(rn.variants)
 		if i%2 == 1 {
@@ -189,6 +207,28 @@ func (rn *runner) round(v *variant, pkg string, names []string) error {
 	return nil
 }
 
+// writeSamples writes every round's measurements to path as JSON: by tree,
+// package and benchmark, each measure's values in the order of the rounds.
+func (rn *runner) writeSamples(path string) error {
+	out := map[string]map[string]map[string]map[string][]float64{}
+	for _, v := range rn.variants {
+		pkgs := map[string]map[string]map[string][]float64{}
+		for pkg, got := range v.bench {
+			benches := map[string]map[string][]float64{}
+			for name, s := range got {
+				benches[name] = map[string][]float64{"ns/op": s.wall, "cpu-ns/op": s.cpu, "cpu/ref": s.cpuRef, "allocs/op": s.allocs, "B/op": s.bytes}
+			}
+			pkgs[pkg] = benches
+		}
+		out[v.name] = pkgs
+	}
+	data, err := json.MarshalIndent(out, "", "\t")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}
+
 // multiple returns, round by round, a benchmark's time as a multiple of its
 // reference, and what the reference is: benchcpu's reference work if the
 // benchmark measured it, or else the row's reference benchmark, run in the
@@ -207,6 +247,45 @@ func (v *variant) multiple(t table, rw row) ([]float64, string) {
 		return nil, ""
 	}
 	return over(s, ref), t.reference(rw)
+}
+
+// best returns a benchmark's best multiple of its reference over the
+// rounds, and what the reference is (as multiple does): its least time over
+// the least time of the reference (benchcpu's reference work, measured
+// around the benchmark's loop, or the row's reference benchmark). Other
+// processes only ever slow a round down, by as much as 30% on two busy
+// cores, and unevenly from one moment to the next; the least of several
+// rounds is the figure they disturbed least, for our code and for the
+// reference alike. Comparing the least times, rather than the rounds'
+// multiples, keeps a round whose reference alone was slowed from looking
+// fast. It returns 0 when the rounds have no time.
+func (v *variant) best(t table, rw row) (float64, string) {
+	s := v.bench[t.pkg][rw.bench]
+	if s == nil || len(s.time()) == 0 {
+		return 0, ""
+	}
+	if len(s.cpuRef) == len(s.wall) && len(s.cpuRef) > 0 {
+		if len(s.cpu) != len(s.cpuRef) {
+			return slices.Min(s.cpuRef), "benchcpu.Reference"
+		}
+		refs := make([]float64, len(s.cpu))
+		for i, c := range s.cpu {
+			refs[i] = c / s.cpuRef[i] // the reference's CPU time in that round
+		}
+		return slices.Min(s.cpu) / slices.Min(refs), "benchcpu.Reference"
+	}
+	ref := v.bench[t.pkg][t.reference(rw)]
+	if ref == nil {
+		return 0, ""
+	}
+	st, ot := s.time(), ref.time()
+	if (len(s.cpu) > 0) != (len(ref.cpu) > 0) {
+		st, ot = s.wall, ref.wall
+	}
+	if len(st) == 0 || len(ot) == 0 {
+		return 0, ""
+	}
+	return slices.Min(st) / slices.Min(ot), t.reference(rw)
 }
 
 // over returns, round by round, the time of s over the time of o: both CPU

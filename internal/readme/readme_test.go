@@ -1,197 +1,344 @@
 package readme
 
 import (
-	"bufio"
-	"encoding/json"
-	"fmt"
+	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
-// A block is one ```go block of the README.
-type block struct {
-	line int    // of its first line of code
-	code string // as written
-}
-
-// A fenced block of a Markdown text: its info string ("go", "sh", "") and
-// its text.
-type fenced struct {
-	line int // of its first line of text
-	lang string
-	text string
-}
+// TestGoBlocks builds the Go blocks that belong to the core: those that
+// import no adapter and no store.
+func TestGoBlocks(t *testing.T) { Test(t) }
 
 // fencedBlocks returns the fenced blocks of a Markdown text.
 func fencedBlocks(t *testing.T, text string) []fenced {
 	t.Helper()
-	var blocks []fenced
-	var cur *fenced
-	var b strings.Builder
-	sc := bufio.NewScanner(strings.NewReader(text))
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		trimmed := strings.TrimSpace(line)
-		switch {
-		case cur == nil && strings.HasPrefix(trimmed, "```"):
-			cur = &fenced{line: n + 1, lang: strings.TrimPrefix(trimmed, "```")}
-			b.Reset()
-		case cur != nil && trimmed == "```":
-			cur.text = b.String()
-			blocks = append(blocks, *cur)
-			cur = nil
-		case cur != nil:
-			b.WriteString(line + "\n")
-		}
+	fs, err := fences(text)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if cur != nil {
-		t.Fatalf("line %d: a block that does not end", cur.line-1)
-	}
-	return blocks
+	return fs
 }
 
-// goBlocks returns the ```go blocks of a Markdown text.
+// goBlocks returns the ```go blocks of README.md's text.
 func goBlocks(t *testing.T, text string) []block {
 	t.Helper()
-	var blocks []block
-	for _, f := range fencedBlocks(t, text) {
-		if f.lang == "go" {
-			blocks = append(blocks, block{line: f.line, code: f.text})
-		}
+	bs, err := parseGoBlocks("README.md", text)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return blocks
+	return bs
 }
 
-var adapterImport = regexp.MustCompile(`"github\.com/loopguard/loopguard/adapters/([a-z]+)"`)
-
-// TestGoBlocks builds every Go block of README.md as a file of its own:
-// imports included, nothing left to declare. A block that imports an
-// adapter is built in that adapter's module: through the workspace, or, for
-// a module that go.work leaves out, on the module's own go.mod (GOWORK=off).
-// The blocks are laid over the tree with go build -overlay, so nothing is
-// written into it. A build that fails without naming a block fails too.
-func TestGoBlocks(t *testing.T) {
-	root, readme := readREADME(t)
-	blocks := goBlocks(t, readme)
-	if len(blocks) < 8 {
-		t.Fatalf("only %d Go blocks in README.md", len(blocks))
+// TestEveryBlockIsBuilt checks that each module that owns a Go block of
+// README.md or docs/*.md calls Test from a test in its root directory, so
+// that no block goes unbuilt, and that the core, whose test builds no SDK,
+// owns only blocks that import none and links the core's packages they
+// import.
+func TestEveryBlockIsBuilt(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
 	}
-	inWork := workspaceDirs(t, root)
-	tmp := t.TempDir()
-	// A build is one go build: its directory (the root for the workspace,
-	// an adapter's directory for a module outside it) and its blocks.
-	type build struct {
-		dir     string
-		replace map[string]string
-		pkgs    []string
-		blocks  []int
+	all, err := blocks(root)
+	if err != nil {
+		t.Fatal(err)
 	}
-	builds := map[string]*build{}
-	var order []string
-	problems := map[int][]string{} // by block
-	names := map[int][]string{}    // the names the compiler may give each block's file
-	for i, b := range blocks {
-		// A block that is no Go file at all would stop go build from
-		// loading any of them: say so here.
-		if _, err := parser.ParseFile(token.NewFileSet(), fmt.Sprintf("README.md:%d", b.line), b.code, parser.PackageClauseOnly); err != nil {
-			problems[i] = append(problems[i], "not a Go file: "+err.Error())
+	if len(all) < 8 {
+		t.Fatalf("only %d Go blocks in README.md and docs/*.md", len(all))
+	}
+	mods, err := modules(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps, err := parser.ParseFile(token.NewFileSet(), "deps_test.go", nil, parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	linked := map[string]bool{}
+	for _, imp := range deps.Imports {
+		p, _ := strconv.Unquote(imp.Path.Value)
+		linked[p] = true
+	}
+	owners := map[string][]string{}
+	for _, b := range all {
+		own, err := owner(b, mods)
+		if err != nil {
+			t.Errorf("%s: %v", b.name(), err)
 			continue
 		}
-		if isTestFile(b.code) {
-			continue // built and run with the block before it by TestTestFileBlocks
-		}
-		dir, buildDir := root, root
-		if m := adapterImport.FindStringSubmatch(b.code); m != nil {
-			dir = filepath.Join(root, "adapters", m[1])
-			if !inWork[dir] {
-				buildDir = dir
+		owners[own] = append(owners[own], b.name())
+		if own == "." {
+			sdk, core := foreignImports(t, b)
+			if len(sdk) > 0 {
+				t.Errorf("%s: the core's test would build it, with %s", b.name(), strings.Join(sdk, ", "))
 			}
-		}
-		bd := builds[buildDir]
-		if bd == nil {
-			bd = &build{dir: buildDir, replace: map[string]string{}}
-			builds[buildDir] = bd
-			order = append(order, buildDir)
-		}
-		pkg := filepath.Join(dir, "internal", "readmeblocks", fmt.Sprintf("block%02d", i))
-		file := filepath.Join(tmp, fmt.Sprintf("README-line-%d.go", b.line))
-		if err := os.WriteFile(file, []byte(b.code), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		virtual := filepath.Join(pkg, "main.go")
-		relRoot, _ := filepath.Rel(root, virtual)
-		relBuild, _ := filepath.Rel(buildDir, virtual)
-		bd.replace[virtual] = file
-		names[i] = []string{file, virtual, relRoot, relBuild}
-		bd.pkgs = append(bd.pkgs, pkg)
-		bd.blocks = append(bd.blocks, i)
-	}
-	for _, key := range order {
-		bd := builds[key]
-		overlay, _ := json.Marshal(map[string]any{"Replace": bd.replace})
-		overlayFile := filepath.Join(tmp, fmt.Sprintf("overlay%d.json", len(bd.blocks)*1000+bd.blocks[0]))
-		if err := os.WriteFile(overlayFile, overlay, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command("go", append([]string{"build", "-overlay", overlayFile}, bd.pkgs...)...)
-		cmd.Dir = bd.dir
-		if bd.dir != root {
-			cmd.Env = append(os.Environ(), "GOWORK=off")
-		}
-		out, err := cmd.CombinedOutput()
-		if err != nil && !strings.Contains(string(out), "readmeblocks") && !strings.Contains(string(out), tmp) {
-			// Not an error in a block: the modules could not be had.
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("go build in %s: %v\n%s", bd.dir, err, out)
-			}
-			t.Skipf("SKIPPED: the README's Go blocks cannot be built here (offline?): %v\n%s", err, out)
-		}
-
-		// Sort the compiler's messages by block.
-		named := false
-		for _, line := range strings.Split(string(out), "\n") {
-			for _, i := range bd.blocks {
-				for _, n := range names[i] {
-					if strings.HasPrefix(line, n+":") {
-						problems[i] = append(problems[i], "line "+strings.TrimPrefix(line, n+":"))
-						named = true
-					}
+			for _, p := range core {
+				if !linked[p] {
+					t.Errorf("%s imports %s, which deps_test.go does not: go test's cache would not see it change", b.name(), p)
 				}
 			}
 		}
-		if err != nil && !named {
-			t.Errorf("go build of the README's Go blocks in %s failed, naming no block: %v\n%s", bd.dir, err, out)
+	}
+	for _, own := range slices.Sorted(maps.Keys(owners)) {
+		names := owners[own]
+		if own == "." {
+			continue
+		}
+		if !callsTest(t, filepath.Join(root, filepath.FromSlash(own))) {
+			t.Errorf("no test in %s calls readme.Test, so nothing builds its Go blocks %s", own, strings.Join(names, ", "))
 		}
 	}
-	for i, b := range blocks {
-		if msgs := problems[i]; len(msgs) > 0 {
-			t.Errorf("README.md:%d: the Go block does not build:\n%s", b.line, strings.Join(msgs, "\n"))
+	// The framework adapters' blocks are built in their own modules.
+	for _, own := range []string{"adapters/openai", "adapters/mcp", "stores/redis"} {
+		if len(owners[own]) == 0 {
+			t.Errorf("no Go block belongs to %s; owners: %v", own, owners)
 		}
 	}
 }
 
-// workspaceDirs returns the directories of the modules of root's go.work.
-func workspaceDirs(t *testing.T, root string) map[string]bool {
+// foreignImports returns the imports of a block that are neither in the
+// standard library nor in the core module, then those in the core module.
+func foreignImports(t *testing.T, b block) (foreign, core []string) {
 	t.Helper()
-	cmd := exec.Command("go", "work", "edit", "-json")
-	cmd.Dir = root
-	out, err := cmd.Output()
+	f, err := parser.ParseFile(token.NewFileSet(), b.file, b.padded(), parser.ImportsOnly)
 	if err != nil {
-		t.Fatalf("go work edit -json: %v", err)
-	}
-	var work struct{ Use []struct{ DiskPath string } }
-	if err := json.Unmarshal(out, &work); err != nil {
 		t.Fatal(err)
 	}
-	dirs := map[string]bool{}
-	for _, u := range work.Use {
-		dirs[filepath.Join(root, u.DiskPath)] = true
+	for _, imp := range f.Imports {
+		p, _ := strconv.Unquote(imp.Path.Value)
+		first, _, _ := strings.Cut(p, "/")
+		switch {
+		case p == corePath || strings.HasPrefix(p, corePath+"/"):
+			core = append(core, p)
+		case strings.Contains(first, "."):
+			foreign = append(foreign, p)
+		}
 	}
-	return dirs
+	return foreign, core
+}
+
+// callsTest says whether a _test.go file of dir calls this package's Test.
+func callsTest(t *testing.T, dir string) bool {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range files {
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		local := ""
+		for _, imp := range f.Imports {
+			if p, _ := strconv.Unquote(imp.Path.Value); p == corePath+"/internal/readme" {
+				local = "readme"
+				if imp.Name != nil {
+					local = imp.Name.Name
+				}
+			}
+		}
+		if local == "" {
+			continue
+		}
+		found := false
+		ast.Inspect(f, func(n ast.Node) bool {
+			if c, ok := n.(*ast.CallExpr); ok {
+				if s, ok := c.Fun.(*ast.SelectorExpr); ok && s.Sel.Name == "Test" {
+					if x, ok := s.X.(*ast.Ident); ok && x.Name == local {
+						found = true
+					}
+				}
+			}
+			return !found
+		})
+		if found {
+			return true
+		}
+	}
+	return false
+}
+
+func TestOwner(t *testing.T) {
+	mods := map[string]string{
+		"github.com/loopguard/loopguard":                   ".",
+		"github.com/loopguard/loopguard/adapters/mcp":      "adapters/mcp",
+		"github.com/loopguard/loopguard/adapters/mcpgo":    "adapters/mcpgo",
+		"github.com/loopguard/loopguard/stores/redis":      "stores/redis",
+		"github.com/loopguard/loopguard/stores/redisx":     "stores/redisx",
+		"github.com/loopguard/loopguard/examples/durable":  "examples/durable",
+		"github.com/loopguard/loopguard/adapters/openai":   "adapters/openai",
+		"github.com/loopguard/loopguard/adapters/openai/x": "adapters/openai/x",
+	}
+	tests := []struct {
+		name    string
+		imports []string
+		want    string // "" for an error
+	}{
+		{"the standard library only", []string{"fmt"}, "."},
+		{"the core", []string{"fmt", "github.com/loopguard/loopguard/guard", "github.com/loopguard/loopguard/detector/finish"}, "."},
+		{"the core's internal packages", []string{"github.com/loopguard/loopguard/internal/spell"}, "."},
+		{"an SDK without its adapter", []string{"github.com/redis/go-redis/v9"}, "."},
+		{"a store", []string{"github.com/redis/go-redis/v9", "github.com/loopguard/loopguard/stores/redis"}, "stores/redis"},
+		{"an adapter and a store", []string{"github.com/loopguard/loopguard/stores/redis", "github.com/loopguard/loopguard/adapters/mcp"}, "adapters/mcp"},
+		{"an adapter's package", []string{"github.com/loopguard/loopguard/adapters/mcp/sub"}, "adapters/mcp"},
+		{"a longer module path is no package of a shorter one", []string{"github.com/loopguard/loopguard/adapters/mcpgo"}, "adapters/mcpgo"},
+		{"a nested module", []string{"github.com/loopguard/loopguard/adapters/openai/x/y"}, "adapters/openai/x"},
+		{"one adapter, twice", []string{"github.com/loopguard/loopguard/adapters/mcp", "github.com/loopguard/loopguard/adapters/mcp/sub"}, "adapters/mcp"},
+		{"another module", []string{"github.com/loopguard/loopguard/examples/durable/x"}, "examples/durable"},
+		{"two adapters", []string{"github.com/loopguard/loopguard/adapters/mcp", "github.com/loopguard/loopguard/adapters/mcpgo"}, ""},
+		{"two stores", []string{"github.com/loopguard/loopguard/stores/redis", "github.com/loopguard/loopguard/stores/redisx"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var code strings.Builder
+			code.WriteString("package main\n\nimport (\n")
+			for _, imp := range tt.imports {
+				code.WriteString("\t_ " + strconv.Quote(imp) + "\n")
+			}
+			code.WriteString(")\n\nfunc main() {}\n")
+			got, err := owner(block{file: "README.md", line: 1, code: code.String()}, mods)
+			if tt.want == "" {
+				if err == nil {
+					t.Fatalf("owner = %q, want an error", got)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("owner = %q, %v, want %q", got, err, tt.want)
+			}
+		})
+	}
+	if _, err := owner(block{file: "README.md", line: 1, code: "fmt.Println()\n"}, mods); err == nil || !strings.Contains(err.Error(), "not a Go file") {
+		t.Errorf("owner of a fragment: %v, want not a Go file", err)
+	}
+}
+
+func TestBlocks(t *testing.T) {
+	root := t.TempDir()
+	write := func(name, text string) {
+		t.Helper()
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("README.md", "# x\n\n```go\npackage main\n```\n\n```\nnot go\n```\n")
+	write("docs/b.md", "```go\npackage b\n\nfunc main() {}\n```\n")
+	write("docs/a.md", "text\n  ```go\npackage a\n  ```\n")
+	write("docs/c.txt", "```go\npackage c\n```\n")
+	write("docs/sub/d.md", "```go\npackage d\n```\n")
+	write("OTHER.md", "```go\npackage other\n```\n")
+	got, err := blocks(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []block{
+		{file: "README.md", line: 4, code: "package main\n"},
+		{file: "docs/a.md", line: 3, code: "package a\n"},
+		{file: "docs/b.md", line: 2, code: "package b\n\nfunc main() {}\n"},
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(block{})); diff != "" {
+		t.Errorf("blocks (-want +got):\n%s", diff)
+	}
+
+	write("docs/e.md", "ok\n\n```go\npackage e\n")
+	if _, err := blocks(root); err == nil || err.Error() != "docs/e.md: line 3: a block that does not end" {
+		t.Errorf("blocks with an unended block: %v", err)
+	}
+}
+
+func TestBlockMessages(t *testing.T) {
+	b := block{file: "docs/manual.md", line: 40}
+	out := strings.Join([]string{
+		"# github.com/loopguard/loopguard/adapters/mcp/internal/readmeblocks/7",
+		"internal/readmeblocks/7/main.go:3:2: undefined: x",
+		"./internal/readmeblocks/7/main.go:1: other",
+		"/tmp/7/block.go:10:5: declared and not used: y",
+		"elsewhere/main.go:2:1: not the block",
+		"",
+	}, "\n")
+	got := blockMessages(out, b, []string{"/tmp/7/block.go", "/m/internal/readmeblocks/7/main.go", "internal/readmeblocks/7/main.go"})
+	want := []string{
+		"docs/manual.md:3:2: undefined: x",
+		"docs/manual.md:1: other",
+		"docs/manual.md:10:5: declared and not used: y",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("blockMessages (-want +got):\n%s", diff)
+	}
+}
+
+func TestModules(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mods, err := modules(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, dir := range map[string]string{
+		corePath:                      ".",
+		corePath + "/adapters/mcp":    "adapters/mcp",
+		corePath + "/adapters/genkit": "adapters/genkit",
+		corePath + "/stores/redis":    "stores/redis",
+	} {
+		if mods[path] != dir {
+			t.Errorf("modules[%s] = %q, want %q", path, mods[path], dir)
+		}
+	}
+	work, err := workspace(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !work["."] || !work["adapters/mcp"] || work["adapters/genkit"] {
+		t.Errorf("workspace = %v, want . and adapters/mcp, not adapters/genkit", slices.Sorted(maps.Keys(work)))
+	}
+}
+
+func TestLibrary(t *testing.T) {
+	tests := []struct {
+		name, code, want string // want "" for an error
+	}{
+		{"a program", "// A comment.\npackage main\n\nfunc main() {}\n", "// A comment.\npackage readme\n\nfunc main() {}\n"},
+		{"a package main clause with a comment", "package main // x\nfunc main() {}\n", "package readme // x\nfunc main() {}\n"},
+		{"a library", "package lib\n\nfunc F() {}\n", "package lib\n\nfunc F() {}\n"},
+		{"a program without main", "package main\n\nfunc Main() {}\n", ""},
+		{"a method main is no func main", "package main\n\ntype T int\n\nfunc (T) main() {}\n", ""},
+		{"not Go", "x := 1\n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := library(block{file: "README.md", line: 3, code: tt.code})
+			if tt.want != "" {
+				tt.want = "\n\n" + tt.want
+			}
+			if tt.want == "" {
+				if err == nil {
+					t.Fatalf("library = %q, want an error", got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("library (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
@@ -50,22 +49,6 @@ func runnable(b block) bool {
 		}
 	}
 	return true
-}
-
-// isTestFile reports whether a block is a test file (it declares a
-// TestXxx(*testing.T) function): it is tested with the Go block before it,
-// as that block's main_test.go, by TestTestFileBlocks.
-func isTestFile(code string) bool {
-	f, err := parser.ParseFile(token.NewFileSet(), "", code, parser.SkipObjectResolution)
-	if err != nil {
-		return false
-	}
-	for _, d := range f.Decls {
-		if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && strings.HasPrefix(fn.Name.Name, "Test") && fn.Type.Params.NumFields() == 1 {
-			return true
-		}
-	}
-	return false
 }
 
 // shownOutput returns the output a block says it prints: the comment lines

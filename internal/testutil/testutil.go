@@ -170,3 +170,19 @@ func Sums(ids ...byte) string {
 	}
 	return base64.RawStdEncoding.EncodeToString(raw)
 }
+
+// PreflightPanicky is a Panicky whose Preflight also panics while *Armed is
+// above zero (counting it down): for tests that a rule panicking in a
+// preflight leaves its turn's lock free.
+type PreflightPanicky struct {
+	Panicky
+	Armed *atomic.Int32
+}
+
+// Preflight panics as *Armed says, and otherwise allows.
+func (p PreflightPanicky) Preflight(*guard.Facts) guard.Verdict {
+	if n := p.Armed.Load(); n > 0 && p.Armed.CompareAndSwap(n, n-1) {
+		panic("preflightPanicky: boom")
+	}
+	return guard.Verdict{}
+}
