@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/loopguard/loopguard/detector"
-	guard "github.com/loopguard/loopguard/internal/core"
 	"github.com/loopguard/loopguard/internal/benchcpu"
+	guard "github.com/loopguard/loopguard/internal/core"
 )
 
 // typicalStep returns a step with one call: about 150 bytes of arguments and

@@ -441,16 +441,16 @@ var emptyTextHash = canonical.HashBytes(nil)
 // earlier judgement computed them, and scratch space. It is reused, through
 // the guard's pool, by calls that do not overlap.
 type factsBuf struct {
-	f       Facts
-	cur     Step
-	pre     []ToolCall
-	sums    []callSum
-	calls   []ToolCall // room for the calls of a step that the guard builds (Turn.End, Finish)
+	f     Facts
+	cur   Step
+	pre   []ToolCall
+	sums  []callSum
+	calls []ToolCall // room for the calls of a step that the guard builds (Turn.End, Finish)
 	// sticky asks preflightFacts to refuse every call of a run that has
 	// stopped (the doors of adapters and servers: turns and StartCall), and
 	// stopped reports that it did.
 	sticky, stopped bool
-	scratch []byte
+	scratch         []byte
 }
 
 // stepCalls returns room for the calls of a step that the guard builds and

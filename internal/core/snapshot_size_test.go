@@ -20,8 +20,8 @@ import (
 	"github.com/loopguard/loopguard/detector/noprogress"
 	"github.com/loopguard/loopguard/detector/oscillation"
 	"github.com/loopguard/loopguard/detector/repeat"
-	guard "github.com/loopguard/loopguard/internal/core"
 	"github.com/loopguard/loopguard/internal/benchcpu"
+	guard "github.com/loopguard/loopguard/internal/core"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")

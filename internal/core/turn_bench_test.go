@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	guard "github.com/loopguard/loopguard/internal/core"
 	"github.com/loopguard/loopguard/internal/benchcpu"
+	guard "github.com/loopguard/loopguard/internal/core"
 )
 
 // BenchmarkTurnPreflight4 measures one step with four parallel calls keyed
