@@ -3,6 +3,7 @@
 package testutil
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // Call returns a call of tool with JSON arguments args and no result.
@@ -125,34 +127,31 @@ func OptionFields(t testing.TB, err error, detector string) []string {
 // panicking rule leaves its guard, its run and its locks as they were.
 type Panicky struct{ Panics *atomic.Int32 }
 
-var _ guard.Detector = Panicky{}
+var (
+	_ rule.Rule  = Panicky{}
+	_ rule.State = Panicky{}
+)
 
 // Name returns "panicky".
 func (Panicky) Name() string { return "panicky" }
 
-// Priority returns guard.PriorityCustom.
-func (Panicky) Priority() int { return guard.PriorityCustom }
+// Priority returns rule.PriorityCustom.
+func (Panicky) Priority() int { return rule.PriorityCustom }
 
 // Options returns nil.
 func (Panicky) Options() any { return nil }
 
+// NewState returns p: the rule keeps no state.
+func (p Panicky) NewState() rule.State { return p }
+
 // Verdict goes on.
-func (Panicky) Verdict() guard.Verdict { return guard.Verdict{} }
+func (Panicky) Verdict() rule.Verdict { return rule.Verdict{} }
 
 // Preflight allows.
-func (Panicky) Preflight(*guard.Facts) guard.Verdict { return guard.Verdict{} }
-
-// Snapshot returns null: the rule keeps no state.
-func (Panicky) Snapshot(guard.SnapshotOptions) ([]byte, error) { return []byte("null"), nil }
-
-// Restore does nothing.
-func (Panicky) Restore([]byte) error { return nil }
-
-// Reset does nothing.
-func (Panicky) Reset() {}
+func (Panicky) Preflight(*rule.Facts) rule.Verdict { return rule.Verdict{} }
 
 // Observe panics as *Panics says.
-func (p Panicky) Observe(*guard.Facts) {
+func (p Panicky) Observe(*rule.Facts) {
 	if n := p.Panics.Load(); n < 0 || n > 0 && p.Panics.CompareAndSwap(n, n-1) {
 		panic("panicky: boom")
 	}
@@ -179,10 +178,65 @@ type PreflightPanicky struct {
 	Armed *atomic.Int32
 }
 
+// NewState returns p.
+func (p PreflightPanicky) NewState() rule.State { return p }
+
 // Preflight panics as *Armed says, and otherwise allows.
-func (p PreflightPanicky) Preflight(*guard.Facts) guard.Verdict {
+func (p PreflightPanicky) Preflight(*rule.Facts) rule.Verdict {
 	if n := p.Armed.Load(); n > 0 && p.Armed.CompareAndSwap(n, n-1) {
 		panic("preflightPanicky: boom")
 	}
 	return guard.Verdict{}
+}
+
+// New returns a guard in memory with these rules and default options, and
+// fails t if it cannot be built.
+func New(t testing.TB, rules ...rule.Rule) *guard.Guard {
+	t.Helper()
+	g, err := guard.New(guard.Config{Rules: rules})
+	if err != nil {
+		t.Fatalf("guard.New: %v", err)
+	}
+	return g
+}
+
+// Check is g.Check with a background context; it fails t on an error.
+func Check(t testing.TB, g *guard.Guard, s guard.Step) guard.Verdict {
+	t.Helper()
+	v, err := g.Check(context.Background(), s)
+	if err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	return v
+}
+
+// Preflight is g.Preflight with a background context; it fails t on an
+// error.
+func Preflight(t testing.TB, g *guard.Guard, calls ...guard.ToolCall) guard.Decision {
+	t.Helper()
+	d, err := g.Preflight(context.Background(), calls...)
+	if err != nil {
+		t.Fatalf("Preflight: %v", err)
+	}
+	return d
+}
+
+// Summary is g.Summary with a background context; it fails t on an error.
+func Summary(t testing.TB, g *guard.Guard) guard.Summary {
+	t.Helper()
+	s, err := g.Summary(context.Background())
+	if err != nil {
+		t.Fatalf("Summary: %v", err)
+	}
+	return s
+}
+
+// Snapshot is g.Snapshot with a background context; it fails t on an error.
+func Snapshot(t testing.TB, g *guard.Guard, o guard.SnapshotOptions) []byte {
+	t.Helper()
+	data, err := g.Snapshot(context.Background(), o)
+	if err != nil {
+		t.Fatalf("Snapshot: %v", err)
+	}
+	return data
 }
