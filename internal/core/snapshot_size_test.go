@@ -284,11 +284,11 @@ func maxDefaultSnapshot(t testing.TB) []byte {
 	return data
 }
 
-// TestSnapshotSizeBound pins the bound the README states.
+// TestSnapshotSizeBound pins the bound docs/snapshots.md states.
 func TestSnapshotSizeBound(t *testing.T) {
 	data := maxDefaultSnapshot(t)
 	t.Logf("largest snapshot with default options: %d bytes", len(data))
 	if len(data) != 33_494 {
-		t.Errorf("the largest snapshot with default options is %d bytes; the README says 33,494", len(data))
+		t.Errorf("the largest snapshot with default options is %d bytes; docs/snapshots.md says 33,494", len(data))
 	}
 }
