@@ -150,7 +150,7 @@ type Detector struct {
 
 	opts      Options
 	ring      ring.Ring[entry] // the window, oldest first
-	lastInput canonical.Sum // the previous step's input hash
+	lastInput canonical.Sum    // the previous step's input hash
 
 	verdict guard.Verdict
 }
