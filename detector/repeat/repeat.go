@@ -255,7 +255,9 @@ func (d *Detector) Observe(f *guard.Facts) {
 			d.sig, d.count = sig, 1
 			d.steps.Clear()
 		}
-		addIndex(&d.steps, f.Index)
+		if n := d.steps.Len(); n == 0 || d.steps.At(n-1) != f.Index { // a new step
+			d.steps.Push(f.Index)
+		}
 		if !d.verdict.Stop && d.count >= r.threshold {
 			d.verdict = d.stop(c, d.count, r, d.steps.AppendTo(nil), guard.PhaseCheck)
 		}
@@ -415,7 +417,7 @@ func (d *Detector) Restore(data []byte) error {
 	d.Reset()
 	d.sig, d.count = s.Sig, s.Count
 	for _, x := range s.Steps {
-		addIndex(&d.steps, x)
+		d.steps.Push(x) // ascending: each is new
 	}
 	return nil
 }
@@ -444,11 +446,4 @@ type Summary struct {
 // Summary returns the current run (a Summary).
 func (d *Detector) Summary() any {
 	return Summary{Count: d.count, StepIndexes: d.steps.AppendTo([]int{})}
-}
-
-// addIndex pushes step index i onto steps unless it is already the newest.
-func addIndex(steps *ring.Ring[int], i int) {
-	if n := steps.Len(); n == 0 || steps.At(n-1) != i {
-		steps.Push(i)
-	}
 }

@@ -120,7 +120,16 @@ func (r *Ring[T]) Unordered() []T { return r.buf }
 // Clear empties the ring and keeps its storage. The elements are zeroed, so
 // that the ring keeps nothing they point to alive.
 func (r *Ring[T]) Clear() {
-	clear(r.buf)
+	if len(r.buf) > 8 {
+		clear(r.buf)
+	} else {
+		// A few elements (a rule that starts a new run on every call):
+		// cheaper in place than clear's call to the runtime.
+		var zero T
+		for i := range len(r.buf) {
+			r.buf[i] = zero
+		}
+	}
 	r.buf, r.start = r.buf[:0], 0
 }
 
