@@ -165,34 +165,39 @@ func TestAllStops(t *testing.T) {
 	}
 }
 
+// TestClear checks that Clear empties the ring, zeroes the slots (in place
+// for a few elements, with clear for more) and keeps the storage.
 func TestClear(t *testing.T) {
-	r := New[*int](3)
-	x := 1
-	for range 4 {
-		r.Push(&x)
-	}
-	store := r.Unordered()[:3]
-	r.Clear()
-	if r.Len() != 0 || r.Cap() != 3 {
-		t.Fatalf("after Clear: Len %d, Cap %d; want 0, 3", r.Len(), r.Cap())
-	}
-	for i, p := range store {
-		if p != nil {
-			t.Errorf("slot %d still points to the element after Clear", i)
-		}
-	}
-	if got := testing.AllocsPerRun(10, func() {
-		r.Clear()
-		for range 5 {
+	for _, c := range []int{3, 8, 9, 20} {
+		r := New[*int](c)
+		x := 1
+		for range c + 1 {
 			r.Push(&x)
 		}
-	}); got != 0 {
-		t.Errorf("pushing after Clear allocated %v times; want 0 (the storage is kept)", got)
-	}
-	r.Push(nil)
-	r.Push(&x)
-	if got := contents(&r); len(got) != 3 || got[1] != nil || got[2] != &x {
-		t.Errorf("after Clear and pushes: %v", got)
+		store := r.Unordered()[:c]
+		r.Clear()
+		if r.Len() != 0 || r.Cap() != c {
+			t.Fatalf("capacity %d, after Clear: Len %d, Cap %d", c, r.Len(), r.Cap())
+		}
+		for i, p := range store {
+			if p != nil {
+				t.Errorf("capacity %d: slot %d still points to the element after Clear", c, i)
+			}
+		}
+		if got := testing.AllocsPerRun(10, func() {
+			r.Clear()
+			for range c + 2 {
+				r.Push(&x)
+			}
+		}); got != 0 {
+			t.Errorf("capacity %d: pushing after Clear allocated %v times; want 0 (the storage is kept)", c, got)
+		}
+		r.Clear()
+		r.Push(nil)
+		r.Push(&x)
+		if got := contents(&r); len(got) != 2 || got[0] != nil || got[1] != &x {
+			t.Errorf("capacity %d, after Clear and two pushes: %v", c, got)
+		}
 	}
 }
 
