@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/loopguard/loopguard/canonical"
+	"github.com/loopguard/loopguard/internal/ring"
 )
 
 // Options tune a Guard. The zero value is ready to use: no tool is ignored,
@@ -91,8 +92,7 @@ type Guard struct {
 	totals                        Totals
 	last                          Verdict
 	hasLast                       bool
-	history                       []Step // ring of at most opts.History steps
-	histNext                      int
+	history                       ring.Ring[Step] // at most opts.History steps, grown as they come
 
 	// The calls StartCall allowed that have not finished, in start order;
 	// runMu is taken before mu, never after.
@@ -172,7 +172,7 @@ func (o Options) New(detectors ...Detector) (*Guard, error) {
 	o.DropArgs = slices.Clone(o.DropArgs)
 	o.FailWhen = slices.Clone(o.FailWhen)
 	o.Tools = maps.Clone(o.Tools)
-	g := &Guard{opts: o, ignore: ignore, keys: newKeyer(&o), fails: fails, dets: dets}
+	g := &Guard{opts: o, ignore: ignore, keys: newKeyer(&o), fails: fails, dets: dets, history: ring.NewGrowing[Step](o.History)}
 	if err := g.claimAll(dets, func(name string) int { return seen[name] }); err != nil {
 		return nil, err
 	}
@@ -442,12 +442,7 @@ func appendWarnings(dst, ws []Warning, name string) []Warning {
 
 // remember adds a step to the history ring.
 func (g *Guard) remember(s Step) {
-	if len(g.history) < g.opts.History {
-		g.history = append(g.history, s)
-		return
-	}
-	g.history[g.histNext] = s
-	g.histNext = (g.histNext + 1) % len(g.history)
+	g.history.Push(s)
 }
 
 // History returns copies of the newest raw steps, oldest first: at most
@@ -455,9 +450,7 @@ func (g *Guard) remember(s Step) {
 func (g *Guard) History() []Step {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	out := make([]Step, 0, len(g.history))
-	out = append(out, g.history[g.histNext:]...)
-	return append(out, g.history[:g.histNext]...)
+	return g.history.AppendTo(make([]Step, 0, g.history.Len()))
 }
 
 // Reset forgets the run and keeps the options and detectors: step indexes
@@ -468,7 +461,7 @@ func (g *Guard) Reset() {
 	g.steps, g.toolCalls, g.failedCalls = 0, 0, 0
 	g.totals = Totals{}
 	g.last, g.hasLast = Verdict{}, false
-	g.history, g.histNext = nil, 0
+	g.history = ring.NewGrowing[Step](g.opts.History) // drops the steps' memory
 	for _, d := range g.dets {
 		d.Reset()
 	}
