@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+
+	"github.com/loopguard/loopguard/internal/strictjson"
 )
 
 // UnmarshalState decodes a detector's state (JSON that the detector's
@@ -52,7 +54,7 @@ type keyChecker struct {
 	data  []byte
 	i     int
 	depth int             // arrays and objects open
-	keys  stack[[]byte]   // the keys of the objects open, in order, decoded
+	keys  strictjson.Keys // of the objects open
 	path  stack[pathStep] // to the value being checked
 
 	// presize is set when sizes is wanted: the number of elements of each
@@ -132,19 +134,9 @@ func (s *stack[T]) at(i int) T {
 	return s.more[i-len(s.buf)]
 }
 
-// containsKey reports whether key is among the keys from first on.
-func containsKey(s *stack[[]byte], first int, key []byte) bool {
-	for i := first; i < s.n; i++ {
-		if bytes.Equal(s.at(i), key) {
-			return true
-		}
-	}
-	return false
-}
-
 // The keys of one object are looked up in a list up to a few, in a map
 // beyond.
-const listedKeys = 16
+const listedKeys = strictjson.ListedKeys
 
 // pathStep is one step of the path to the value being checked: a key, or for
 // an array element its index (key nil).
@@ -229,16 +221,7 @@ func (k *keyChecker) invalid() error {
 	return fmt.Errorf("guard: state: not valid JSON (at byte %d)", k.i)
 }
 
-func (k *keyChecker) space() {
-	for k.i < len(k.data) {
-		switch k.data[k.i] {
-		case ' ', '\t', '\n', '\r':
-			k.i++
-		default:
-			return
-		}
-	}
-}
+func (k *keyChecker) space() { k.i = strictjson.SkipSpace(k.data, k.i) }
 
 // str reads a string whose '"' is next and returns its raw contents and
 // whether they hold an escape. Long runs without a quote or a backslash
@@ -354,9 +337,8 @@ func (k *keyChecker) object(t reflect.Type) error {
 		k.i++
 		return nil
 	}
-	first := k.keys.n
-	defer func() { k.keys.n = first }()
-	var seen map[string]bool // once the object has more than listedKeys keys
+	keys := k.keys.Open()
+	defer k.keys.Close(keys)
 	for {
 		if k.space(); k.i >= len(k.data) || k.data[k.i] != '"' {
 			return k.invalid()
@@ -373,22 +355,8 @@ func (k *keyChecker) object(t reflect.Type) error {
 			key = []byte(unquoted)
 		}
 		k.path.push(pathStep{key: key})
-		switch {
-		case seen != nil:
-			if seen[string(key)] {
-				return fmt.Errorf("guard: state: key %q appears twice", k.where())
-			}
-			seen[string(key)] = true
-		case containsKey(&k.keys, first, key):
+		if k.keys.Add(&keys, key) {
 			return fmt.Errorf("guard: state: key %q appears twice", k.where())
-		case k.keys.n-first == listedKeys:
-			seen = make(map[string]bool, 2*listedKeys)
-			for i := first; i < k.keys.n; i++ {
-				seen[string(k.keys.at(i))] = true
-			}
-			seen[string(key)] = true
-		default:
-			k.keys.push(key)
 		}
 		vt := elem
 		at := -1 // the index of the struct field the key sets

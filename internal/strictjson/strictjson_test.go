@@ -184,3 +184,60 @@ func TestSuggest(t *testing.T) {
 		}
 	}
 }
+
+func TestKeys(t *testing.T) {
+	// Objects of 0 to 40 keys, nested three deep, each key once; then the
+	// first, the last and a middle key again, in each object.
+	for _, n := range []int{0, 1, ListedKeys - 1, ListedKeys, ListedKeys + 1, 40} {
+		var k Keys
+		key := func(depth, i int) []byte { return []byte(strings.Repeat("k", depth) + string(rune('A'+i))) }
+		var open func(depth int)
+		open = func(depth int) {
+			o := k.Open()
+			for i := range n {
+				if k.Add(&o, key(depth, i)) {
+					t.Fatalf("n=%d depth %d: key %d seen twice on its first time", n, depth, i)
+				}
+				if depth < 3 && i == n/2 {
+					open(depth + 1)
+				}
+			}
+			for _, i := range []int{0, n / 2, n - 1} {
+				if n > 0 && !k.Add(&o, key(depth, i)) {
+					t.Errorf("n=%d depth %d: key %d again is not seen twice", n, depth, i)
+				}
+			}
+			if k.Add(&o, []byte("other")) {
+				t.Errorf("n=%d depth %d: a new key is seen twice", n, depth)
+			}
+			k.Close(o)
+		}
+		open(0)
+		if k.n != 0 {
+			t.Errorf("n=%d: %d keys left after the last Close", n, k.n)
+		}
+	}
+	// The same key in two objects, one inside the other, is no duplicate.
+	var k Keys
+	outer := k.Open()
+	k.Add(&outer, []byte("a"))
+	inner := k.Open()
+	if k.Add(&inner, []byte("a")) {
+		t.Error(`"a" inside an object with "a" is seen twice`)
+	}
+	k.Close(inner)
+	if !k.Add(&outer, []byte("a")) {
+		t.Error(`"a" again in the outer object is not seen twice`)
+	}
+}
+
+func TestSkipSpace(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		from, n int
+	}{{"", 0, 0}, {" \t\r\n{", 0, 4}, {"a  b", 1, 3}, {"   ", 1, 3}, {"x", 0, 0}} {
+		if got := SkipSpace([]byte(tc.in), tc.from); got != tc.n {
+			t.Errorf("SkipSpace(%q, %d) = %d, want %d", tc.in, tc.from, got, tc.n)
+		}
+	}
+}
