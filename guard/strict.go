@@ -53,14 +53,14 @@ func (k *keyChecker) check(t reflect.Type) error {
 type keyChecker struct {
 	data  []byte
 	i     int
-	depth int             // arrays and objects open
-	keys  strictjson.Keys // of the objects open
-	path  stack[pathStep] // to the value being checked
+	depth int                        // arrays and objects open
+	keys  strictjson.Keys            // of the objects open
+	path  strictjson.Stack[pathStep] // to the value being checked
 
 	// presize is set when sizes is wanted: the number of elements of each
 	// array that sets a slice field of the top-level struct.
 	presize bool
-	sizes   stack[fieldSize]
+	sizes   strictjson.Stack[fieldSize]
 	// top is the struct type of the top-level object, when the text is one
 	// and v decodes into a struct (through pointers).
 	top reflect.Type
@@ -85,7 +85,7 @@ const maxPresize = 4096
 // result of decoding is the same: json.Unmarshal decodes into the struct a
 // pointer already points to, and appends to a slice from length 0.
 func presize(v reflect.Value, k *keyChecker) {
-	if k.top == nil || k.sizes.n == 0 || v.IsNil() {
+	if k.top == nil || k.sizes.Len() == 0 || v.IsNil() {
 		return
 	}
 	e := v.Elem()
@@ -98,40 +98,13 @@ func presize(v reflect.Value, k *keyChecker) {
 	if e.Type() != k.top {
 		return
 	}
-	for i := range k.sizes.n {
-		fs := k.sizes.at(i)
+	for i := range k.sizes.Len() {
+		fs := k.sizes.At(i)
 		f := e.Field(fs.field)
 		if f.Kind() == reflect.Slice && f.Cap() < fs.n && fs.n <= maxPresize {
 			f.Set(reflect.MakeSlice(f.Type(), 0, fs.n))
 		}
 	}
-}
-
-// stack is a slice with room for its first elements in itself, so that a
-// keyChecker on the stack allocates nothing while its stacks stay short.
-type stack[T any] struct {
-	buf  [32]T
-	more []T // the elements beyond buf
-	n    int
-}
-
-func (s *stack[T]) push(x T) {
-	switch i := s.n - len(s.buf); {
-	case i < 0:
-		s.buf[s.n] = x
-	case i < len(s.more):
-		s.more[i] = x
-	default:
-		s.more = append(s.more, x)
-	}
-	s.n++
-}
-
-func (s *stack[T]) at(i int) T {
-	if i < len(s.buf) {
-		return s.buf[i]
-	}
-	return s.more[i-len(s.buf)]
 }
 
 // The keys of one object are looked up in a list up to a few, in a map
@@ -148,8 +121,8 @@ type pathStep struct {
 // where returns the path of the value being checked, for an error.
 func (k *keyChecker) where() string {
 	var b strings.Builder
-	for i := range k.path.n {
-		p := k.path.at(i)
+	for i := range k.path.Len() {
+		p := k.path.At(i)
 		switch {
 		case p.key == nil:
 			fmt.Fprintf(&b, "[%d]", p.index)
@@ -288,9 +261,9 @@ func (k *keyChecker) value(t reflect.Type) error {
 			return nil
 		}
 		for n := 0; ; n++ {
-			k.path.push(pathStep{index: n})
+			k.path.Push(pathStep{index: n})
 			err := k.value(elem)
-			k.path.n--
+			k.path.Truncate(k.path.Len() - 1)
 			if err != nil {
 				return err
 			}
@@ -354,7 +327,7 @@ func (k *keyChecker) object(t reflect.Type) error {
 			}
 			key = []byte(unquoted)
 		}
-		k.path.push(pathStep{key: key})
+		k.path.Push(pathStep{key: key})
 		if k.keys.Add(&keys, key) {
 			return fmt.Errorf("guard: state: key %q appears twice", k.where())
 		}
@@ -387,9 +360,9 @@ func (k *keyChecker) object(t reflect.Type) error {
 			return err
 		}
 		if at >= 0 && k.n > 0 && k.depth == 1 && k.top == t && t != nil {
-			k.sizes.push(fieldSize{field: at, n: k.n})
+			k.sizes.Push(fieldSize{field: at, n: k.n})
 		}
-		k.path.n--
+		k.path.Truncate(k.path.Len() - 1)
 		if k.space(); k.i >= len(k.data) {
 			return k.invalid()
 		}

@@ -6,15 +6,49 @@ import "bytes"
 // it looks them up in a map.
 const ListedKeys = 16
 
+// A Stack is a stack with room for its first 32 elements in itself, so that
+// a one-pass reader on the goroutine's stack allocates nothing while its
+// stacks stay short. The zero value is empty.
+type Stack[T any] struct {
+	buf  [32]T
+	more []T // the elements beyond buf
+	n    int
+}
+
+// Push puts x on top.
+func (s *Stack[T]) Push(x T) {
+	switch i := s.n - len(s.buf); {
+	case i < 0:
+		s.buf[s.n] = x
+	case i < len(s.more):
+		s.more[i] = x
+	default:
+		s.more = append(s.more, x)
+	}
+	s.n++
+}
+
+// At returns element i, counted from the bottom.
+func (s *Stack[T]) At(i int) T {
+	if i < len(s.buf) {
+		return s.buf[i]
+	}
+	return s.more[i-len(s.buf)]
+}
+
+// Len returns the number of elements.
+func (s *Stack[T]) Len() int { return s.n }
+
+// Truncate drops the elements from n on; n must be at most Len.
+func (s *Stack[T]) Truncate(n int) { s.n = n }
+
 // Keys finds a key given twice in the objects that a one-pass reader has
 // open (encoding/json would keep the last). It has room for its first keys
 // in itself, so that a reader on the goroutine's stack allocates nothing
 // while its objects are small: keys are kept as the reader's slices, not
 // copied. The zero value is ready to use.
 type Keys struct {
-	buf  [32][]byte
-	more [][]byte // the keys beyond buf
-	n    int
+	s Stack[[]byte]
 }
 
 // A Scope is the part of Keys of one open object; [Keys.Open] makes it.
@@ -25,10 +59,10 @@ type Scope struct {
 
 // Open starts the keys of an object whose '{' the reader has read, inside
 // the objects open so far.
-func (k *Keys) Open() Scope { return Scope{first: k.n} }
+func (k *Keys) Open() Scope { return Scope{first: k.s.n} }
 
 // Close forgets the keys of o, which is the innermost object open.
-func (k *Keys) Close(o Scope) { k.n = o.first }
+func (k *Keys) Close(o Scope) { k.s.n = o.first }
 
 // Add records key, decoded, as a key of o, the innermost object open, and
 // reports whether o had it already. key must not change while o is open.
@@ -42,42 +76,23 @@ func (k *Keys) Add(o *Scope, key []byte) (twice bool) {
 		return false
 	case k.has(o.first, key):
 		return true
-	case k.n-o.first == ListedKeys:
+	case k.s.n-o.first == ListedKeys:
 		o.seen = make(map[string]bool, 2*ListedKeys)
-		for i := o.first; i < k.n; i++ {
-			o.seen[string(k.at(i))] = true
+		for i := o.first; i < k.s.n; i++ {
+			o.seen[string(k.s.At(i))] = true
 		}
 		o.seen[string(key)] = true
-		k.n = o.first
+		k.s.n = o.first
 		return false
 	}
-	k.push(key)
+	k.s.Push(key)
 	return false
-}
-
-func (k *Keys) push(key []byte) {
-	switch i := k.n - len(k.buf); {
-	case i < 0:
-		k.buf[k.n] = key
-	case i < len(k.more):
-		k.more[i] = key
-	default:
-		k.more = append(k.more, key)
-	}
-	k.n++
-}
-
-func (k *Keys) at(i int) []byte {
-	if i < len(k.buf) {
-		return k.buf[i]
-	}
-	return k.more[i-len(k.buf)]
 }
 
 // has reports whether key is among the keys from first on.
 func (k *Keys) has(first int, key []byte) bool {
-	for i := first; i < k.n; i++ {
-		if bytes.Equal(k.at(i), key) {
+	for i := first; i < k.s.n; i++ {
+		if bytes.Equal(k.s.At(i), key) {
 			return true
 		}
 	}

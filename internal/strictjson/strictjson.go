@@ -101,15 +101,8 @@ func members(dec *json.Decoder, unique bool) ([]Member, error) {
 // calls fn with each key; fn must read the key's value from dec. notObject
 // is the error for any other value.
 func EachMember(dec *json.Decoder, notObject error, fn func(key string) error) error {
-	tok, err := dec.Token()
-	if err != nil {
+	if null, err := enter(dec, '{', notObject); err != nil || null {
 		return err
-	}
-	if tok == nil {
-		return nil
-	}
-	if tok != json.Delim('{') {
-		return notObject
 	}
 	for dec.More() {
 		tok, err := dec.Token()
@@ -121,7 +114,7 @@ func EachMember(dec *json.Decoder, notObject error, fn func(key string) error) e
 			return err
 		}
 	}
-	_, err = dec.Token()
+	_, err := dec.Token()
 	return err
 }
 
@@ -129,23 +122,31 @@ func EachMember(dec *json.Decoder, notObject error, fn func(key string) error) e
 // calls fn for each element, which fn must read from dec. notArray is the
 // error for any other value.
 func EachElement(dec *json.Decoder, notArray error, fn func() error) error {
-	tok, err := dec.Token()
-	if err != nil {
+	if null, err := enter(dec, '[', notArray); err != nil || null {
 		return err
-	}
-	if tok == nil {
-		return nil
-	}
-	if tok != json.Delim('[') {
-		return notArray
 	}
 	for dec.More() {
 		if err := fn(); err != nil {
 			return err
 		}
 	}
-	_, err = dec.Token()
+	_, err := dec.Token()
 	return err
+}
+
+// enter reads the next token of dec, which must open a value with delim or
+// be null; wrong is the error of any other value.
+func enter(dec *json.Decoder, delim json.Delim, wrong error) (null bool, err error) {
+	tok, err := dec.Token()
+	switch {
+	case err != nil:
+		return false, err
+	case tok == nil:
+		return true, nil
+	case tok != delim:
+		return false, wrong
+	}
+	return false, nil
 }
 
 // Skip reads one value from dec.

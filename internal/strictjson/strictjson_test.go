@@ -25,12 +25,25 @@ func errText(err error) string {
 	return err.Error()
 }
 
+func checkMembers(t *testing.T, call string, want []string, wantErr string, got []Member, err error) {
+	t.Helper()
+	if diff := cmp.Diff(wantErr, errText(err)); diff != "" {
+		t.Errorf("%s error (-want +got):\n%s", call, diff)
+	}
+	if diff := cmp.Diff(want, show(got)); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", call, diff)
+	}
+}
+
+// A memberCase is a document and the members read from it, or the error.
+type memberCase struct {
+	in   string
+	want []string
+	err  string
+}
+
 func TestObject(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want []string
-		err  string
-	}{
+	for _, tc := range []memberCase{
 		{`{}`, nil, ""},
 		{` {"b":1, "a":[1,2], "c":{"x":null}} `, []string{"b=1", "a=[1,2]", `c={"x":null}`}, ""},
 		{`{"a":1,"A":2}`, []string{"a=1", "A=2"}, ""},
@@ -46,12 +59,7 @@ func TestObject(t *testing.T) {
 		{`{"a":1`, nil, "EOF"},
 	} {
 		got, err := Object([]byte(tc.in))
-		if diff := cmp.Diff(tc.err, errText(err)); diff != "" {
-			t.Errorf("Object(%s) error (-want +got):\n%s", tc.in, diff)
-		}
-		if diff := cmp.Diff(tc.want, show(got)); diff != "" {
-			t.Errorf("Object(%s) (-want +got):\n%s", tc.in, diff)
-		}
+		checkMembers(t, "Object("+tc.in+")", tc.want, tc.err, got, err)
 	}
 	if _, err := Object([]byte(`[]`)); !errors.Is(err, ErrNotObject) {
 		t.Errorf("Object([]) = %v, want ErrNotObject", err)
@@ -59,11 +67,7 @@ func TestObject(t *testing.T) {
 }
 
 func TestMembers(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want []string
-		err  string
-	}{
+	for _, tc := range []memberCase{
 		{`{}`, nil, ""},
 		{`{"a":1,"b":2,"a":3}`, []string{"a=1", "b=2", "a=3"}, ""},
 		{`{"a":1} trailing`, []string{"a=1"}, ""},
@@ -72,12 +76,7 @@ func TestMembers(t *testing.T) {
 		{`{"a":1,}`, nil, "invalid character '}' looking for beginning of object key string"},
 	} {
 		got, err := Members([]byte(tc.in))
-		if diff := cmp.Diff(tc.err, errText(err)); diff != "" {
-			t.Errorf("Members(%s) error (-want +got):\n%s", tc.in, diff)
-		}
-		if diff := cmp.Diff(tc.want, show(got)); diff != "" {
-			t.Errorf("Members(%s) (-want +got):\n%s", tc.in, diff)
-		}
+		checkMembers(t, "Members("+tc.in+")", tc.want, tc.err, got, err)
 	}
 }
 
@@ -213,8 +212,8 @@ func TestKeys(t *testing.T) {
 			k.Close(o)
 		}
 		open(0)
-		if k.n != 0 {
-			t.Errorf("n=%d: %d keys left after the last Close", n, k.n)
+		if k.s.n != 0 {
+			t.Errorf("n=%d: %d keys left after the last Close", n, k.s.n)
 		}
 	}
 	// The same key in two objects, one inside the other, is no duplicate.
@@ -239,5 +238,30 @@ func TestSkipSpace(t *testing.T) {
 		if got := SkipSpace([]byte(tc.in), tc.from); got != tc.n {
 			t.Errorf("SkipSpace(%q, %d) = %d, want %d", tc.in, tc.from, got, tc.n)
 		}
+	}
+}
+
+func TestStack(t *testing.T) {
+	var s Stack[int]
+	for i := range 40 { // 32 in buf, 8 beyond
+		s.Push(i)
+	}
+	s.Truncate(30)
+	for i := 30; i < 45; i++ { // over the old elements beyond buf, then more
+		s.Push(100 + i)
+	}
+	var got []int
+	for i := range s.Len() {
+		got = append(got, s.At(i))
+	}
+	var want []int
+	for i := range 30 {
+		want = append(want, i)
+	}
+	for i := 30; i < 45; i++ {
+		want = append(want, 100+i)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Stack (-want +got):\n%s", diff)
 	}
 }
