@@ -1,14 +1,19 @@
 // Package strictjson is the one strict JSON reader that loopguard's
-// documents share: options (package detector), step lines and transcripts
-// (package trace). It reads an object into its members, in document order,
-// with or without refusing a key given twice (encoding/json would silently
-// keep the last); it walks a token stream object by object; it names the
-// JSON kind of a value, makes the path of a member for an error
+// documents share: options (package detector), step lines, transcripts and
+// OTLP (package trace). It reads an object into its members, in document
+// order, with or without refusing a key given twice (encoding/json would
+// silently keep the last); it walks a token stream object by object; it
+// names the JSON kind of a value, makes the path of a member for an error
 // ("detectors.loop", `tools["a.b"]`, "calls[2]") and finds the known name a
 // misspelt key was meant to be.
 //
 // It decodes no value itself: values come back as json.RawMessage, for the
 // caller to read with the rules of its own document.
+//
+// The one-pass scanners of the hot paths (package guard's snapshot reader
+// and UnmarshalState) read bytes, not tokens, for speed; they share with it
+// the search for a key given twice ([Keys]), the stack they keep on the
+// goroutine's stack ([Stack]) and the white-space rule ([SkipSpace]).
 package strictjson
 
 import (
