@@ -44,6 +44,7 @@ import (
 	"github.com/loopguard/loopguard/canonical"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/ring"
 )
 
 // Name is the detector's name: the key of its state in snapshots.
@@ -134,7 +135,7 @@ type Detector struct {
 	// outcome), its length and the steps it spans.
 	sig   canonical.Sum
 	count int
-	steps indexRing
+	steps ring.Ring[int] // the newest MaxStepIndexes distinct step indexes, oldest first
 
 	verdict guard.Verdict
 }
@@ -175,7 +176,7 @@ func New(o Options) (*Detector, error) {
 	if o.Threshold == 0 {
 		o.Threshold = DefaultThreshold
 	}
-	d := &Detector{def: rule{threshold: o.Threshold, outcomes: o.RequireIdenticalResults}}
+	d := &Detector{def: rule{threshold: o.Threshold, outcomes: o.RequireIdenticalResults}, steps: ring.New[int](MaxStepIndexes)}
 	tools := make(map[string]ToolPolicy, len(o.Tools))
 	for name, p := range o.Tools {
 		if p.RepeatThreshold == 0 {
@@ -252,11 +253,13 @@ func (d *Detector) Observe(f *guard.Facts) {
 			}
 		} else {
 			d.sig, d.count = sig, 1
-			d.steps.reset()
+			d.steps.Clear()
 		}
-		d.steps.add(f.Index)
+		if n := d.steps.Len(); n == 0 || d.steps.At(n-1) != f.Index { // a new step
+			d.steps.Push(f.Index)
+		}
 		if !d.verdict.Stop && d.count >= r.threshold {
-			d.verdict = d.stop(c, d.count, r, d.steps.appendTo(nil), guard.PhaseCheck)
+			d.verdict = d.stop(c, d.count, r, d.steps.AppendTo(nil), guard.PhaseCheck)
 		}
 	}
 	if d.opts.Warn && last != nil && !d.verdict.Stop && d.count >= 2 && d.count == lastRule.threshold-1 {
@@ -339,7 +342,7 @@ func (d *Detector) Preflight(f *guard.Facts) guard.Verdict {
 		if count >= r.threshold {
 			var steps []int
 			if !fresh {
-				steps = d.steps.appendTo(make([]int, 0, d.steps.n+1))
+				steps = d.steps.AppendTo(make([]int, 0, d.steps.Len()+1))
 			}
 			steps = appendIndex(steps, f.Index)
 			return d.stop(c, count, r, steps, guard.PhasePreflight)
@@ -364,7 +367,7 @@ func appendIndex(steps []int, i int) []int {
 // Reset forgets the run.
 func (d *Detector) Reset() {
 	d.sig, d.count = canonical.Sum{}, 0
-	d.steps.reset()
+	d.steps.Clear()
 	d.verdict = guard.Verdict{}
 }
 
@@ -383,7 +386,7 @@ func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 	if d.count == 0 {
 		return []byte("null"), nil
 	}
-	return json.Marshal(state{Sig: d.sig, Count: d.count, Steps: d.steps.appendTo(nil)})
+	return json.Marshal(state{Sig: d.sig, Count: d.count, Steps: d.steps.AppendTo(nil)})
 }
 
 // Restore replaces the state by one that Snapshot returned.
@@ -414,7 +417,7 @@ func (d *Detector) Restore(data []byte) error {
 	d.Reset()
 	d.sig, d.count = s.Sig, s.Count
 	for _, x := range s.Steps {
-		d.steps.add(x)
+		d.steps.Push(x) // ascending: each is new
 	}
 	return nil
 }
@@ -425,8 +428,8 @@ func (d *Detector) CheckBounds(c guard.Counters) error {
 	if d.count > c.ToolCalls {
 		return fmt.Errorf("%s: a run of %d calls, but %d calls recorded", Name, d.count, c.ToolCalls)
 	}
-	if steps := d.steps.appendTo(nil); len(steps) > 0 && steps[len(steps)-1] >= c.Steps {
-		return fmt.Errorf("%s: step index %d, but %d steps recorded", Name, steps[len(steps)-1], c.Steps)
+	if n := d.steps.Len(); n > 0 && d.steps.At(n-1) >= c.Steps {
+		return fmt.Errorf("%s: step index %d, but %d steps recorded", Name, d.steps.At(n-1), c.Steps)
 	}
 	return nil
 }
@@ -442,36 +445,5 @@ type Summary struct {
 
 // Summary returns the current run (a Summary).
 func (d *Detector) Summary() any {
-	return Summary{Count: d.count, StepIndexes: d.steps.appendTo([]int{})}
-}
-
-// indexRing keeps the newest MaxStepIndexes distinct step indexes of a run,
-// in the order they were added.
-type indexRing struct {
-	buf      [MaxStepIndexes]int
-	start, n int
-}
-
-func (r *indexRing) reset() { r.start, r.n = 0, 0 }
-
-// add appends i unless it is already the newest index.
-func (r *indexRing) add(i int) {
-	if r.n > 0 && r.buf[(r.start+r.n-1)%MaxStepIndexes] == i {
-		return
-	}
-	if r.n < MaxStepIndexes {
-		r.buf[(r.start+r.n)%MaxStepIndexes] = i
-		r.n++
-		return
-	}
-	r.buf[r.start] = i
-	r.start = (r.start + 1) % MaxStepIndexes
-}
-
-// appendTo appends the indexes, oldest first, to dst.
-func (r *indexRing) appendTo(dst []int) []int {
-	for k := 0; k < r.n; k++ {
-		dst = append(dst, r.buf[(r.start+k)%MaxStepIndexes])
-	}
-	return dst
+	return Summary{Count: d.count, StepIndexes: d.steps.AppendTo([]int{})}
 }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/loopguard/loopguard/canonical"
+	"github.com/loopguard/loopguard/internal/ring"
 )
 
 // A Config is what a guard is built from: its rules and the options that
@@ -113,8 +114,7 @@ type Guard struct {
 	totals                        Totals
 	last                          Verdict
 	hasLast                       bool
-	history                       []Step // ring of at most opts.History steps
-	histNext                      int
+	history                       ring.Ring[Step] // at most opts.History steps, grown as they come
 
 	// The calls StartCall allowed that have not finished, in start order;
 	// runMu is taken before mu, never after.
@@ -186,7 +186,7 @@ func New(cfg Config) (*Guard, error) {
 	o.FailWhen = slices.Clone(o.FailWhen)
 	o.Tools = maps.Clone(o.Tools)
 	g := &Guard{opts: o, ignore: ignore, keys: newKeyer(&o), fails: fails, rules: rules,
-		names: make([]string, len(rules))}
+		names: make([]string, len(rules)), history: ring.NewGrowing[Step](o.History)}
 	for i, r := range rules {
 		g.names[i] = r.Name()
 	}
@@ -536,12 +536,7 @@ func appendWarnings(dst, ws []Warning, name string) []Warning {
 
 // remember adds a step to the history ring.
 func (g *Guard) remember(s Step) {
-	if len(g.history) < g.opts.History {
-		g.history = append(g.history, s)
-		return
-	}
-	g.history[g.histNext] = s
-	g.histNext = (g.histNext + 1) % len(g.history)
+	g.history.Push(s)
 }
 
 // History returns copies of the newest raw steps, oldest first: at most
@@ -549,9 +544,7 @@ func (g *Guard) remember(s Step) {
 func (g *Guard) History() []Step {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	out := make([]Step, 0, len(g.history))
-	out = append(out, g.history[g.histNext:]...)
-	return append(out, g.history[:g.histNext]...)
+	return g.history.AppendTo(make([]Step, 0, g.history.Len()))
 }
 
 // Reset forgets the run and keeps the configuration: step indexes start
@@ -573,7 +566,7 @@ func (g *Guard) reset() {
 	g.totals = Totals{}
 	g.last, g.hasLast = Verdict{}, false
 	g.first = nil
-	g.history, g.histNext = nil, 0
+	g.history = ring.NewGrowing[Step](g.opts.History) // drops the steps' memory
 	if err := g.freshStates(); err != nil {
 		// New made a state of every rule already: a rule that fails now
 		// breaks its own contract. Keep no state of the old run.
