@@ -10,6 +10,10 @@
 // state keeps nothing writes no snapshot code. The built-in rules (package
 // detector and its subpackages) are written exactly this way, and package
 // guardtest checks a rule against the contract.
+//
+// The types here are aliases of the engine's own (package internal/core);
+// their methods and fields are documented there: go doc
+// github.com/loopguard/loopguard/internal/core.Facts (and .Call, .Verdict, ...).
 package rule
 
 import (
