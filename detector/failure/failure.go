@@ -51,7 +51,6 @@ import (
 	"github.com/loopguard/loopguard/canonical"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
-	"github.com/loopguard/loopguard/internal/ring"
 )
 
 // Name is the detector's name: the key of its state in snapshots.
@@ -176,8 +175,10 @@ type Detector struct {
 
 	opts Options
 
-	// ring holds the newest calls, oldest first; failures of them failed.
-	ring     ring.Ring[entry]
+	// ring holds the newest calls: ring[(start+i)%len(ring)] is the i-th
+	// oldest of the n held; failures of them failed.
+	ring     []entry
+	start, n int
 	failures int
 
 	verdict guard.Verdict
@@ -225,7 +226,7 @@ func New(o Options) (*Detector, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return &Detector{opts: o, ring: ring.New[entry](o.Window)}, nil
+	return &Detector{opts: o, ring: make([]entry, o.Window)}, nil
 }
 
 // Name returns "failure".
@@ -237,14 +238,24 @@ func (d *Detector) Priority() int { return Priority }
 // Options returns the options with the defaults filled in.
 func (d *Detector) Options() any { return d.opts }
 
+// at returns the i-th oldest entry of the window.
+func (d *Detector) at(i int) entry { return d.ring[(d.start+i)%len(d.ring)] }
+
 // push adds an entry to the window, dropping the oldest when it is full.
 func (d *Detector) push(e entry) {
 	if e.failure != (canonical.Sum{}) {
 		d.failures++
 	}
-	if old, evicted := d.ring.Push(e); evicted && old.failure != (canonical.Sum{}) {
+	if d.n < len(d.ring) {
+		d.ring[(d.start+d.n)%len(d.ring)] = e
+		d.n++
+		return
+	}
+	if d.ring[d.start].failure != (canonical.Sum{}) {
 		d.failures--
 	}
+	d.ring[d.start] = e
+	d.start = (d.start + 1) % len(d.ring)
 }
 
 // counted returns the indexes of the steps, oldest first, that count for a
@@ -296,8 +307,8 @@ func (d *Detector) pairCount(e entry) int {
 // call (equal Retry sums).
 func (d *Detector) scan(e entry, same bool, fn func(x entry)) {
 	last := -1
-	for i := d.ring.Len() - 1; i >= 0; i-- {
-		x := d.ring.At(i)
+	for i := d.n - 1; i >= 0; i-- {
+		x := d.at(i)
 		switch {
 		case x.tool == (canonical.Sum{}):
 			return // no failure came before it: nothing older counts
@@ -317,8 +328,8 @@ func (d *Detector) scan(e entry, same bool, fn func(x entry)) {
 
 // hasFailure reports whether a call of tool failed within the window.
 func (d *Detector) hasFailure(tool canonical.Sum) bool {
-	for _, x := range d.ring.Unordered() {
-		if x.tool == tool && x.failure != (canonical.Sum{}) {
+	for i := 0; i < d.n; i++ {
+		if x := d.ring[i]; x.tool == tool && x.failure != (canonical.Sum{}) {
 			return true
 		}
 	}
@@ -430,8 +441,8 @@ func (d *Detector) Preflight(*guard.Facts) guard.Verdict { return guard.Verdict{
 
 // Reset forgets the run.
 func (d *Detector) Reset() {
-	d.ring.Clear()
-	d.failures = 0
+	clear(d.ring)
+	d.start, d.n, d.failures = 0, 0, 0
 	d.verdict = guard.Verdict{}
 }
 
@@ -458,14 +469,14 @@ type state struct {
 // Snapshot returns the window as JSON, or null when it is empty. The state
 // holds no text, so redaction changes nothing.
 func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
-	n := d.ring.Len()
-	if n == 0 {
+	if d.n == 0 {
 		return []byte("null"), nil
 	}
-	s := state{Tools: make([]*canonical.Sum, n), Ops: make([]*canonical.Sum, n), Failures: make([]*canonical.Sum, n),
-		Retries: make([]*canonical.Sum, n), Steps: make([]int, n)}
+	s := state{Tools: make([]*canonical.Sum, d.n), Ops: make([]*canonical.Sum, d.n), Failures: make([]*canonical.Sum, d.n),
+		Retries: make([]*canonical.Sum, d.n), Steps: make([]int, d.n)}
 	retries := false
-	for i, e := range d.ring.All() {
+	for i := range d.n {
+		e := d.at(i)
 		if e.tool != (canonical.Sum{}) {
 			tool := e.tool
 			s.Tools[i] = &tool
@@ -556,8 +567,9 @@ func (d *Detector) Restore(data []byte) error {
 // holds no more calls than were recorded, no more failures than failed, and
 // no step index at or beyond the steps recorded.
 func (d *Detector) CheckBounds(c guard.Counters) error {
-	failures, n := 0, d.ring.Len()
-	for _, e := range d.ring.Unordered() {
+	failures := 0
+	for i := 0; i < d.n; i++ {
+		e := d.ring[i]
 		if e.failure != (canonical.Sum{}) {
 			failures++
 		}
@@ -565,9 +577,9 @@ func (d *Detector) CheckBounds(c guard.Counters) error {
 			return fmt.Errorf("%s: step index %d, but %d steps recorded", Name, e.step, c.Steps)
 		}
 	}
-	if n > c.ToolCalls || failures > c.FailedToolCalls {
+	if d.n > c.ToolCalls || failures > c.FailedToolCalls {
 		return fmt.Errorf("%s: %d calls and %d failures in the window, but %d calls and %d failures recorded",
-			Name, n, failures, c.ToolCalls, c.FailedToolCalls)
+			Name, d.n, failures, c.ToolCalls, c.FailedToolCalls)
 	}
 	return nil
 }
@@ -590,9 +602,9 @@ type Summary struct {
 // Summary returns the window's size, its failures and the counts of its most
 // repeated failure (a Summary).
 func (d *Detector) Summary() any {
-	s := Summary{Calls: d.ring.Len()}
-	for _, e := range d.ring.Unordered() {
-		if e.failure != (canonical.Sum{}) {
+	s := Summary{Calls: d.n}
+	for i := 0; i < d.n; i++ {
+		if e := d.ring[i]; e.failure != (canonical.Sum{}) {
 			s.Failures++
 			s.MaxCount = max(s.MaxCount, d.count(e, false))
 			if d.opts.SameCall < d.opts.Threshold {

@@ -50,7 +50,6 @@ import (
 	"github.com/loopguard/loopguard/canonical"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
-	"github.com/loopguard/loopguard/internal/ring"
 )
 
 // Name is the detector's name: the key of its state in snapshots.
@@ -130,8 +129,10 @@ type Detector struct {
 
 	opts Options
 
-	// The last opts.MaxPeriod calls, oldest first.
-	tail ring.Ring[entry]
+	// The last opts.MaxPeriod calls, a ring: tail[(start+i)%len(tail)] is
+	// the i-th oldest of the n held.
+	tail     []entry
+	start, n int
 	// runs[p] counts the consecutive positions i at the end of the
 	// sequence with sig(i) == sig(i-p) (runs[0] and runs[1] are unused).
 	// Positions without a call p places back do not match, so runs[p]
@@ -175,7 +176,7 @@ func New(o Options) (*Detector, error) {
 	}
 	return &Detector{
 		opts:    o,
-		tail:    ring.New[entry](o.MaxPeriod),
+		tail:    make([]entry, o.MaxPeriod),
 		runs:    make([]int, o.MaxPeriod+1),
 		simRuns: make([]int, o.MaxPeriod+1),
 	}, nil
@@ -191,7 +192,7 @@ func (d *Detector) Priority() int { return guard.PriorityOscillation }
 func (d *Detector) Options() any { return d.opts }
 
 // at returns the i-th oldest call of the tail.
-func (d *Detector) at(i int) *entry { return d.tail.Ptr(i) }
+func (d *Detector) at(i int) *entry { return &d.tail[(d.start+i)%len(d.tail)] }
 
 // maxRun caps the counters, so that they never overflow.
 const maxRun = 1 << 62
@@ -225,7 +226,7 @@ func (d *Detector) Observe(f *guard.Facts) {
 func (d *Detector) tailCycle(p int) (cycle, tools []string) {
 	cycle, tools = make([]string, p), make([]string, p)
 	for j := 0; j < p; j++ {
-		e := d.at(d.tail.Len() - p + j)
+		e := d.at(d.n - p + j)
 		tools[j] = guard.Clean(e.tool)
 		cycle[j] = tools[j] + "(" + e.preview + ")"
 	}
@@ -244,10 +245,10 @@ func (d *Detector) warn() {
 		if (d.runs[p]+1)/p < need || d.runs[p]/p >= need {
 			continue
 		}
-		last := d.at(d.tail.Len() - 1).key
+		last := d.at(d.n - 1).key
 		distinct := false
 		for j := 2; j <= p; j++ {
-			if d.at(d.tail.Len()-j).key != last {
+			if d.at(d.n-j).key != last {
 				distinct = true
 				break
 			}
@@ -278,13 +279,12 @@ func (d *Detector) push(c *guard.Call) {
 		sig = c.Outcome
 	}
 	matched, shared := false, -1
-	n := d.tail.Len()
-	for p := 1; p <= n; p++ {
-		e := d.at(n - p)
+	for p := 1; p <= d.n; p++ {
+		e := d.at(d.n - p)
 		if e.key == c.Key {
 			matched = true
 			if shared < 0 && e.preview != "" && !e.redacted {
-				shared = n - p
+				shared = d.n - p
 			}
 		}
 		if p >= 2 {
@@ -304,7 +304,13 @@ func (d *Detector) push(c *guard.Call) {
 	case matched:
 		e.preview = c.Preview()
 	}
-	d.tail.Push(e)
+	if d.n < len(d.tail) {
+		*d.at(d.n) = e
+		d.n++
+		return
+	}
+	d.tail[d.start] = e
+	d.start = (d.start + 1) % len(d.tail)
 }
 
 // judge returns the smallest period whose cycles at the tail reach the
@@ -313,7 +319,7 @@ func (d *Detector) push(c *guard.Call) {
 // signatures, since a cycle must hold two distinct calls, not two outcomes
 // of one call.
 func (d *Detector) judge(runs []int) (period, cycles int) {
-	return d.judgeWith(runs, d.tail.Len(), d.keyAt)
+	return d.judgeWith(runs, d.n, d.keyAt)
 }
 
 func (d *Detector) keyAt(i int) canonical.Sum { return d.at(i).key }
@@ -375,16 +381,16 @@ func (d *Detector) Preflight(f *guard.Facts) guard.Verdict {
 		return guard.Verdict{}
 	}
 	// Position i of the simulated sequence is the tail's i-th call for
-	// i < d.tail.Len(), then the proposed calls.
+	// i < d.n, then the proposed calls.
 	keyAt := func(i int) canonical.Sum {
-		if i < d.tail.Len() {
+		if i < d.n {
 			return d.at(i).key
 		}
-		return f.Calls[d.pending[i-d.tail.Len()]].Key
+		return f.Calls[d.pending[i-d.n]].Key
 	}
 	runs := d.simRuns
 	copy(runs, d.runs)
-	n := d.tail.Len()
+	n := d.n
 	for range d.pending {
 		key := keyAt(n)
 		for p := 2; p < len(runs); p++ {
@@ -403,13 +409,13 @@ func (d *Detector) Preflight(f *guard.Facts) guard.Verdict {
 	cycle, tools := make([]string, p), make([]string, p)
 	for j := 0; j < p; j++ {
 		i := n - p + j
-		if i < d.tail.Len() {
+		if i < d.n {
 			e := d.at(i)
 			tools[j] = guard.Clean(e.tool)
 			cycle[j] = tools[j] + "(" + e.preview + ")"
 			continue
 		}
-		c := &f.Calls[d.pending[i-d.tail.Len()]]
+		c := &f.Calls[d.pending[i-d.n]]
 		tool := guard.Clean(cutName(c.Tool))
 		cycle[j], tools[j] = tool+"("+c.Preview()+")", tool
 	}
@@ -432,14 +438,14 @@ type Summary struct {
 // Summary returns the cycle at the tail (a Summary). It changes nothing.
 func (d *Detector) Summary() any {
 	var s Summary
-	for p := 2; p <= d.opts.MaxPeriod && p <= d.tail.Len(); p++ {
+	for p := 2; p <= d.opts.MaxPeriod && p <= d.n; p++ {
 		if d.runs[p] == 0 {
 			continue
 		}
-		last := d.at(d.tail.Len() - 1).key
+		last := d.at(d.n - 1).key
 		distinct := false
 		for j := 2; j <= p; j++ {
-			if d.at(d.tail.Len()-j).key != last {
+			if d.at(d.n-j).key != last {
 				distinct = true
 				break
 			}
@@ -460,8 +466,9 @@ func (d *Detector) Summary() any {
 
 // Reset forgets the run.
 func (d *Detector) Reset() {
-	d.tail.Clear()
+	clear(d.tail)
 	clear(d.runs)
+	d.start, d.n = 0, 0
 	d.verdict = guard.Verdict{}
 }
 
@@ -486,10 +493,10 @@ type callState struct {
 // has been seen. Unless o.Previews is set, previews read guard.Redacted and
 // tool names are written with o.Name.
 func (d *Detector) Snapshot(o guard.SnapshotOptions) ([]byte, error) {
-	if d.tail.Len() == 0 {
+	if d.n == 0 {
 		return []byte("null"), nil
 	}
-	s := state{Calls: make([]callState, d.tail.Len()), Runs: append([]int(nil), d.runs[2:]...)}
+	s := state{Calls: make([]callState, d.n), Runs: append([]int(nil), d.runs[2:]...)}
 	for i := range s.Calls {
 		e := d.at(i)
 		cs := callState{Key: e.key, Tool: e.tool, Preview: e.preview}
@@ -582,9 +589,10 @@ func (d *Detector) Restore(data []byte) error {
 	}
 	d.Reset()
 	for i, c := range s.Calls {
-		d.tail.Push(entry{key: c.Key, sig: sigs[i], tool: c.Tool, preview: c.Preview,
-			redacted: c.Preview == guard.Redacted, hashed: guard.IsHashedName(c.Tool)})
+		d.tail[i] = entry{key: c.Key, sig: sigs[i], tool: c.Tool, preview: c.Preview,
+			redacted: c.Preview == guard.Redacted, hashed: guard.IsHashedName(c.Tool)}
 	}
+	d.n = h
 	copy(d.runs[2:], s.Runs)
 	return nil
 }
@@ -592,8 +600,8 @@ func (d *Detector) Restore(data []byte) error {
 // CheckBounds checks the restored tail against the guard's counters: the
 // calls held, and those each counter spans, are among the calls recorded.
 func (d *Detector) CheckBounds(c guard.Counters) error {
-	if d.tail.Len() > c.ToolCalls {
-		return fmt.Errorf("%s: %d calls held, but %d calls recorded", Name, d.tail.Len(), c.ToolCalls)
+	if d.n > c.ToolCalls {
+		return fmt.Errorf("%s: %d calls held, but %d calls recorded", Name, d.n, c.ToolCalls)
 	}
 	for p := 2; p < len(d.runs); p++ {
 		if r := d.runs[p]; r > 0 && r > c.ToolCalls-p {

@@ -44,7 +44,6 @@ import (
 	"github.com/loopguard/loopguard/canonical"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
-	"github.com/loopguard/loopguard/internal/ring"
 )
 
 // Name is the detector's name: the key of its state in snapshots.
@@ -135,7 +134,7 @@ type Detector struct {
 	// outcome), its length and the steps it spans.
 	sig   canonical.Sum
 	count int
-	steps ring.Ring[int] // the newest MaxStepIndexes distinct step indexes, oldest first
+	steps indexRing
 
 	verdict guard.Verdict
 }
@@ -176,7 +175,7 @@ func New(o Options) (*Detector, error) {
 	if o.Threshold == 0 {
 		o.Threshold = DefaultThreshold
 	}
-	d := &Detector{def: rule{threshold: o.Threshold, outcomes: o.RequireIdenticalResults}, steps: ring.New[int](MaxStepIndexes)}
+	d := &Detector{def: rule{threshold: o.Threshold, outcomes: o.RequireIdenticalResults}}
 	tools := make(map[string]ToolPolicy, len(o.Tools))
 	for name, p := range o.Tools {
 		if p.RepeatThreshold == 0 {
@@ -253,13 +252,11 @@ func (d *Detector) Observe(f *guard.Facts) {
 			}
 		} else {
 			d.sig, d.count = sig, 1
-			d.steps.Clear()
+			d.steps.reset()
 		}
-		if n := d.steps.Len(); n == 0 || d.steps.At(n-1) != f.Index { // a new step
-			d.steps.Push(f.Index)
-		}
+		d.steps.add(f.Index)
 		if !d.verdict.Stop && d.count >= r.threshold {
-			d.verdict = d.stop(c, d.count, r, d.steps.AppendTo(nil), guard.PhaseCheck)
+			d.verdict = d.stop(c, d.count, r, d.steps.appendTo(nil), guard.PhaseCheck)
 		}
 	}
 	if d.opts.Warn && last != nil && !d.verdict.Stop && d.count >= 2 && d.count == lastRule.threshold-1 {
@@ -342,7 +339,7 @@ func (d *Detector) Preflight(f *guard.Facts) guard.Verdict {
 		if count >= r.threshold {
 			var steps []int
 			if !fresh {
-				steps = d.steps.AppendTo(make([]int, 0, d.steps.Len()+1))
+				steps = d.steps.appendTo(make([]int, 0, d.steps.n+1))
 			}
 			steps = appendIndex(steps, f.Index)
 			return d.stop(c, count, r, steps, guard.PhasePreflight)
@@ -367,7 +364,7 @@ func appendIndex(steps []int, i int) []int {
 // Reset forgets the run.
 func (d *Detector) Reset() {
 	d.sig, d.count = canonical.Sum{}, 0
-	d.steps.Clear()
+	d.steps.reset()
 	d.verdict = guard.Verdict{}
 }
 
@@ -386,7 +383,7 @@ func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 	if d.count == 0 {
 		return []byte("null"), nil
 	}
-	return json.Marshal(state{Sig: d.sig, Count: d.count, Steps: d.steps.AppendTo(nil)})
+	return json.Marshal(state{Sig: d.sig, Count: d.count, Steps: d.steps.appendTo(nil)})
 }
 
 // Restore replaces the state by one that Snapshot returned.
@@ -417,7 +414,7 @@ func (d *Detector) Restore(data []byte) error {
 	d.Reset()
 	d.sig, d.count = s.Sig, s.Count
 	for _, x := range s.Steps {
-		d.steps.Push(x) // ascending: each is new
+		d.steps.add(x)
 	}
 	return nil
 }
@@ -428,8 +425,8 @@ func (d *Detector) CheckBounds(c guard.Counters) error {
 	if d.count > c.ToolCalls {
 		return fmt.Errorf("%s: a run of %d calls, but %d calls recorded", Name, d.count, c.ToolCalls)
 	}
-	if n := d.steps.Len(); n > 0 && d.steps.At(n-1) >= c.Steps {
-		return fmt.Errorf("%s: step index %d, but %d steps recorded", Name, d.steps.At(n-1), c.Steps)
+	if steps := d.steps.appendTo(nil); len(steps) > 0 && steps[len(steps)-1] >= c.Steps {
+		return fmt.Errorf("%s: step index %d, but %d steps recorded", Name, steps[len(steps)-1], c.Steps)
 	}
 	return nil
 }
@@ -445,5 +442,36 @@ type Summary struct {
 
 // Summary returns the current run (a Summary).
 func (d *Detector) Summary() any {
-	return Summary{Count: d.count, StepIndexes: d.steps.AppendTo([]int{})}
+	return Summary{Count: d.count, StepIndexes: d.steps.appendTo([]int{})}
+}
+
+// indexRing keeps the newest MaxStepIndexes distinct step indexes of a run,
+// in the order they were added.
+type indexRing struct {
+	buf      [MaxStepIndexes]int
+	start, n int
+}
+
+func (r *indexRing) reset() { r.start, r.n = 0, 0 }
+
+// add appends i unless it is already the newest index.
+func (r *indexRing) add(i int) {
+	if r.n > 0 && r.buf[(r.start+r.n-1)%MaxStepIndexes] == i {
+		return
+	}
+	if r.n < MaxStepIndexes {
+		r.buf[(r.start+r.n)%MaxStepIndexes] = i
+		r.n++
+		return
+	}
+	r.buf[r.start] = i
+	r.start = (r.start + 1) % MaxStepIndexes
+}
+
+// appendTo appends the indexes, oldest first, to dst.
+func (r *indexRing) appendTo(dst []int) []int {
+	for k := 0; k < r.n; k++ {
+		dst = append(dst, r.buf[(r.start+k)%MaxStepIndexes])
+	}
+	return dst
 }

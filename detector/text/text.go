@@ -57,7 +57,6 @@ import (
 	"github.com/loopguard/loopguard/canonical"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
-	"github.com/loopguard/loopguard/internal/ring"
 )
 
 // Name is the detector's name: the key of its state in snapshots.
@@ -149,8 +148,9 @@ type Detector struct {
 	guard.Owned // one guard at a time
 
 	opts      Options
-	ring      ring.Ring[entry] // the window, oldest first
-	lastInput canonical.Sum    // the previous step's input hash
+	ring      []entry
+	start, n  int
+	lastInput canonical.Sum // the previous step's input hash
 
 	verdict guard.Verdict
 }
@@ -188,7 +188,7 @@ func New(o Options) (*Detector, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return &Detector{opts: o, ring: ring.New[entry](o.Window)}, nil
+	return &Detector{opts: o, ring: make([]entry, o.Window)}, nil
 }
 
 // Name returns "text".
@@ -200,16 +200,28 @@ func (d *Detector) Priority() int { return Priority }
 // Options returns the options with the defaults filled in.
 func (d *Detector) Options() any { return d.opts }
 
+func (d *Detector) at(i int) entry { return d.ring[(d.start+i)%len(d.ring)] }
+
+func (d *Detector) push(e entry) {
+	if d.n < len(d.ring) {
+		d.ring[(d.start+d.n)%len(d.ring)] = e
+		d.n++
+		return
+	}
+	d.ring[d.start] = e
+	d.start = (d.start + 1) % len(d.ring)
+}
+
 // seen reports whether a step in the window, other than the oldest when
 // the window is full (the step that the next one pushes out), brought
 // outcome o.
 func (d *Detector) seen(o canonical.Sum) bool {
 	from := 0
-	if d.ring.Full() {
+	if d.n == len(d.ring) {
 		from = 1
 	}
-	for i := from; i < d.ring.Len(); i++ {
-		if e := d.ring.Ptr(i); e.has(o) {
+	for i := from; i < d.n; i++ {
+		if e := &d.ring[(d.start+i)%len(d.ring)]; e.has(o) {
 			return true
 		}
 	}
@@ -239,9 +251,8 @@ func isLabel(s string) bool {
 
 func (d *Detector) count(text canonical.Sum) int {
 	n := 0
-	w := d.ring.Unordered() // order does not matter for a count
-	for i := range w {
-		if w[i].text == text {
+	for i := 0; i < d.n; i++ {
+		if d.ring[i].text == text {
 			n++
 		}
 	}
@@ -283,17 +294,17 @@ func (d *Detector) Observe(f *guard.Facts) {
 		}
 	}
 	if !f.HasText || sameInput || progress || len(f.Refused) > 0 || f.Step() != nil && isLabel(f.Step().Text) {
-		d.ring.Push(e)
+		d.push(e)
 		return
 	}
 	e.text = f.TextHash
-	d.ring.Push(e)
+	d.push(e)
 	count := d.count(f.TextHash)
 	switch {
 	case count >= d.opts.Threshold:
 		ev := Evidence{Count: count, Threshold: d.opts.Threshold, Window: d.opts.Window, TextPreview: f.TextPreview()}
-		for i := range d.ring.Len() {
-			if e := d.ring.Ptr(i); e.text == f.TextHash {
+		for i := 0; i < d.n; i++ {
+			if e := d.at(i); e.text == f.TextHash {
 				ev.StepIndexes = append(ev.StepIndexes, e.step)
 			}
 		}
@@ -327,7 +338,8 @@ func (d *Detector) Preflight(*guard.Facts) guard.Verdict { return guard.Verdict{
 
 // Reset forgets the run.
 func (d *Detector) Reset() {
-	d.ring.Clear()
+	clear(d.ring)
+	d.start, d.n = 0, 0
 	d.lastInput = canonical.Sum{}
 	d.verdict = guard.Verdict{}
 }
@@ -352,16 +364,16 @@ type state struct {
 // Snapshot returns the window as JSON, or null when it is empty. It holds
 // hashes, never text.
 func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
-	n := d.ring.Len()
-	if n == 0 {
+	if d.n == 0 {
 		return []byte("null"), nil
 	}
-	s := state{Texts: make([]*canonical.Sum, n), Steps: make([]int, n)}
+	s := state{Texts: make([]*canonical.Sum, d.n), Steps: make([]int, d.n)}
 	if d.lastInput != (canonical.Sum{}) {
 		in := d.lastInput
 		s.LastInput = &in
 	}
-	for i, e := range d.ring.All() {
+	for i := range d.n {
+		e := d.at(i)
 		if e.text != (canonical.Sum{}) {
 			sum := e.text
 			s.Texts[i] = &sum
@@ -369,7 +381,7 @@ func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 		s.Steps[i] = e.step
 		if e.nOut > 0 {
 			if s.Outcomes == nil {
-				s.Outcomes = make([]string, n)
+				s.Outcomes = make([]string, d.n)
 			}
 			var b []byte
 			for _, o := range e.outs[:e.nOut] {
@@ -432,7 +444,7 @@ func (d *Detector) Restore(data []byte) error {
 		d.lastInput = *s.LastInput
 	}
 	for _, e := range entries {
-		d.ring.Push(e)
+		d.push(e)
 	}
 	return nil
 }
@@ -462,16 +474,15 @@ func (e *entry) decode(s string) error {
 // CheckBounds checks the restored window against the guard's counters: no
 // more steps in it than were recorded, and no step index beyond them.
 func (d *Detector) CheckBounds(c guard.Counters) error {
-	if n := d.ring.Len(); n > c.Steps {
-		return fmt.Errorf("%s: %d steps in the window, but %d steps recorded", Name, n, c.Steps)
+	if d.n > c.Steps {
+		return fmt.Errorf("%s: %d steps in the window, but %d steps recorded", Name, d.n, c.Steps)
 	}
 	outs := 0
-	w := d.ring.Unordered()
-	for i := range w {
-		if s := w[i].step; s >= c.Steps {
+	for i := 0; i < d.n; i++ {
+		if s := d.ring[i].step; s >= c.Steps {
 			return fmt.Errorf("%s: step index %d, but %d steps recorded", Name, s, c.Steps)
 		}
-		outs += w[i].nOut
+		outs += d.ring[i].nOut
 	}
 	if outs > c.ToolCalls {
 		return fmt.Errorf("%s: %d outcomes in the window, but %d calls recorded", Name, outs, c.ToolCalls)
@@ -490,10 +501,9 @@ type Summary struct {
 // Summary returns the window's size and the count of its most repeated text
 // (a Summary).
 func (d *Detector) Summary() any {
-	s := Summary{Steps: d.ring.Len()}
-	w := d.ring.Unordered()
-	for i := range w {
-		if t := w[i].text; t != (canonical.Sum{}) {
+	s := Summary{Steps: d.n}
+	for i := 0; i < d.n; i++ {
+		if t := d.ring[i].text; t != (canonical.Sum{}) {
 			s.MaxCount = max(s.MaxCount, d.count(t))
 		}
 	}

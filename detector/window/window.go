@@ -48,7 +48,6 @@ import (
 	"github.com/loopguard/loopguard/canonical"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
-	"github.com/loopguard/loopguard/internal/ring"
 )
 
 // Name is the detector's name: the key of its state in snapshots.
@@ -145,10 +144,14 @@ type Detector struct {
 
 	opts Options
 
-	ring     ring.Ring[call] // the newest calls, oldest first
-	outcomes bool            // compare outcomes
+	// ring holds the newest calls: ring[(start+i)%len(ring)] is the i-th
+	// oldest of the n held. start stays 0 until the ring is full, so
+	// ring[:n] always holds exactly the calls of the window.
+	ring     []call
+	start, n int
+	outcomes bool // compare outcomes
 
-	sim     ring.Ring[call] // scratch for preflight
+	sim     []call // scratch for preflight
 	verdict guard.Verdict
 }
 
@@ -194,8 +197,8 @@ func New(o Options) (*Detector, error) {
 	}
 	return &Detector{
 		opts:     o,
-		ring:     ring.New[call](o.Window),
-		sim:      ring.New[call](o.Window),
+		ring:     make([]call, o.Window),
+		sim:      make([]call, o.Window),
 		outcomes: o.Compare == CompareOutcome,
 	}, nil
 }
@@ -210,14 +213,14 @@ func (d *Detector) Priority() int { return Priority }
 func (d *Detector) Options() any { return d.opts }
 
 // Len returns the number of calls in the window: at most Window.
-func (d *Detector) Len() int { return d.ring.Len() }
+func (d *Detector) Len() int { return d.n }
 
 // RecentKeys returns a copy of the keys of the calls in the window, oldest
 // first.
 func (d *Detector) RecentKeys() []canonical.Sum {
-	out := make([]canonical.Sum, d.ring.Len())
-	for i, c := range d.ring.All() {
-		out[i] = c.key
+	out := make([]canonical.Sum, d.n)
+	for i := range out {
+		out[i] = d.ring[(d.start+i)%len(d.ring)].key
 	}
 	return out
 }
@@ -236,13 +239,19 @@ func (d *Detector) entry(c *guard.Call) call {
 	return call{key: c.Key, same: c.Key}
 }
 
-// push adds a call to a window ring and returns the number of calls in it
-// that are the same, the call included.
-func push(r *ring.Ring[call], e call) int {
-	r.Push(e)
+// push adds a call to a window ring (with start and n) and returns the
+// number of calls in it that are the same, the call included.
+func push(ring []call, start, n *int, e call) int {
+	if *n < len(ring) {
+		ring[(*start+*n)%len(ring)] = e
+		*n++
+	} else {
+		ring[*start] = e
+		*start = (*start + 1) % len(ring)
+	}
 	count := 0
-	for _, c := range r.Unordered() { // order does not matter for a count
-		if c.same == e.same {
+	for i := 0; i < *n; i++ {
+		if ring[i].same == e.same { // order does not matter for a count
 			count++
 		}
 	}
@@ -259,7 +268,7 @@ func (d *Detector) Observe(f *guard.Facts) {
 			continue
 		}
 		added = true
-		count := push(&d.ring, d.entry(c))
+		count := push(d.ring, &d.start, &d.n, d.entry(c))
 		if !d.verdict.Stop && count > d.opts.Threshold {
 			d.verdict = d.stop(c, count, guard.PhaseCheck)
 		}
@@ -290,12 +299,12 @@ func (d *Detector) Observe(f *guard.Facts) {
 // call that is the same as same were pushed now.
 func (d *Detector) countNext(same canonical.Sum) int {
 	count := 1
-	for _, c := range d.ring.Unordered() {
-		if c.same == same {
+	for i := 0; i < d.n; i++ {
+		if d.ring[i].same == same {
 			count++
 		}
 	}
-	if d.ring.Full() && d.ring.At(0).same == same {
+	if d.n == len(d.ring) && d.ring[d.start].same == same {
 		count-- // the oldest call leaves the window
 	}
 	return count
@@ -337,13 +346,14 @@ func (d *Detector) Verdict() guard.Verdict { return d.verdict }
 // Preflight pushes the proposed calls onto a copy of the window and refuses
 // the first that would go over the threshold. It changes nothing.
 func (d *Detector) Preflight(f *guard.Facts) guard.Verdict {
-	d.sim.CopyFrom(&d.ring)
+	copy(d.sim, d.ring)
+	start, n := d.start, d.n
 	for i := range f.Calls {
 		c := &f.Calls[i]
 		if c.Ignored {
 			continue
 		}
-		if count := push(&d.sim, d.predict(c.Key)); count > d.opts.Threshold {
+		if count := push(d.sim, &start, &n, d.predict(c.Key, start, n)); count > d.opts.Threshold {
 			return d.stop(c, count, guard.PhasePreflight)
 		}
 	}
@@ -351,15 +361,15 @@ func (d *Detector) Preflight(f *guard.Facts) guard.Verdict {
 }
 
 // predict returns the window entry of a call that has not run, in the
-// simulated window sim: comparing outcomes, it returns what the newest same
-// call in the window returned, if any.
-func (d *Detector) predict(key canonical.Sum) call {
+// simulated window sim (with start and n): comparing outcomes, it returns what
+// the newest same call in the window returned, if any.
+func (d *Detector) predict(key canonical.Sum, start, n int) call {
 	e := call{key: key, same: key}
 	if !d.outcomes {
 		return e
 	}
-	for i := d.sim.Len() - 1; i >= 0; i-- {
-		if c := d.sim.At(i); c.key == key {
+	for i := n - 1; i >= 0; i-- {
+		if c := d.sim[(start+i)%len(d.sim)]; c.key == key {
 			return c
 		}
 	}
@@ -368,7 +378,8 @@ func (d *Detector) predict(key canonical.Sum) call {
 
 // Reset forgets the run.
 func (d *Detector) Reset() {
-	d.ring.Clear()
+	clear(d.ring)
+	d.start, d.n = 0, 0
 	d.verdict = guard.Verdict{}
 }
 
@@ -383,14 +394,14 @@ type state struct {
 // Snapshot returns the window's keys as JSON, or null when it is empty. The
 // state holds no preview, so redaction changes nothing.
 func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
-	if d.ring.Len() == 0 {
+	if d.n == 0 {
 		return []byte("null"), nil
 	}
 	s := state{Keys: d.RecentKeys()}
 	if d.outcomes {
-		s.Outcomes = make([]canonical.Sum, d.ring.Len())
-		for i, c := range d.ring.All() {
-			s.Outcomes[i] = c.same
+		s.Outcomes = make([]canonical.Sum, d.n)
+		for i := range s.Outcomes {
+			s.Outcomes[i] = d.ring[(d.start+i)%len(d.ring)].same
 		}
 	}
 	return json.Marshal(s)
@@ -420,12 +431,12 @@ func (d *Detector) Restore(data []byte) error {
 	}
 	d.Reset()
 	for i, key := range s.Keys {
-		c := call{key: key, same: key}
+		d.ring[i] = call{key: key, same: key}
 		if d.outcomes {
-			c.same = s.Outcomes[i]
+			d.ring[i].same = s.Outcomes[i]
 		}
-		d.ring.Push(c)
 	}
+	d.n = len(s.Keys)
 	return nil
 }
 
@@ -440,12 +451,11 @@ type Summary struct {
 // Summary returns the window's size and its most repeated call's count (a
 // Summary).
 func (d *Detector) Summary() any {
-	w := d.ring.Unordered()
-	s := Summary{Calls: len(w)}
-	for i := range w {
+	s := Summary{Calls: d.n}
+	for i := 0; i < d.n; i++ {
 		count := 0
-		for j := range w {
-			if w[j].same == w[i].same {
+		for j := 0; j < d.n; j++ {
+			if d.ring[j].same == d.ring[i].same {
 				count++
 			}
 		}
@@ -457,8 +467,8 @@ func (d *Detector) Summary() any {
 // CheckBounds checks the restored window against the guard's counters: its
 // calls are among the calls recorded.
 func (d *Detector) CheckBounds(c guard.Counters) error {
-	if n := d.ring.Len(); n > c.ToolCalls {
-		return fmt.Errorf("%s: %d calls in the window, but %d calls recorded", Name, n, c.ToolCalls)
+	if d.n > c.ToolCalls {
+		return fmt.Errorf("%s: %d calls in the window, but %d calls recorded", Name, d.n, c.ToolCalls)
 	}
 	return nil
 }
