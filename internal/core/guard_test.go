@@ -135,12 +135,17 @@ func (p *probeState) Restore(state []byte) error {
 }
 func mustNew(t *testing.T, o guard.Config, rs ...guard.Rule) *guard.Guard {
 	t.Helper()
-	o.Rules = rs
-	g, err := guard.New(o)
+	g, err := guard.New(withRules(o, rs...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return g
+}
+
+// withRules returns cfg with the rules rs.
+func withRules(cfg guard.Config, rs ...guard.Rule) guard.Config {
+	cfg.Rules = rs
+	return cfg
 }
 
 func raw(s string) json.RawMessage { return json.RawMessage(s) }
