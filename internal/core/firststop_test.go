@@ -76,7 +76,7 @@ func faultAt(i int) *guard.Verdict {
 		Feedback: "stop now", Detector: "fault"}
 }
 
-func firstStop(t *testing.T, g *guard.Guard) *guard.Verdict {
+func firstStopOf(t *testing.T, g *guard.Guard) *guard.Verdict {
 	t.Helper()
 	return testutil.Summary(t, g).FirstStop
 }
@@ -90,7 +90,7 @@ func TestFirstStopIsTheRunsFirstFault(t *testing.T) {
 		if v := testutil.Check(t, g, testutil.Text("work")); v.Stop {
 			t.Fatalf("step %d stops: %+v", i, v)
 		}
-		if fs := firstStop(t, g); fs != nil {
+		if fs := firstStopOf(t, g); fs != nil {
 			t.Fatalf("after step %d (no stop), FirstStop = %+v", i, fs)
 		}
 	}
@@ -98,45 +98,45 @@ func TestFirstStopIsTheRunsFirstFault(t *testing.T) {
 	if diff := cmp.Diff(faultAt(3), &v); diff != "" {
 		t.Fatalf("step 3 verdict (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(faultAt(3), firstStop(t, g)); diff != "" {
+	if diff := cmp.Diff(faultAt(3), firstStopOf(t, g)); diff != "" {
 		t.Errorf("FirstStop at the stopping step (-want +got):\n%s", diff)
 	}
 	testutil.Check(t, g, testutil.Text("work"))
 	if v := testutil.Check(t, g, testutil.Text("loop")); !v.Stop || v.Detail != "step 5" {
 		t.Fatalf("step 5 = %+v, want the stop of step 5", v)
 	}
-	if diff := cmp.Diff(faultAt(3), firstStop(t, g)); diff != "" {
+	if diff := cmp.Diff(faultAt(3), firstStopOf(t, g)); diff != "" {
 		t.Errorf("FirstStop after later steps and stops (-want +got):\n%s", diff)
 	}
 
 	if err := g.Reset(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if fs := firstStop(t, g); fs != nil {
+	if fs := firstStopOf(t, g); fs != nil {
 		t.Errorf("after Reset, FirstStop = %+v", fs)
 	}
 	testutil.Check(t, g, testutil.Text("loop"))
-	if diff := cmp.Diff(faultAt(0), firstStop(t, g)); diff != "" {
+	if diff := cmp.Diff(faultAt(0), firstStopOf(t, g)); diff != "" {
 		t.Errorf("FirstStop of the run after Reset (-want +got):\n%s", diff)
 	}
 
 	// A step with input opens a new segment: it clears the stop, and is
 	// itself the new first stop if it stops.
 	testutil.Check(t, g, guard.Step{Text: "work", Input: "go on"})
-	if fs := firstStop(t, g); fs != nil {
+	if fs := firstStopOf(t, g); fs != nil {
 		t.Errorf("after a step with input, FirstStop = %+v", fs)
 	}
 	testutil.Check(t, g, testutil.Text("loop"))
-	if diff := cmp.Diff(faultAt(2), firstStop(t, g)); diff != "" {
+	if diff := cmp.Diff(faultAt(2), firstStopOf(t, g)); diff != "" {
 		t.Errorf("FirstStop of the new segment (-want +got):\n%s", diff)
 	}
 	testutil.Check(t, g, guard.Step{Text: "loop", Input: "again"})
-	if diff := cmp.Diff(faultAt(3), firstStop(t, g)); diff != "" {
+	if diff := cmp.Diff(faultAt(3), firstStopOf(t, g)); diff != "" {
 		t.Errorf("FirstStop of a step with input that stops (-want +got):\n%s", diff)
 	}
 	// Input on a step that the input does not stop: no fault in the segment.
 	testutil.Check(t, g, guard.Step{Input: "x"})
-	if fs := firstStop(t, g); fs != nil {
+	if fs := firstStopOf(t, g); fs != nil {
 		t.Errorf("after a quiet step with input, FirstStop = %+v", fs)
 	}
 }
@@ -162,7 +162,7 @@ func TestFirstStopSurvivesSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fs := firstStop(t, r); fs != nil {
+	if fs := firstStopOf(t, r); fs != nil {
 		t.Errorf("restored from before the stop: FirstStop = %+v", fs)
 	}
 
@@ -181,7 +181,7 @@ func TestFirstStopSurvivesSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &guard.Verdict{Stop: true, Reason: "fault", Code: "FAULT", Detector: "fault", Detail: "the run stopped at step 1"}
-	if diff := cmp.Diff(want, firstStop(t, r)); diff != "" {
+	if diff := cmp.Diff(want, firstStopOf(t, r)); diff != "" {
 		t.Errorf("restored FirstStop (-want +got):\n%s", diff)
 	}
 	again, err := r.Snapshot(t.Context(), guard.SnapshotOptions{})
@@ -206,7 +206,7 @@ func TestFirstStopSurvivesSnapshot(t *testing.T) {
 	if err := r.Reset(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if fs := firstStop(t, r); fs != nil {
+	if fs := firstStopOf(t, r); fs != nil {
 		t.Errorf("restored, then Reset: FirstStop = %+v", fs)
 	}
 }
@@ -314,7 +314,7 @@ func TestNormalFinishIsNoFirstStop(t *testing.T) {
 	if !v.Stop || guard.IsFault(v) {
 		t.Fatalf("verdict = %+v, want a normal finish", v)
 	}
-	if fs := firstStop(t, g); fs != nil {
+	if fs := firstStopOf(t, g); fs != nil {
 		t.Errorf("a normal finish set FirstStop = %+v", fs)
 	}
 	if ds, err := g.Begin().Preflight(t.Context(), testutil.Q("x")); err != nil || !ds[0].Allow {
@@ -322,7 +322,7 @@ func TestNormalFinishIsNoFirstStop(t *testing.T) {
 	}
 	// The fault after it is the first stop.
 	testutil.Check(t, g, testutil.Text("loop"))
-	if diff := cmp.Diff(faultAt(1), firstStop(t, g)); diff != "" {
+	if diff := cmp.Diff(faultAt(1), firstStopOf(t, g)); diff != "" {
 		t.Errorf("FirstStop after a finish, then a fault (-want +got):\n%s", diff)
 	}
 }

@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -146,6 +147,63 @@ func mustNew(t *testing.T, o guard.Config, rs ...guard.Rule) *guard.Guard {
 func withRules(cfg guard.Config, rs ...guard.Rule) guard.Config {
 	cfg.Rules = rs
 	return cfg
+}
+
+// startCall is g.StartCall; it fails t on an error.
+func startCall(t testing.TB, ctx context.Context, g *guard.Guard, call guard.ToolCall) (*guard.Running, guard.Decision) {
+	t.Helper()
+	r, d, err := g.StartCall(ctx, call)
+	if err != nil {
+		t.Fatalf("StartCall: %v", err)
+	}
+	return r, d
+}
+
+// finishCall is r.Finish; it fails t on an error.
+func finishCall(t testing.TB, ctx context.Context, r *guard.Running, result any, callErr error) guard.Verdict {
+	t.Helper()
+	v, err := r.Finish(ctx, result, callErr)
+	if err != nil {
+		t.Fatalf("Finish: %v", err)
+	}
+	return v
+}
+
+// fataler is what the helpers of property tests need of a *rapid.T (which
+// is no testing.TB) or a *testing.T.
+type fataler interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+// rcheck is g.Check for property tests; it fails t on an error.
+func rcheck(t fataler, g *guard.Guard, s guard.Step) guard.Verdict {
+	t.Helper()
+	v, err := g.Check(context.Background(), s)
+	if err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	return v
+}
+
+// rpreflight is g.Preflight for property tests; it fails t on an error.
+func rpreflight(t fataler, g *guard.Guard, calls ...guard.ToolCall) guard.Decision {
+	t.Helper()
+	d, err := g.Preflight(context.Background(), calls...)
+	if err != nil {
+		t.Fatalf("Preflight: %v", err)
+	}
+	return d
+}
+
+// rsummary is g.Summary for property tests; it fails t on an error.
+func rsummary(t fataler, g *guard.Guard) guard.Summary {
+	t.Helper()
+	s, err := g.Summary(context.Background())
+	if err != nil {
+		t.Fatalf("Summary: %v", err)
+	}
+	return s
 }
 
 func raw(s string) json.RawMessage { return json.RawMessage(s) }
