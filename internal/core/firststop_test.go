@@ -146,15 +146,9 @@ func TestFirstStopIsTheRunsFirstFault(t *testing.T) {
 // reason, code and rule, and a Detail that names its step.
 func TestFirstStopSurvivesSnapshot(t *testing.T) {
 	cfg := guard.Config{Rules: []guard.Rule{faultOn{}}}
-	g, err := guard.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testutil.New(t, cfg.Rules...)
 	testutil.Check(t, g, testutil.Text("work"))
-	before, err := g.Snapshot(t.Context(), guard.SnapshotOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := testutil.Snapshot(t, g, guard.SnapshotOptions{})
 	if bytes.Contains(before, []byte("firstStop")) {
 		t.Errorf("a snapshot before any stop has firstStop:\n%s", before)
 	}
@@ -168,10 +162,7 @@ func TestFirstStopSurvivesSnapshot(t *testing.T) {
 
 	testutil.Check(t, g, testutil.Text("loop"))
 	testutil.Check(t, g, testutil.Text("loop"))
-	data, err := g.Snapshot(t.Context(), guard.SnapshotOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := testutil.Snapshot(t, g, guard.SnapshotOptions{})
 	const key = `"firstStop":{"step":1,"reason":"fault","code":"FAULT","detector":"fault"}`
 	if !bytes.Contains(data, []byte(key)) {
 		t.Errorf("snapshot has no %s:\n%s", key, data)
@@ -331,16 +322,10 @@ func TestNormalFinishIsNoFirstStop(t *testing.T) {
 // have is an invalid state.
 func TestRestoreRefusesMalformedFirstStop(t *testing.T) {
 	cfg := guard.Config{Rules: []guard.Rule{faultOn{}}}
-	g, err := guard.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testutil.New(t, cfg.Rules...)
 	testutil.Check(t, g, testutil.Text("work"))
 	testutil.Check(t, g, testutil.Text("loop"))
-	data, err := g.Snapshot(t.Context(), guard.SnapshotOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := testutil.Snapshot(t, g, guard.SnapshotOptions{})
 	const good = `"firstStop":{"step":1,"reason":"fault","code":"FAULT","detector":"fault"}`
 	if !bytes.Contains(data, []byte(good)) {
 		t.Fatalf("the snapshot has no %s:\n%s", good, data)
