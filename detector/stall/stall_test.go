@@ -501,7 +501,7 @@ func TestGuardsOfOneRuleAreIndependent(t *testing.T) {
 	var got1, got2 []bool
 	for i := range 3 {
 		got1 = append(got1, ruletest.Check(t, g1, step("", a)).Stop) // new once, then stalled
-		got2 = append(got2, ruletest.Check(t, g2, distinct(i)).Stop)  // new every time
+		got2 = append(got2, ruletest.Check(t, g2, distinct(i)).Stop) // new every time
 	}
 	got1 = append(got1, ruletest.Check(t, g1, step("", a)).Stop)
 	for range 3 {
