@@ -10,6 +10,7 @@ import (
 
 	"github.com/loopguard/loopguard/detector/stall"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 	"github.com/loopguard/loopguard/guardtest"
 )
 
