@@ -10,8 +10,8 @@ import (
 
 	"github.com/loopguard/loopguard/detector/stall"
 	"github.com/loopguard/loopguard/guard"
-	"github.com/loopguard/loopguard/rule"
 	"github.com/loopguard/loopguard/guardtest"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // TestConformance runs the detector kit on the rule, with and without
