@@ -11,6 +11,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/loopguard/loopguard/canonical"
+	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/refusal"
 	"github.com/loopguard/loopguard/detector/repeat"
 	"github.com/loopguard/loopguard/feedback"
@@ -61,16 +62,6 @@ func newGuard(t tb, r rule.Rule) *guard.Guard {
 	return g
 }
 
-// check is testutil.Check for a tb.
-func check(t tb, g *guard.Guard, s guard.Step) guard.Verdict {
-	t.Helper()
-	v, err := g.Check(context.Background(), s)
-	if err != nil {
-		t.Fatalf("Check: %v", err)
-	}
-	return v
-}
-
 func search(q string) guard.ToolCall {
 	return guard.ToolCall{Name: "search", Args: map[string]string{"q": q}}
 }
@@ -86,7 +77,7 @@ func run(t tb, g *guard.Guard, ss ...guard.Step) []string {
 	t.Helper()
 	out := make([]string, len(ss))
 	for i, s := range ss {
-		if v := check(t, g, s); v.Stop {
+		if v := ruletest.Check(t, g, s); v.Stop {
 			ev := v.Evidence.(refusal.Evidence)
 			out[i] = strings.TrimSpace(fmt.Sprintf("%s %d %s", v.Code, ev.Count, ev.Scope))
 		}
