@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/loopguard/loopguard/detector/finish"
 	guard "github.com/loopguard/loopguard/internal/core"
 	"github.com/loopguard/loopguard/internal/testutil"
 	"github.com/loopguard/loopguard/rule"
@@ -361,6 +362,36 @@ func TestRestoreRefusesMalformedFirstStop(t *testing.T) {
 	} {
 		if _, err := guard.Restore(with(fs), cfg); !errors.Is(err, guard.ErrInvalidState) {
 			t.Errorf("%s: Restore = %v, want ErrInvalidState", name, err)
+		}
+	}
+}
+
+// TestFinishRuleAndFirstStop: with the finish rule, a step that ends with
+// reason "stop" and only text is a normal finish (no FirstStop); one cut off
+// ("length") is a fault, and the first stop.
+func TestFinishRuleAndFirstStop(t *testing.T) {
+	for _, tt := range []struct {
+		finish string
+		fault  bool
+	}{{"stop", false}, {"end_turn", false}, {"length", true}} {
+		f, err := finish.New(finish.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := testutil.New(t, f)
+		v := testutil.Check(t, g, guard.Step{Text: "the answer", FinishReason: tt.finish})
+		if !v.Stop || guard.IsFault(v) != tt.fault {
+			t.Errorf("%s: verdict %+v, want a stop, fault %v", tt.finish, v, tt.fault)
+		}
+		fs := firstStopOf(t, g)
+		if tt.fault {
+			want := v
+			want.Warnings = nil
+			if diff := cmp.Diff(&want, fs); diff != "" {
+				t.Errorf("%s: FirstStop (-want +got):\n%s", tt.finish, diff)
+			}
+		} else if fs != nil {
+			t.Errorf("%s: a normal finish set FirstStop = %+v", tt.finish, fs)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/loopguard/loopguard/detector"
 	guard "github.com/loopguard/loopguard/internal/core"
 	"github.com/loopguard/loopguard/internal/testutil"
 	"github.com/loopguard/loopguard/rule"
@@ -211,5 +212,53 @@ func TestGuardsOfOneConfigRunConcurrently(t *testing.T) {
 	wg.Wait()
 	if s := testutil.Summary(t, g); s.Steps != 100 || s.ToolCalls != 100 {
 		t.Errorf("a shared guard: %d steps, %d calls; want 100 each", s.Steps, s.ToolCalls)
+	}
+}
+
+// TestDefaultsSharedByGuards: one detector.Defaults() in one Config serves
+// many guards at once (it was refused with ErrDetectorInUse when a rule was
+// also its run's state): each guard, on a goroutine of its own, stops at
+// its own third identical call and at no other step, and a failed Restore
+// from the Config leaves it usable.
+func TestDefaultsSharedByGuards(t *testing.T) {
+	cfg := guard.Config{Rules: detector.Defaults()}
+	if _, err := guard.Restore([]byte(`{"version": 1}`), cfg); err == nil {
+		t.Fatal("Restore of a bad snapshot succeeded")
+	}
+	const guards = 8
+	stops := make([][]int, guards)
+	var wg sync.WaitGroup
+	for i := range guards {
+		wg.Go(func() {
+			g, err := guard.New(cfg)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			// Two different calls, then the same call three times.
+			steps := []guard.Step{
+				testutil.Calls(testutil.Done("search", fmt.Sprintf(`{"q":"a%d"}`, i), "r1")),
+				testutil.Calls(testutil.Done("read", fmt.Sprintf(`{"p":%d}`, i), "r2")),
+			}
+			for range 3 {
+				steps = append(steps, testutil.Calls(testutil.Done("search", fmt.Sprintf(`{"q":"x%d"}`, i), "r3")))
+			}
+			for s, step := range steps {
+				v, err := g.Check(t.Context(), step)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if v.Stop {
+					stops[i] = append(stops[i], s)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i, s := range stops {
+		if diff := cmp.Diff([]int{4}, s); diff != "" {
+			t.Errorf("guard %d: the steps that stop (-want +got):\n%s", i, diff)
+		}
 	}
 }
