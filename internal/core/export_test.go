@@ -30,6 +30,7 @@ type snapshotJSON struct {
 	Totals          Totals           `json:"totals"`
 	Guard           canonical.Sum    `json:"guard"`
 	Detectors       []detectorRecord `json:"detectors"`
+	FirstStop       json.RawMessage  `json:"firstStop"`
 }
 
 type detectorRecord struct {
@@ -38,14 +39,14 @@ type detectorRecord struct {
 	State       json.RawMessage `json:"state"`
 }
 
-// ReferenceRestore is Options.Restore as it was before the one-pass reader.
-func ReferenceRestore(o Options, data []byte, detectors ...Detector) (*Guard, error) {
-	g, err := o.New(detectors...)
+// ReferenceRestore is Restore as it was before the one-pass reader, taught
+// the firstStop key.
+func ReferenceRestore(data []byte, cfg Config) (*Guard, error) {
+	g, err := New(cfg)
 	if err != nil {
 		return nil, err
 	}
 	if err := g.referenceRestore(data); err != nil {
-		g.releaseAll()
 		return nil, err
 	}
 	return g, nil
@@ -119,7 +120,7 @@ func (g *Guard) referenceRestore(data []byte) error {
 		}
 		records[r.Name] = r
 	}
-	for _, d := range g.dets {
+	for _, d := range g.rules {
 		r, ok := records[d.Name()]
 		if !ok {
 			fe.Extra = append(fe.Extra, d.Name())
@@ -139,10 +140,21 @@ func (g *Guard) referenceRestore(data []byte) error {
 	if len(fe.Changed)+len(fe.Missing)+len(fe.Extra) > 0 {
 		return fe
 	}
-	for _, d := range g.dets {
-		if err := restoreDetector(d, recordState(s.Detectors, d.Name()), counters); err != nil {
-			return &DetectorError{Name: d.Name(), Err: errors.Join(ErrInvalidState, err)}
+	for i, st := range g.states {
+		if err := restoreState(st, recordState(s.Detectors, g.names[i]), counters); err != nil {
+			return &DetectorError{Name: g.names[i], Err: errors.Join(ErrInvalidState, err)}
 		}
+	}
+	if len(s.FirstStop) > 0 && string(s.FirstStop) != "null" {
+		var fs firstStop
+		if err := ReferenceUnmarshalState(s.FirstStop, &fs); err != nil {
+			return stateErr("firstStop: %v", err)
+		}
+		if fs.Step < 0 || fs.Step >= counters.Steps || fs.Reason == "" || fs.Code == "" ||
+			len(fs.Reason) > MaxNameLen || len(fs.Code) > MaxNameLen || len(fs.Rule) > MaxNameLen {
+			return stateErr("firstStop: not a stop of this run")
+		}
+		g.first, g.firstStep = fs.verdict(), fs.Step
 	}
 	g.steps, g.toolCalls, g.failedCalls, g.totals = s.Steps, s.ToolCalls, s.FailedToolCalls, s.Totals
 	return nil
