@@ -58,8 +58,8 @@ func TestStartCallRefusalEscalates(t *testing.T) {
 		t.Fatalf("after 7 calls: %d steps, first stop %+v; want 5 steps (the last two not recorded), a REPEATED_REFUSAL stop", s.Steps, s.FirstStop)
 	}
 	for i := 5; i < 7; i++ {
-		if texts[i] != s.FirstStop.Feedback {
-			t.Errorf("call %d: feedback %q, want the stop's %q", i+1, texts[i], s.FirstStop.Feedback)
+		if want := "That call was not run. " + s.FirstStop.Feedback; texts[i] != want || texts[i] != texts[4] {
+			t.Errorf("call %d: feedback %q, want the 5th call's, the stop's after the sentence a refusal starts with: %q", i+1, texts[i], want)
 		}
 	}
 }

@@ -224,7 +224,7 @@ func TestStoppedRunRefusesTurnsAndStartCall(t *testing.T) {
 	}
 	stop := func(index int, id string) guard.Decision {
 		return guard.Decision{Reason: "fault", Code: "FAULT", Detector: "fault", Detail: "the run stopped at step 1",
-			Feedback: "stop now", CallIndex: index, CallID: id}
+			Feedback: "That call was not run. stop now", CallIndex: index, CallID: id}
 	}
 
 	turn := g.Begin()
@@ -248,8 +248,8 @@ func TestStoppedRunRefusesTurnsAndStartCall(t *testing.T) {
 	if diff := cmp.Diff(stop(0, "c3"), re.Decision); diff != "" {
 		t.Errorf("Run's refusal (-want +got):\n%s", diff)
 	}
-	if re.Error() != "stop now" {
-		t.Errorf("refusal text = %q, want the stop's feedback", re.Error())
+	if re.Error() != "That call was not run. stop now" {
+		t.Errorf("refusal text = %q, want the stop's feedback after the sentence a refusal starts with", re.Error())
 	}
 	if diff := cmp.Diff(before, testutil.Summary(t, g)); diff != "" {
 		t.Errorf("the turn's refusals were recorded (-before +after):\n%s", diff)

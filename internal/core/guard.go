@@ -53,7 +53,7 @@ type Config struct {
 
 	// Key, when set, replaces a call's arguments by what it returns before
 	// they are hashed (after DropArgs), for every tool without a
-	// ToolOptions.Key of its own. It must be deterministic, and safe to
+	// ToolConfig.Key of its own. It must be deterministic, and safe to
 	// call from several goroutines at once: calls are hashed before the
 	// guard's lock is taken. Functions are not part of the fingerprint:
 	// restore a snapshot with the same ones.
@@ -69,15 +69,14 @@ type Config struct {
 	// non-zero exit code ("<returncode>[1-9]"), an MCP isError text. The
 	// text of a string result is the string; of any other result, its JSON.
 	// A call with an error (ToolCall.Err) fails whatever its result.
-	// ToolOptions.FailWhen adds patterns per tool.
+	// ToolConfig.FailWhen adds patterns per tool.
 	FailWhen []string
 
 	// Observer, when set, is told of every verdict of Check and every
 	// decision of Preflight, so that stops and warnings reach logs and
 	// metrics without wrapper code. It is called after the guard's lock is
-	// released, on the goroutine that called Check or Preflight, with the
-	// context of CheckContext or PreflightContext (context.Background()
-	// otherwise). A panic in it is recovered and dropped. One that blocks
+	// released, on the goroutine that called Check or Preflight, with
+	// its context. A panic in it is recovered and dropped. One that blocks
 	// holds up only that call, never other callers of the guard; hand
 	// slow work to a goroutine of your own.
 	Observer func(ctx context.Context, e Event)
@@ -89,7 +88,7 @@ type Config struct {
 	AllowLimitChanges bool
 }
 
-// A Guard watches one run. Create it with [New] or [Options.New]; restore a
+// A Guard watches one run. Create it with [New]; restore a
 // saved one with [Restore]. Its methods are safe for concurrent use.
 type Guard struct {
 	mu     sync.Mutex
@@ -540,7 +539,7 @@ func (g *Guard) remember(s Step) {
 }
 
 // History returns copies of the newest raw steps, oldest first: at most
-// [Options.History] of them, none after a restore or a reset.
+// [Config.History] of them, none after a restore or a reset.
 func (g *Guard) History() []Step {
 	g.mu.Lock()
 	defer g.mu.Unlock()
