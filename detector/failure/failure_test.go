@@ -28,42 +28,14 @@ type tb interface {
 	Fatalf(format string, args ...any)
 }
 
-func newRule(t tb, o failure.Options) *failure.Rule {
-	t.Helper()
-	r, err := failure.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
-// runState is what a failure state is.
-type runState interface {
-	rule.State
-	rule.Saver
-	rule.Bounded
-	rule.Summarizer
-}
+func newRule(t tb, o failure.Options) *failure.Rule { return ruletest.Rule(t, failure.New, o) }
 
 // newState returns a fresh state of the rule with these options.
-func newState(t tb, o failure.Options) runState {
-	t.Helper()
-	st, ok := newRule(t, o).NewState().(runState)
-	if !ok {
-		t.Fatal("the failure state is not a Saver, Bounded and Summarizer")
-	}
-	return st
-}
+func newState(t tb, o failure.Options) ruletest.State { return ruletest.NewState(t, newRule(t, o)) }
 
 // newGuard returns a guard with options g and the rule with options o.
 func newGuard(t tb, o failure.Options, g guard.Config) *guard.Guard {
-	t.Helper()
-	g.Rules = []rule.Rule{newRule(t, o)}
-	gd, err := guard.New(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return gd
+	return ruletest.New(t, g, newRule(t, o))
 }
 
 // edit is a call of an edit tool whose old text was not found: the failure

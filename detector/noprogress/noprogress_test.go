@@ -66,42 +66,14 @@ type tb interface {
 	Fatalf(format string, args ...any)
 }
 
-func newRule(t tb, o noprogress.Options) *noprogress.Rule {
-	t.Helper()
-	r, err := noprogress.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
-// runState is what a noprogress state is.
-type runState interface {
-	rule.State
-	rule.Saver
-	rule.Bounded
-	rule.Summarizer
-}
+func newRule(t tb, o noprogress.Options) *noprogress.Rule { return ruletest.Rule(t, noprogress.New, o) }
 
 // newState returns a fresh state of the rule with these options.
-func newState(t tb, o noprogress.Options) runState {
-	t.Helper()
-	st, ok := newRule(t, o).NewState().(runState)
-	if !ok {
-		t.Fatal("the noprogress state is not a Saver, Bounded and Summarizer")
-	}
-	return st
-}
+func newState(t tb, o noprogress.Options) ruletest.State { return ruletest.NewState(t, newRule(t, o)) }
 
 // newGuard returns a guard with options g and the rule with options o.
 func newGuard(t tb, o noprogress.Options, g guard.Config) *guard.Guard {
-	t.Helper()
-	g.Rules = []rule.Rule{newRule(t, o)}
-	gd, err := guard.New(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return gd
+	return ruletest.New(t, g, newRule(t, o))
 }
 
 func run(t tb, g *guard.Guard, steps []guard.Step) []guard.Verdict {

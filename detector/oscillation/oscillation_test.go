@@ -79,41 +79,15 @@ type tb interface {
 }
 
 func newRule(t tb, o oscillation.Options) *oscillation.Rule {
-	t.Helper()
-	r, err := oscillation.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
-// runState is what an oscillation state is.
-type runState interface {
-	rule.State
-	rule.Saver
-	rule.Bounded
-	rule.Summarizer
+	return ruletest.Rule(t, oscillation.New, o)
 }
 
 // newState returns a fresh state of the rule with these options.
-func newState(t tb, o oscillation.Options) runState {
-	t.Helper()
-	st, ok := newRule(t, o).NewState().(runState)
-	if !ok {
-		t.Fatal("the oscillation state is not a Saver, Bounded and Summarizer")
-	}
-	return st
-}
+func newState(t tb, o oscillation.Options) ruletest.State { return ruletest.NewState(t, newRule(t, o)) }
 
 // newGuard returns a guard with options g and the rule with options o.
 func newGuard(t tb, o oscillation.Options, g guard.Config) *guard.Guard {
-	t.Helper()
-	g.Rules = []rule.Rule{newRule(t, o)}
-	gd, err := guard.New(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return gd
+	return ruletest.New(t, g, newRule(t, o))
 }
 
 // summary is testutil.Summary for a tb (rapid's T too).
