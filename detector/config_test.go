@@ -145,14 +145,7 @@ func TestConfigNewIsFresh(t *testing.T) {
 // its own count, and not before; a Reset of one leaves the other alone.
 func TestGuardsOfOneDefaultsAreIndependent(t *testing.T) {
 	cfg := guard.Config{Rules: detector.Defaults()}
-	g1, err := guard.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g2, err := guard.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g1, g2 := ruletest.Pair(t, cfg)
 	same := guard.Step{ToolCalls: []guard.ToolCall{{Name: "search", Args: json.RawMessage(`{"q":"a"}`), Result: "r"}}, FinishReason: "tool-calls"}
 	var got1, got2 []string
 	code := func(v guard.Verdict) string { return v.Code }
