@@ -43,15 +43,15 @@ type configs interface{ config() guard.Config }
 // restores.
 type restoreCounter struct{ n *atomic.Int64 }
 
-func (restoreCounter) Name() string                           { return "restores" }
-func (restoreCounter) Priority() int                          { return rule.PriorityCustom }
-func (restoreCounter) Options() any                           { return nil }
-func (c restoreCounter) NewState() rule.State                 { return c }
-func (restoreCounter) Observe(*rule.Facts)                    {}
-func (restoreCounter) Verdict() rule.Verdict                  { return rule.Verdict{} }
-func (restoreCounter) Preflight(*rule.Facts) rule.Verdict     { return rule.Verdict{} }
+func (restoreCounter) Name() string                                  { return "restores" }
+func (restoreCounter) Priority() int                                 { return rule.PriorityCustom }
+func (restoreCounter) Options() any                                  { return nil }
+func (c restoreCounter) NewState() rule.State                        { return c }
+func (restoreCounter) Observe(*rule.Facts)                           {}
+func (restoreCounter) Verdict() rule.Verdict                         { return rule.Verdict{} }
+func (restoreCounter) Preflight(*rule.Facts) rule.Verdict            { return rule.Verdict{} }
 func (restoreCounter) Snapshot(rule.SnapshotOptions) ([]byte, error) { return []byte("null"), nil }
-func (c restoreCounter) Restore([]byte) error                 { c.n.Add(1); return nil }
+func (c restoreCounter) Restore([]byte) error                        { c.n.Add(1); return nil }
 
 // worker is a Runs whose store errors (Options.OnError) are collected, with
 // the operations of the old Runs API on top of Runs.Guard: each returns the
