@@ -218,3 +218,31 @@ func TestDoneContext(t *testing.T) {
 		t.Errorf("%d runs stored, want 0", store.Len())
 	}
 }
+
+// TestSnapshotOfAStoredRun: a store-backed guard's Snapshot is the run's,
+// and restores into a guard in memory that goes on as the run would.
+func TestSnapshotOfAStoredRun(t *testing.T) {
+	ctx := context.Background()
+	f := &defaults{}
+	runs := newRuns(t, snapshot.NewMemory(nil), f, snapshot.Options{})
+	g := runs.Guard("run")
+	for range 2 {
+		if _, err := g.Check(ctx, loop); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := g.Snapshot(ctx, guard.SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := guard.Restore(data, f.config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := testutil.Summary(t, m); s.Steps != 2 {
+		t.Errorf("restored: %d steps, want 2", s.Steps)
+	}
+	if v := testutil.Check(t, m, loop); v.Code != "REPEATED_TOOL_CALL" {
+		t.Errorf("the third identical step on the restored guard: %q, want REPEATED_TOOL_CALL", v.Code)
+	}
+}
