@@ -325,7 +325,10 @@ func New(store Store, cfg guard.Config, o Options) (*Runs, error) {
 // the policy, the steps that could not be saved are kept to be saved with
 // the run's next operation ([Runs.Flush] forces it), and [Options.OnError]
 // is told. Their error is not nil only when ctx had ended before the
-// operation began (nothing was done). The calls that the policy refuses
+// operation began (nothing was done); a running call's Finish records the
+// call whatever its ctx, since the call ran. Reset saves a fresh run; if the
+// store does not take it, OnError is told and the run goes on from the
+// store's state. The calls that the policy refuses
 // (their Decision's Detector is [DetectorName]) are not the model's
 // refusals: a [guard.Turn] leaves them out of its step, and a caller of
 // Preflight and Check should leave them out of [guard.Step.Refused].
