@@ -15,7 +15,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/loopguard/loopguard/detector"
-	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/rule"
 	"github.com/loopguard/loopguard/trace"
 )
