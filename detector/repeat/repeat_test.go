@@ -603,19 +603,8 @@ func TestRestoreRejects(t *testing.T) {
 	}
 	d, _ := repeat.New(repeat.Options{})
 	good := `{"sig":` + sig + `,"count":2,"steps":[4,7]}`
-	for _, s := range bad {
-		st := ruletest.Saver(t, d)
-		if err := st.Restore([]byte(good)); err != nil {
-			t.Fatalf("Restore(%s): %v", good, err)
-		}
-		if err := st.Restore([]byte(s)); err == nil {
-			t.Errorf("Restore(%s) succeeded", s)
-		}
-		// A failed restore leaves the state alone.
-		if got, _ := st.Snapshot(guard.SnapshotOptions{}); string(got) != good {
-			t.Errorf("after Restore(%s) failed, the state is %s, want %s", s, got, good)
-		}
-	}
+	// A failed restore leaves the state alone.
+	ruletest.RejectsKeeping(t, d, good, bad)
 	st := ruletest.Saver(t, d)
 	if err := st.Restore([]byte(good)); err != nil {
 		t.Errorf("Restore(%s): %v", good, err)
@@ -642,16 +631,7 @@ func TestRestoreNullAndResetAreFresh(t *testing.T) {
 	d, _ := repeat.New(repeat.Options{})
 	g = testutil.New(t, d)
 	run(t, g, steps)
-	st := ruletest.Saver(t, d)
-	if err := st.Restore([]byte(ruletest.StateOf(t, g, repeat.Name, guard.SnapshotOptions{}))); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Restore([]byte("null")); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := st.Snapshot(guard.SnapshotOptions{}); string(got) != "null" {
-		t.Errorf("after Restore(null), the state is %s, want null", got)
-	}
+	ruletest.RestoreNullIsFresh(t, d, g)
 }
 
 // TestGuardsOfOneRuleAreIndependent runs two guards of one Rule, steps
@@ -659,14 +639,7 @@ func TestRestoreNullAndResetAreFresh(t *testing.T) {
 func TestGuardsOfOneRuleAreIndependent(t *testing.T) {
 	d, _ := repeat.New(repeat.Options{})
 	cfg := guard.Config{Rules: []rule.Rule{d}}
-	g1, err := guard.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g2, err := guard.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g1, g2 := ruletest.Pair(t, cfg)
 	var got1, got2 []bool
 	for range 2 {
 		got1 = append(got1, ruletest.Check(t, g1, step(a)).Stop)

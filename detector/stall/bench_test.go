@@ -9,6 +9,7 @@ import (
 	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/stall"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // BenchmarkObserveNew measures the detector's own work per step when every

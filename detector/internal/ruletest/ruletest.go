@@ -76,3 +76,52 @@ func Preflight(t TB, g *guard.Guard, calls ...guard.ToolCall) guard.Decision {
 	}
 	return d
 }
+
+// Pair returns two guards built from cfg, for tests that two guards of one
+// configuration keep their runs apart; it fails t if either cannot be built.
+func Pair(t testing.TB, cfg guard.Config) (*guard.Guard, *guard.Guard) {
+	t.Helper()
+	g1, err := guard.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g2, err := guard.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g1, g2
+}
+
+// RestoreNullIsFresh checks that a fresh state of r, restored from the state
+// of r in g's snapshot and then from JSON null, snapshots as null again.
+func RestoreNullIsFresh(t testing.TB, r rule.Rule, g *guard.Guard) {
+	t.Helper()
+	st := Saver(t, r)
+	if err := st.Restore([]byte(StateOf(t, g, r.Name(), guard.SnapshotOptions{}))); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Restore([]byte("null")); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.Snapshot(guard.SnapshotOptions{}); string(got) != "null" {
+		t.Errorf("after Restore(null), the state is %s, want null", got)
+	}
+}
+
+// RejectsKeeping checks that a state of r restored from running refuses
+// each of bad and is left as it was: its snapshot is running still.
+func RejectsKeeping(t testing.TB, r rule.Rule, running string, bad []string) {
+	t.Helper()
+	for _, s := range bad {
+		st := Saver(t, r)
+		if err := st.Restore([]byte(running)); err != nil {
+			t.Fatalf("Restore(%s): %v", running, err)
+		}
+		if err := st.Restore([]byte(s)); err == nil {
+			t.Errorf("Restore(%s) succeeded", s)
+		}
+		if got, _ := st.Snapshot(guard.SnapshotOptions{}); string(got) != running {
+			t.Errorf("after Restore(%s) failed, the state is %s, want %s", s, got, running)
+		}
+	}
+}
