@@ -49,7 +49,7 @@ func loadConfig(path string) (*guardConfig, error) {
 		}
 		c.doc = doc
 	}
-	if _, err := c.build(); err != nil {
+	if _, err := c.build(nil); err != nil {
 		if path != "" {
 			return nil, &fileError{path: path, err: err}
 		}
