@@ -1,8 +1,6 @@
 package failure
 
 import (
-	"encoding/json"
-
 	"github.com/loopguard/loopguard/internal/options"
 	"github.com/loopguard/loopguard/rule"
 )
@@ -25,9 +23,8 @@ func build(in rule.Input) (rule.Rule, error) {
 	r := options.NewReader(Name)
 	ms, on := r.OptionalSection(optionKey, in.Values)
 	var o Options
-	var w options.Window
-	fields := r.WindowFields(&w, MaxWindow)
-	fields[fieldSameCall] = func(path string, raw json.RawMessage) { o.SameCall = r.Int(path, raw, 2) }
+	fields := r.WindowFields(&o.Threshold, &o.Window, &o.Warn, MaxWindow)
+	fields[fieldSameCall] = r.SetInt(&o.SameCall, 2)
 	// sameCall is read before the other keys, so that its problem is
 	// reported first, as it always was.
 	var rest []options.Member
@@ -39,7 +36,6 @@ func build(in rule.Input) (rule.Rule, error) {
 		rest = append(rest, m)
 	}
 	r.Fields(optionKey, rest, fields)
-	o.Threshold, o.Window, o.Warn = w.Threshold, w.Window, w.Warn
 	if err := r.Err(); err != nil || !on {
 		return nil, err
 	}

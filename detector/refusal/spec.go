@@ -1,33 +1,15 @@
 package refusal
 
 import (
-	"encoding/json"
-
 	"github.com/loopguard/loopguard/internal/options"
 	"github.com/loopguard/loopguard/rule"
 )
-
-// optionKey is the rule's key in an options document.
-const optionKey = "repeatedRefusal"
 
 // Spec tells an options document how to build the rule: from
 // "repeatedRefusal", {"threshold": N, "warn": b}, true for the defaults or
 // false for none. It is on by default.
 func Spec() rule.Spec {
-	return rule.Spec{Name: Name, Keys: []string{optionKey}, Default: true, Build: build}
-}
-
-func build(in rule.Input) (rule.Rule, error) {
-	r := options.NewReader(Name)
-	var o Options
-	ms, on := r.OptionalSection(optionKey, in.Values)
-	r.Fields(optionKey, ms, map[string]options.Field{
-		"threshold": func(path string, raw json.RawMessage) { o.Threshold = r.Int(path, raw, 2) },
-		"warn":      func(path string, raw json.RawMessage) { o.Warn = r.Bool(path, raw) },
+	return options.SectionSpec(Name, "repeatedRefusal", true, New, func(r *options.Reader, o *Options) map[string]options.Field {
+		return map[string]options.Field{"threshold": r.SetInt(&o.Threshold, 2), "warn": r.SetBool(&o.Warn)}
 	})
-	if err := r.Err(); err != nil || !on {
-		return nil, err
-	}
-	d, err := New(o)
-	return options.Built(d, err, options.Names{"Threshold": optionKey + ".threshold", "Warn": optionKey + ".warn"})
 }

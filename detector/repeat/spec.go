@@ -30,10 +30,10 @@ func build(in rule.Input) (rule.Rule, error) {
 	var o Options
 	ms, on := r.OptionalSection(optionKey, in.Values)
 	r.Fields(optionKey, ms, map[string]options.Field{
-		"threshold":               func(path string, raw json.RawMessage) { o.Threshold = r.Int(path, raw, 2) },
-		"requireIdenticalResults": func(path string, raw json.RawMessage) { o.RequireIdenticalResults = r.Bool(path, raw) },
-		"ignoreErrors":            func(path string, raw json.RawMessage) { o.IgnoreErrors = r.Bool(path, raw) },
-		"warn":                    func(path string, raw json.RawMessage) { o.Warn = r.Bool(path, raw) },
+		"threshold":               r.SetInt(&o.Threshold, 2),
+		"requireIdenticalResults": r.SetBool(&o.RequireIdenticalResults),
+		"ignoreErrors":            r.SetBool(&o.IgnoreErrors),
+		"warn":                    r.SetBool(&o.Warn),
 	})
 	for _, tool := range options.SortedKeys(in.Tools) {
 		var p ToolPolicy
@@ -80,8 +80,6 @@ func readPolling(r *options.Reader, path string, raw json.RawMessage) (polling b
 	if !ok {
 		return false, 0
 	}
-	r.Fields(path, ms, map[string]options.Field{
-		"maxIdenticalResults": func(path string, raw json.RawMessage) { maxIdentical = r.Int(path, raw, 2) },
-	})
+	r.Fields(path, ms, map[string]options.Field{"maxIdenticalResults": r.SetInt(&maxIdentical, 2)})
 	return true, maxIdentical
 }

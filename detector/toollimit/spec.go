@@ -1,8 +1,6 @@
 package toollimit
 
 import (
-	"encoding/json"
-
 	"github.com/loopguard/loopguard/internal/options"
 	"github.com/loopguard/loopguard/rule"
 )
@@ -25,9 +23,7 @@ func build(in rule.Input) (rule.Rule, error) {
 	r := options.NewReader(Name)
 	var o Options
 	ms, on := r.OptionalSection(optionKey, in.Values)
-	r.Fields(optionKey, ms, map[string]options.Field{
-		"warn": func(path string, raw json.RawMessage) { o.Warn = r.Bool(path, raw) },
-	})
+	r.Fields(optionKey, ms, map[string]options.Field{"warn": r.SetBool(&o.Warn)})
 	caps := make(map[string]int, len(in.Tools))
 	for _, tool := range options.SortedKeys(in.Tools) {
 		if raw, ok := in.Tools[tool][fieldMaxCalls]; ok {

@@ -283,22 +283,73 @@ func (r *Reader) Strings(path string, raw json.RawMessage) []string {
 	return out
 }
 
-// Window holds the options of a rule that counts repeats within a window of
-// steps or calls.
-type Window struct {
-	Threshold, Window int
-	Warn              bool
+// SetBool returns the Field that reads true or false into dst.
+func (r *Reader) SetBool(dst *bool) Field {
+	return func(path string, raw json.RawMessage) { *dst = r.Bool(path, raw) }
+}
+
+// SetInt returns the Field that reads a whole number of at least min into
+// dst.
+func (r *Reader) SetInt(dst *int, min int) Field {
+	return func(path string, raw json.RawMessage) { *dst = r.Int(path, raw, min) }
+}
+
+// SetIntRange returns the Field that reads a whole number from min to max
+// into dst.
+func (r *Reader) SetIntRange(dst *int, min, max int) Field {
+	return func(path string, raw json.RawMessage) { *dst = r.IntRange(path, raw, min, max) }
+}
+
+// SetOneOf returns the Field that reads one of the strings allowed into dst
+// (see [Reader.OneOf]).
+func SetOneOf[S ~string](r *Reader, dst *S, allowed ...S) Field {
+	names := make([]string, len(allowed))
+	for i, a := range allowed {
+		names[i] = string(a)
+	}
+	return func(path string, raw json.RawMessage) {
+		if s, ok := r.OneOf(path, raw, names...); ok {
+			*dst = S(s)
+		}
+	}
 }
 
 // WindowFields returns the fields of a rule that counts repeats within a
-// window, read into w: "threshold" (at least 2), "window" (2 to maxWindow)
-// and "warn". A rule with more keys adds its own to the map.
-func (r *Reader) WindowFields(w *Window, maxWindow int) map[string]Field {
+// window: "threshold" (at least 2), "window" (2 to maxWindow) and "warn". A
+// rule with more keys adds its own to the map.
+func (r *Reader) WindowFields(threshold, window *int, warn *bool, maxWindow int) map[string]Field {
 	return map[string]Field{
-		"threshold": func(path string, raw json.RawMessage) { w.Threshold = r.Int(path, raw, 2) },
-		"window":    func(path string, raw json.RawMessage) { w.Window = r.IntRange(path, raw, 2, maxWindow) },
-		"warn":      func(path string, raw json.RawMessage) { w.Warn = r.Bool(path, raw) },
+		"threshold": r.SetInt(threshold, 2),
+		"window":    r.SetIntRange(window, 2, maxWindow),
+		"warn":      r.SetBool(warn),
 	}
+}
+
+// SectionSpec returns the spec of a rule whose options are the one section
+// key of the document: true for its defaults, false for none, or an object
+// whose members fields reads into the options O, from which newRule makes the
+// rule. The rule is on by default (also without the key) when byDefault is
+// set. An error of newRule on the option Threshold names key.threshold (the
+// Go name of each field is its key with the first letter upper-cased).
+func SectionSpec[O any, R rule.Rule](name, key string, byDefault bool, newRule func(O) (R, error),
+	fields func(r *Reader, o *O) map[string]Field) rule.Spec {
+	build := func(in rule.Input) (rule.Rule, error) {
+		r := NewReader(name)
+		var o O
+		ms, on := r.OptionalSection(key, in.Values)
+		fs := fields(r, &o)
+		r.Fields(key, ms, fs)
+		if err := r.Err(); err != nil || !on {
+			return nil, err
+		}
+		names := make(Names, len(fs))
+		for k := range fs {
+			names[strings.ToUpper(k[:1])+k[1:]] = Join(key, k)
+		}
+		d, err := newRule(o)
+		return Built(d, err, names)
+	}
+	return rule.Spec{Name: name, Keys: []string{key}, Default: byDefault, Build: build}
 }
 
 // Names maps the Go names of a rule's options to their paths in the options
