@@ -207,26 +207,21 @@ func (r *Reader) IntRange(path string, raw json.RawMessage, min, max int) int {
 
 // Positive reads a number above zero.
 func (r *Reader) Positive(path string, raw json.RawMessage) float64 {
-	const want = "a positive number"
-	f, ok := r.number(path, raw, want)
-	if !ok {
-		return 0
-	}
-	if f <= 0 {
-		r.Failf(path, "must be %s, not %s", want, rule.FormatNumber(f))
-		return 0
-	}
-	return f
+	return r.within(path, raw, "a positive number", func(f float64) bool { return f > 0 })
 }
 
 // Ratio reads a number from 0 to 1.
 func (r *Reader) Ratio(path string, raw json.RawMessage) float64 {
-	const want = "a number from 0 to 1"
-	f, ok := r.number(path, raw, want)
-	if !ok {
+	return r.within(path, raw, "a number from 0 to 1", func(f float64) bool { return f >= 0 && f <= 1 })
+}
+
+// within reads a number for which ok holds; want says which in errors.
+func (r *Reader) within(path string, raw json.RawMessage, want string, ok func(float64) bool) float64 {
+	f, read := r.number(path, raw, want)
+	if !read {
 		return 0
 	}
-	if f < 0 || f > 1 {
+	if !ok(f) {
 		r.Failf(path, "must be %s, not %s", want, rule.FormatNumber(f))
 		return 0
 	}
