@@ -186,12 +186,12 @@ type BuildOptions struct {
 // Config serves any number of guards, one after another or at the same time.
 //
 // The document is a JSON object. Every top-level key must be read by a
-// registered entry, or be "tools" or "dropArgs"; every field of tools.<name>
-// must be read by an entry, or be "ignore" or "dropArgs". Names are exact and
-// case-sensitive, and a key may
-// appear only once. Each entry then builds its detector from the keys it
-// reads; entries marked Default are built even when none is present, others
-// only when one is. An entry's Build may switch its rule off.
+// registered spec, or be "tools", "dropArgs" or "failWhen"; every field of
+// tools.<name> must be read by a spec, or be "ignore", "dropArgs" or
+// "failWhen". Names are exact and case-sensitive, and a key may appear only
+// once. Each spec then builds its rule from the keys it reads; specs marked
+// Default are built even when none is present, others only when one is. A
+// spec's Build may switch its rule off.
 //
 // Every problem is reported, joined in one error: an unknown key (with the
 // name it was probably meant to be), a value of the wrong type or out of
@@ -348,9 +348,9 @@ func (r *Registry) readTools(top *options.Reader, raw json.RawMessage, tools map
 	}
 }
 
-// asOptionError makes sure that an entry's error says errors.Is(err,
+// asOptionError makes sure that a spec's error says errors.Is(err,
 // guard.ErrInvalidOption) and names an option: errors that do not are
-// wrapped in an *guard.OptionError on the first key the entry was given.
+// wrapped in an *guard.OptionError on the first key the spec was given.
 func asOptionError(name string, in rule.Input, err error) error {
 	if errors.Is(err, guard.ErrInvalidOption) {
 		return err
