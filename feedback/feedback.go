@@ -17,10 +17,11 @@ import (
 	"strings"
 
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // MaxToolNameLen is the longest tool name the feedback repeats.
-const MaxToolNameLen = guard.MaxPlainNameLen
+const MaxToolNameLen = rule.MaxPlainNameLen
 
 // ThatTool is what the feedback says in place of a tool name it will not
 // repeat.
@@ -38,9 +39,9 @@ func ToolName(name string) string {
 }
 
 // SafeName reports whether name may appear in feedback: whether it is a
-// [guard.PlainName]. Snapshots taken without previews keep such names too,
+// [rule.PlainName]. Snapshots taken without previews keep such names too,
 // and hash the others.
-func SafeName(name string) bool { return guard.PlainName(name) }
+func SafeName(name string) bool { return rule.PlainName(name) }
 
 // fields are the evidence fields the texts use. Evidence of any type is read
 // through its JSON form, so a custom detector's evidence with the same field

@@ -3,13 +3,14 @@
 // summed tokens, cost or duration reach a limit, and it warns as a limit
 // draws near.
 //
-// The guard sums the usage of the steps ([guard.Totals]); a step without a
+// The guard sums the usage of the steps ([rule.Totals]); a step without a
 // total token count counts its input plus output tokens. A limit is spent
 // when it is reached (value >= limit): the rule judges a step after it has
 // happened, so waiting for the limit to be exceeded would always overshoot by
 // a step. The duration budget compares the larger of the summed step
-// durations and the wall-clock time since the detector was created or reset
-// (read from [Options.Now], so that tests can control it).
+// durations and the wall-clock time since the run's state was made, when its
+// guard was created or reset (read from [Options.Now], so that tests can
+// control it).
 //
 // The budgets are judged before the step limit, in this order: total, input
 // and output tokens, cost, duration, then steps. With a warning ratio
@@ -20,8 +21,10 @@
 // totals so far (and the wall clock), or when the steps recorded so far are
 // already at the step limit.
 //
-// The detector is a [guard.Limiter]: with [guard.Options.AllowLimitChanges], a
-// saved run can be restored under other limits, to give it more room.
+// The rule is a [rule.Limiter]: with the guard's Config.AllowLimitChanges, a
+// saved run can be restored under other limits, to give it more room. One
+// [Rule] serves any number of guards at once: each run's wall clock and last
+// reading are in a state of its own (see [Rule.NewState]).
 package budget
 
 import (
@@ -34,10 +37,10 @@ import (
 	"time"
 
 	"github.com/loopguard/loopguard/feedback"
-	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
-// Name is the detector's name, the key of its state in snapshots.
+// Name is the rule's name, the key of its state in snapshots.
 const Name = "budget"
 
 // The codes of the rule's stops and warnings.
@@ -88,7 +91,7 @@ type Options struct {
 	MaxCostUSD Limit `json:"maxCostUsd"`
 	// MaxDurationMs limits the run's duration in milliseconds (metric
 	// durationMs): the larger of the summed step durations and the wall
-	// clock since the detector was created or reset.
+	// clock since the run's state was made (its guard created or reset).
 	MaxDurationMs Limit `json:"maxDurationMs"`
 	// WarnAt is the warning ratio of every limit that sets none, in
 	// [0, 1]. Zero means no warnings.
@@ -146,30 +149,36 @@ type reading struct {
 	stop   int // the first limit reached, or noStop
 }
 
-// Detector is the step limit and usage budgets. Create it with New.
-type Detector struct {
-	guard.Owned // one guard at a time
-
+// Rule is the step limit and usage budgets: validated options, never changed
+// after New, so that one Rule serves any number of guards at once. Create it
+// with New.
+type Rule struct {
 	maxSteps int
 	limits   [numMetrics]Limit // with the effective WarnAt; Value 0 is off
 	now      func() time.Time
-	start    time.Time // of the wall clock; set only with a duration limit
+}
+
+// state is one run's: its wall clock and its last reading.
+type state struct {
+	r     *Rule
+	start time.Time // of the wall clock; set only with a duration limit
 
 	last    reading
 	scratch []byte // for the details of warnings
 }
 
 var (
-	_ guard.Detector = (*Detector)(nil)
-	_ guard.Limiter  = (*Detector)(nil)
+	_ rule.Rule    = (*Rule)(nil)
+	_ rule.Limiter = (*Rule)(nil)
+	_ rule.Saver   = (*state)(nil)
 )
 
 // New returns the rule with these options, or an error (a
-// *guard.OptionError) naming every invalid field.
-func New(o Options) (*Detector, error) {
+// *rule.OptionError) naming every invalid field.
+func New(o Options) (*Rule, error) {
 	var errs []error
 	bad := func(field, format string, args ...any) {
-		errs = append(errs, &guard.OptionError{Detector: Name, Field: field, Err: fmt.Errorf(format, args...)})
+		errs = append(errs, &rule.OptionError{Detector: Name, Field: field, Err: fmt.Errorf(format, args...)})
 	}
 	if o.MaxSteps < 0 {
 		bad("MaxSteps", "%d is negative", o.MaxSteps)
@@ -177,7 +186,7 @@ func New(o Options) (*Detector, error) {
 	if !isRatio(o.WarnAt) {
 		bad("WarnAt", "%v is not a ratio between 0 and 1", o.WarnAt)
 	}
-	d := &Detector{maxSteps: o.MaxSteps, now: o.Now, last: reading{stop: noStop}}
+	d := &Rule{maxSteps: o.MaxSteps, now: o.Now}
 	if d.now == nil {
 		d.now = time.Now
 	}
@@ -200,45 +209,54 @@ func New(o Options) (*Detector, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	d.startClock(0)
 	return d, nil
+}
+
+// NewState returns the state of a fresh run: no step read yet, and its wall
+// clock started now.
+func (d *Rule) NewState() rule.State {
+	s := &state{r: d}
+	s.reset(0)
+	return s
 }
 
 func isRatio(f float64) bool { return f >= 0 && f <= 1 }
 
 // timed reports whether there is a duration limit, the only reason to read
 // the clock.
-func (d *Detector) timed() bool { return d.limits[durationMs].Value > 0 }
+func (d *Rule) timed() bool { return d.limits[durationMs].Value > 0 }
 
-// startClock starts the wall clock as if elapsed had already gone by.
-func (d *Detector) startClock(elapsed time.Duration) {
-	if d.timed() {
-		d.start = d.now().Add(-elapsed)
+// reset forgets the last step and starts the wall clock as if elapsed had
+// already gone by.
+func (s *state) reset(elapsed time.Duration) {
+	s.last = reading{stop: noStop}
+	if s.r.timed() {
+		s.start = s.r.now().Add(-elapsed)
 	}
 }
 
 // wallClock returns the wall-clock time used so far.
-func (d *Detector) wallClock() time.Duration {
-	if e := d.now().Sub(d.start); e > 0 {
+func (s *state) wallClock() time.Duration {
+	if e := s.r.now().Sub(s.start); e > 0 {
 		return e
 	}
 	return 0
 }
 
 // Name returns Name.
-func (d *Detector) Name() string { return Name }
+func (d *Rule) Name() string { return Name }
 
-// Priority returns guard.PriorityBudget.
-func (d *Detector) Priority() int { return guard.PriorityBudget }
+// Priority returns rule.PriorityBudget.
+func (d *Rule) Priority() int { return rule.PriorityBudget }
 
 // OnlyLimits returns true: the options are all limits, so a saved run may be
 // restored under other ones.
-func (d *Detector) OnlyLimits() bool { return true }
+func (d *Rule) OnlyLimits() bool { return true }
 
 // Options returns the options in effect: each limit with the warning ratio
 // that applies to it (zero for a limit that is off), the shared WarnAt zero
 // (it is folded into the limits) and Now nil.
-func (d *Detector) Options() any {
+func (d *Rule) Options() any {
 	return Options{
 		MaxSteps:        d.maxSteps,
 		MaxTotalTokens:  d.limits[totalTokens],
@@ -251,7 +269,8 @@ func (d *Detector) Options() any {
 
 // measure reads the totals of f (and the wall clock, with a duration limit)
 // and finds the first limit reached.
-func (d *Detector) measure(f *guard.Facts, r *reading) {
+func (s *state) measure(f *rule.Facts, r *reading) {
+	d := s.r
 	t := &f.Totals
 	r.values = [numMetrics]float64{
 		totalTokens:  float64(t.TotalTokens),
@@ -261,7 +280,7 @@ func (d *Detector) measure(f *guard.Facts, r *reading) {
 		durationMs:   t.DurationMs(),
 	}
 	if d.timed() {
-		r.values[durationMs] = max(r.values[durationMs], ms(d.wallClock()))
+		r.values[durationMs] = max(r.values[durationMs], ms(s.wallClock()))
 	}
 	r.steps = f.Steps
 	r.stop = noStop
@@ -278,8 +297,8 @@ func (d *Detector) measure(f *guard.Facts, r *reading) {
 
 // warningDetail writes "totalTokens is at 8000 of its limit 10000 (80%)"
 // with one allocation: warnings repeat on every step while they apply.
-func (d *Detector) warningDetail(metric string, value, limit, ratio float64) string {
-	b := append(d.scratch[:0], metric...)
+func (s *state) warningDetail(metric string, value, limit, ratio float64) string {
+	b := append(s.scratch[:0], metric...)
 	b = append(b, " is at "...)
 	b = strconv.AppendFloat(b, value, 'f', -1, 64)
 	b = append(b, " of its limit "...)
@@ -287,25 +306,26 @@ func (d *Detector) warningDetail(metric string, value, limit, ratio float64) str
 	b = append(b, " ("...)
 	b = strconv.AppendFloat(b, math.Round(ratio*1000)/10, 'f', -1, 64)
 	b = append(b, "%)"...)
-	d.scratch = b
+	s.scratch = b
 	return string(b)
 }
 
 func ms(e time.Duration) float64 { return float64(e) / float64(time.Millisecond) }
 
 // verdict turns a reading into a verdict.
-func (d *Detector) verdict(r *reading, p guard.Phase) guard.Verdict {
-	var v guard.Verdict
+func (s *state) verdict(r *reading, p rule.Phase) rule.Verdict {
+	d := s.r
+	var v rule.Verdict
 	for i, l := range d.limits {
 		value := r.values[i]
 		if l.WarnAt > 0 && value < l.Value && value/l.Value >= l.WarnAt {
 			if v.Warnings == nil {
-				v.Warnings = make([]guard.Warning, 0, 2)
+				v.Warnings = make([]rule.Warning, 0, 2)
 			}
 			ratio := value / l.Value
-			w := guard.Warning{
+			w := rule.Warning{
 				Code: CodeWarning, Metric: metrics[i].name, Value: value, Limit: l.Value, Ratio: ratio,
-				Detail: d.warningDetail(metrics[i].name, value, l.Value, ratio),
+				Detail: s.warningDetail(metrics[i].name, value, l.Value, ratio),
 			}
 			w.Feedback = feedback.ForWarning(w)
 			v.Warnings = append(v.Warnings, w)
@@ -315,22 +335,22 @@ func (d *Detector) verdict(r *reading, p guard.Phase) guard.Verdict {
 	case r.stop == noStop:
 		return v
 	case r.stop == maxSteps:
-		v.Reason, v.Code = guard.ReasonMaxSteps, CodeMaxSteps
+		v.Reason, v.Code = rule.ReasonMaxSteps, CodeMaxSteps
 		v.Evidence = StepsEvidence{Steps: r.steps, Limit: d.maxSteps}
-		if p == guard.PhasePreflight {
+		if p == rule.PhasePreflight {
 			v.Detail = fmt.Sprintf("%d steps are already recorded; the limit is %d", r.steps, d.maxSteps)
 		} else {
 			v.Detail = fmt.Sprintf("step %d reached the limit of %d steps", r.steps, d.maxSteps)
 		}
 	default:
 		m, value, limit := metrics[r.stop], r.values[r.stop], d.limits[r.stop].Value
-		v.Reason, v.Code = guard.ReasonBudget, m.code
+		v.Reason, v.Code = rule.ReasonBudget, m.code
 		v.Evidence = Evidence{Metric: m.name, Value: value, Limit: limit}
 		verb := "reached"
-		if p == guard.PhasePreflight {
+		if p == rule.PhasePreflight {
 			verb = "has already reached"
 		}
-		v.Detail = fmt.Sprintf("%s %s its limit: %s of %s", m.name, verb, guard.FormatNumber(value), guard.FormatNumber(limit))
+		v.Detail = fmt.Sprintf("%s %s its limit: %s of %s", m.name, verb, rule.FormatNumber(value), rule.FormatNumber(limit))
 	}
 	v.Stop = true
 	v.Feedback = feedback.For(v, p)
@@ -338,23 +358,23 @@ func (d *Detector) verdict(r *reading, p guard.Phase) guard.Verdict {
 }
 
 // Observe measures the run's totals after the step.
-func (d *Detector) Observe(f *guard.Facts) { d.measure(f, &d.last) }
+func (s *state) Observe(f *rule.Facts) { s.measure(f, &s.last) }
 
 // Verdict returns a stop when the last step reached a limit, and warnings for
 // the limits it came near.
-func (d *Detector) Verdict() guard.Verdict { return d.verdict(&d.last, guard.PhaseCheck) }
+func (s *state) Verdict() rule.Verdict { return s.verdict(&s.last, rule.PhaseCheck) }
 
 // Preflight refuses calls when a limit is already reached by the totals so
 // far (and the wall clock) or the steps recorded so far are at the step
 // limit. It returns the warnings that apply either way.
-func (d *Detector) Preflight(f *guard.Facts) guard.Verdict {
+func (s *state) Preflight(f *rule.Facts) rule.Verdict {
 	var r reading
-	d.measure(f, &r)
-	return d.verdict(&r, guard.PhasePreflight)
+	s.measure(f, &r)
+	return s.verdict(&r, rule.PhasePreflight)
 }
 
-// state is the JSON form of the rule's state.
-type state struct {
+// saved is the JSON form of a run's state.
+type saved struct {
 	// WallClockMs is the wall-clock time used so far, in milliseconds.
 	WallClockMs *float64 `json:"wallClockMs"`
 }
@@ -366,48 +386,41 @@ const maxWallClockMs = float64(math.MaxInt64) / float64(time.Millisecond)
 // Snapshot returns the wall-clock time used so far, {"wallClockMs": N}, when
 // there is a duration limit, and JSON null otherwise. The totals and the
 // step count are the guard's to save.
-func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
-	if !d.timed() {
+func (s *state) Snapshot(rule.SnapshotOptions) ([]byte, error) {
+	if !s.r.timed() {
 		return []byte("null"), nil
 	}
-	elapsed := ms(d.wallClock())
-	return json.Marshal(state{WallClockMs: &elapsed})
+	elapsed := ms(s.wallClock())
+	return json.Marshal(saved{WallClockMs: &elapsed})
 }
 
 // Restore restarts the wall clock so that the time used goes on from the
 // saved one: the time between saving and restoring does not count. JSON null
 // starts it afresh. A state saved with a duration limit is accepted under
 // options without one (the limits may change on restore), and ignored.
-func (d *Detector) Restore(data []byte) error {
+func (s *state) Restore(data []byte) error {
 	data = bytes.TrimSpace(data)
 	var elapsed time.Duration
 	if len(data) != 0 && string(data) != "null" {
 		if data[0] != '{' {
 			return fmt.Errorf("%s: state is not a JSON object", Name)
 		}
-		var s state
-		if err := guard.UnmarshalState(data, &s); err != nil {
+		var sv saved
+		if err := rule.UnmarshalState(data, &sv); err != nil {
 			return fmt.Errorf("%s: state: %v", Name, err)
 		}
-		if s.WallClockMs == nil {
+		if sv.WallClockMs == nil {
 			return fmt.Errorf("%s: state has no wallClockMs", Name)
 		}
-		if w := *s.WallClockMs; !(w >= 0) || w > maxWallClockMs {
+		if w := *sv.WallClockMs; !(w >= 0) || w > maxWallClockMs {
 			return fmt.Errorf("%s: wallClockMs %v is not a duration", Name, w)
 		}
-		if ns := *s.WallClockMs * float64(time.Millisecond); ns < math.MaxInt64 {
+		if ns := *sv.WallClockMs * float64(time.Millisecond); ns < math.MaxInt64 {
 			elapsed = time.Duration(ns)
 		} else {
 			elapsed = math.MaxInt64
 		}
 	}
-	d.last = reading{stop: noStop}
-	d.startClock(elapsed)
+	s.reset(elapsed)
 	return nil
-}
-
-// Reset forgets the last step and restarts the wall clock.
-func (d *Detector) Reset() {
-	d.last = reading{stop: noStop}
-	d.startClock(0)
 }

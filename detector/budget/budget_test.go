@@ -1,6 +1,7 @@
 package budget_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -14,6 +15,7 @@ import (
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/testutil"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // clock is a fake wall clock.
@@ -32,20 +34,39 @@ func noClock(t *testing.T) func() time.Time {
 	}
 }
 
-func newDetector(t testing.TB, o budget.Options) *budget.Detector {
+func newRule(t testing.TB, o budget.Options) *budget.Rule {
 	t.Helper()
-	d, err := budget.New(o)
+	r, err := budget.New(o)
 	if err != nil {
 		t.Fatalf("New(%+v): %v", o, err)
 	}
-	return d
+	return r
 }
 
-var ignore = guard.Options{Ignore: []string{"think"}}
+// runState is what a budget state is: a rule.State that is saved.
+type runState interface {
+	rule.State
+	rule.Saver
+}
+
+// newState returns a fresh state of the rule with these options.
+func newState(t testing.TB, o budget.Options) runState {
+	t.Helper()
+	st, ok := newRule(t, o).NewState().(runState)
+	if !ok {
+		t.Fatal("the budget's state is not a rule.Saver")
+	}
+	return st
+}
+
+// withIgnore returns the guard options of these tests, with rules.
+func withIgnore(rules ...rule.Rule) guard.Config {
+	return guard.Config{Ignore: []string{"think"}, Rules: rules}
+}
 
 func newGuard(t testing.TB, o budget.Options) *guard.Guard {
 	t.Helper()
-	g, err := ignore.New(newDetector(t, o))
+	g, err := guard.New(withIgnore(newRule(t, o)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,15 +80,15 @@ func finish(v guard.Verdict, p guard.Phase) guard.Verdict {
 }
 
 func spent(metric, code string, value, limit float64, ws ...guard.Warning) guard.Verdict {
-	v := finish(guard.Verdict{Reason: guard.ReasonBudget, Code: code,
-		Detail:   fmt.Sprintf("%s reached its limit: %s of %s", metric, guard.FormatNumber(value), guard.FormatNumber(limit)),
+	v := finish(guard.Verdict{Reason: rule.ReasonBudget, Code: code,
+		Detail:   fmt.Sprintf("%s reached its limit: %s of %s", metric, rule.FormatNumber(value), rule.FormatNumber(limit)),
 		Evidence: budget.Evidence{Metric: metric, Value: value, Limit: limit}}, guard.PhaseCheck)
 	v.Warnings = ws
 	return v
 }
 
 func steps(n, limit int, ws ...guard.Warning) guard.Verdict {
-	v := finish(guard.Verdict{Reason: guard.ReasonMaxSteps, Code: budget.CodeMaxSteps,
+	v := finish(guard.Verdict{Reason: rule.ReasonMaxSteps, Code: budget.CodeMaxSteps,
 		Detail:   fmt.Sprintf("step %d reached the limit of %d steps", n, limit),
 		Evidence: budget.StepsEvidence{Steps: n, Limit: limit}}, guard.PhaseCheck)
 	v.Warnings = ws
@@ -77,8 +98,8 @@ func steps(n, limit int, ws ...guard.Warning) guard.Verdict {
 func warn(metric string, value, limit float64) guard.Warning {
 	ratio := value / limit
 	w := guard.Warning{Code: budget.CodeWarning, Metric: metric, Value: value, Limit: limit, Ratio: ratio,
-		Detail: fmt.Sprintf("%s is at %s of its limit %s (%s%%)", metric, guard.FormatNumber(value),
-			guard.FormatNumber(limit), guard.FormatNumber(math.Round(ratio*1000)/10)),
+		Detail: fmt.Sprintf("%s is at %s of its limit %s (%s%%)", metric, rule.FormatNumber(value),
+			rule.FormatNumber(limit), rule.FormatNumber(math.Round(ratio*1000)/10)),
 		Detector: budget.Name}
 	w.Feedback = feedback.ForWarning(w)
 	return w
@@ -285,7 +306,7 @@ func TestCheck(t *testing.T) {
 			g := newGuard(t, o)
 			for i, r := range tt.runs {
 				c.advance(r.wait)
-				got := g.Check(r.step)
+				got := testutil.Check(t, g, r.step)
 				if diff := cmp.Diff(r.want, got); diff != "" {
 					t.Errorf("step %d (-want +got):\n%s", i, diff)
 				}
@@ -297,7 +318,7 @@ func TestCheck(t *testing.T) {
 func TestFeedback(t *testing.T) {
 	for _, o := range []budget.Options{{MaxSteps: 1}, {MaxCostUSD: budget.Limit{Value: 0.01}}} {
 		g := newGuard(t, o)
-		v := g.Check(use(0, 0, 0, 1, 0))
+		v := testutil.Check(t, g, use(0, 0, 0, 1, 0))
 		if !v.Stop || !guard.IsFault(v) || v.Feedback == "" {
 			t.Errorf("with %+v: want a fault with feedback, got %#v", o, v)
 		}
@@ -310,14 +331,14 @@ func refuse(v guard.Verdict) guard.Decision {
 }
 
 func refuseSteps(n, limit int) guard.Decision {
-	return refuse(finish(guard.Verdict{Reason: guard.ReasonMaxSteps, Code: budget.CodeMaxSteps,
+	return refuse(finish(guard.Verdict{Reason: rule.ReasonMaxSteps, Code: budget.CodeMaxSteps,
 		Detail:   fmt.Sprintf("%d steps are already recorded; the limit is %d", n, limit),
 		Evidence: budget.StepsEvidence{Steps: n, Limit: limit}}, guard.PhasePreflight))
 }
 
 func refuseBudget(metric, code string, value, limit float64) guard.Decision {
-	return refuse(finish(guard.Verdict{Reason: guard.ReasonBudget, Code: code,
-		Detail:   fmt.Sprintf("%s has already reached its limit: %s of %s", metric, guard.FormatNumber(value), guard.FormatNumber(limit)),
+	return refuse(finish(guard.Verdict{Reason: rule.ReasonBudget, Code: code,
+		Detail:   fmt.Sprintf("%s has already reached its limit: %s of %s", metric, rule.FormatNumber(value), rule.FormatNumber(limit)),
 		Evidence: budget.Evidence{Metric: metric, Value: value, Limit: limit}}, guard.PhasePreflight))
 }
 
@@ -362,16 +383,16 @@ func TestPreflight(t *testing.T) {
 			}
 			g := newGuard(t, o)
 			for _, s := range tt.recorded {
-				g.Check(s)
+				testutil.Check(t, g, s)
 			}
 			c.advance(tt.wait)
-			before, _ := g.Snapshot(guard.SnapshotOptions{})
+			before := testutil.Snapshot(t, g, guard.SnapshotOptions{})
 			for range 2 {
-				if diff := cmp.Diff(tt.want, g.Preflight(tt.calls...)); diff != "" {
+				if diff := cmp.Diff(tt.want, testutil.Preflight(t, g, tt.calls...)); diff != "" {
 					t.Errorf("Preflight (-want +got):\n%s", diff)
 				}
 			}
-			if after, _ := g.Snapshot(guard.SnapshotOptions{}); string(before) != string(after) {
+			if after := testutil.Snapshot(t, g, guard.SnapshotOptions{}); string(before) != string(after) {
 				t.Errorf("Preflight changed the state: %s, then %s", before, after)
 			}
 		})
@@ -422,7 +443,7 @@ func TestNew(t *testing.T) {
 }
 
 func TestOptions(t *testing.T) {
-	fp := func(o budget.Options) string { return guard.Fingerprint(newDetector(t, o)).String() }
+	fp := func(o budget.Options) string { return rule.Fingerprint(newRule(t, o)).String() }
 	c := newClock()
 	same := [][]budget.Options{
 		{{}, {WarnAt: 0.8}, {Now: c.Now}, {MaxCostUSD: budget.Limit{WarnAt: 0.5}}},
@@ -448,7 +469,7 @@ func TestOptions(t *testing.T) {
 		}
 		seen[f] = o
 	}
-	d := newDetector(t, budget.Options{MaxSteps: 5, MaxCostUSD: budget.Limit{Value: 2}, MaxTotalTokens: budget.Limit{Value: 9, WarnAt: 0.5}, WarnAt: 0.8, Now: c.Now})
+	d := newRule(t, budget.Options{MaxSteps: 5, MaxCostUSD: budget.Limit{Value: 2}, MaxTotalTokens: budget.Limit{Value: 9, WarnAt: 0.5}, WarnAt: 0.8, Now: c.Now})
 	want := budget.Options{MaxSteps: 5, MaxCostUSD: budget.Limit{Value: 2, WarnAt: 0.8}, MaxTotalTokens: budget.Limit{Value: 9, WarnAt: 0.5}}
 	if diff := cmp.Diff(want, d.Options()); diff != "" {
 		t.Errorf("Options (-want +got):\n%s", diff)
@@ -478,25 +499,22 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 		g1 := newGuard(t, o1)
 		for _, r := range runs[:cut] {
 			c1.advance(r.wait)
-			g1.Check(r.step)
+			testutil.Check(t, g1, r.step)
 		}
-		data, err := g1.Snapshot(guard.SnapshotOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		data := testutil.Snapshot(t, g1, guard.SnapshotOptions{})
 		// Restore much later, elsewhere: the time in between does not count.
 		c2 := newClock()
 		c2.advance(1e7)
 		o2 := opts
 		o2.Now = c2.Now
-		g2, err := ignore.Restore(data, newDetector(t, o2))
+		g2, err := guard.Restore(data, withIgnore(newRule(t, o2)))
 		if err != nil {
 			t.Fatalf("cut %d: Restore: %v", cut, err)
 		}
 		for i := cut; i < len(runs); i++ {
 			c1.advance(runs[i].wait)
 			c2.advance(runs[i].wait)
-			v1, v2 := g1.Check(runs[i].step), g2.Check(runs[i].step)
+			v1, v2 := testutil.Check(t, g1, runs[i].step), testutil.Check(t, g2, runs[i].step)
 			if diff := cmp.Diff(v1, v2); diff != "" {
 				t.Errorf("cut %d, step %d (-saved +restored):\n%s", cut, i, diff)
 			}
@@ -509,7 +527,8 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 
 func TestSnapshotState(t *testing.T) {
 	c := newClock()
-	d := newDetector(t, budget.Options{MaxDurationMs: budget.Limit{Value: 5000}, Now: c.Now})
+	r := newRule(t, budget.Options{MaxDurationMs: budget.Limit{Value: 5000}, Now: c.Now})
+	d := r.NewState().(runState)
 	snap := func() string {
 		t.Helper()
 		b, err := d.Snapshot(guard.SnapshotOptions{})
@@ -540,18 +559,20 @@ func TestSnapshotState(t *testing.T) {
 		t.Errorf("Snapshot after Restore = %s", got)
 	}
 	c.advance(999)
-	d.Observe(&guard.Facts{Steps: 1})
+	d.Observe(&rule.Facts{Steps: 1})
 	if d.Verdict().Stop {
 		t.Errorf("stopped at 4999 ms of 5000")
 	}
 	c.advance(1)
-	d.Observe(&guard.Facts{Steps: 2})
+	d.Observe(&rule.Facts{Steps: 2})
 	if diff := cmp.Diff(budget.Evidence{Metric: budget.MetricDurationMs, Value: 5000, Limit: 5000}, d.Verdict().Evidence); diff != "" {
 		t.Errorf("evidence (-want +got):\n%s", diff)
 	}
-	d.Reset()
+	// A new state of the same rule starts its own clock, whatever the
+	// first one used.
+	d = r.NewState().(runState)
 	if got := snap(); got != `{"wallClockMs":0}` {
-		t.Errorf("Snapshot after Reset = %s", got)
+		t.Errorf("Snapshot of a new state = %s", got)
 	}
 	if err := d.Restore([]byte(`{"wallClockMs":100}`)); err != nil {
 		t.Fatal(err)
@@ -569,7 +590,7 @@ func TestSnapshotState(t *testing.T) {
 	}
 
 	// Without a duration limit there is no state, and the clock is never read.
-	d = newDetector(t, budget.Options{MaxSteps: 3, MaxCostUSD: budget.Limit{Value: 1}, Now: noClock(t)})
+	d = newState(t, budget.Options{MaxSteps: 3, MaxCostUSD: budget.Limit{Value: 1}, Now: noClock(t)})
 	if got := snap(); got != "null" {
 		t.Errorf("Snapshot without a duration limit = %s", got)
 	}
@@ -578,15 +599,14 @@ func TestSnapshotState(t *testing.T) {
 			t.Errorf("Restore(%s): %v", ok, err)
 		}
 	}
-	d.Observe(&guard.Facts{Steps: 1})
+	d.Observe(&rule.Facts{Steps: 1})
 	_ = d.Verdict()
-	_ = d.Preflight(&guard.Facts{Phase: guard.PhasePreflight})
-	d.Reset()
+	_ = d.Preflight(&rule.Facts{Phase: rule.PhasePreflight})
 }
 
 func TestRestoreRejects(t *testing.T) {
 	c := newClock()
-	d := newDetector(t, budget.Options{MaxDurationMs: budget.Limit{Value: 5000}, Now: c.Now})
+	d := newState(t, budget.Options{MaxDurationMs: budget.Limit{Value: 5000}, Now: c.Now})
 	for _, bad := range []string{
 		`[]`, `1`, `"x"`, `{`, `nul`, `{}`, `{"wallClockMs":null}`, `{"wallClockMs":-1}`, `{"wallClockMs":"1"}`,
 		`{"wallClockMs":1e300}`, `{"wallClockMs":1e999}`, `{"wallClockMs":[1]}`, `{"wallClockMs":1}x`,
@@ -598,38 +618,41 @@ func TestRestoreRejects(t *testing.T) {
 	if err := d.Restore([]byte(`{"wallClockMs":9223372036854}`)); err != nil {
 		t.Errorf("Restore of the longest duration: %v", err)
 	}
-	g, _ := guard.New(newDetector(t, budget.Options{MaxDurationMs: budget.Limit{Value: 5000}, Now: c.Now}))
-	data, _ := g.Snapshot(guard.SnapshotOptions{})
-	data = []byte(strings.Replace(string(data), `"state":{"wallClockMs":0}`, `"state":{"wallClockMs":-5}`, 1))
-	if _, err := guard.Restore(data, newDetector(t, budget.Options{MaxDurationMs: budget.Limit{Value: 5000}, Now: c.Now})); !errors.Is(err, guard.ErrInvalidState) {
+	timed := newRule(t, budget.Options{MaxDurationMs: budget.Limit{Value: 5000}, Now: c.Now})
+	data := testutil.Snapshot(t, testutil.New(t, timed), guard.SnapshotOptions{})
+	bad := []byte(strings.Replace(string(data), `"state":{"wallClockMs":0}`, `"state":{"wallClockMs":-5}`, 1))
+	if string(bad) == string(data) {
+		t.Fatalf("the snapshot holds no wall clock of 0: %s", data)
+	}
+	if _, err := guard.Restore(bad, guard.Config{Rules: []rule.Rule{timed}}); !errors.Is(err, guard.ErrInvalidState) {
 		t.Errorf("guard.Restore with a negative wall clock = %v, want ErrInvalidState", err)
 	}
 }
 
 func TestRestoreUnderOtherLimits(t *testing.T) {
 	g := newGuard(t, budget.Options{MaxSteps: 2})
-	g.Check(guard.Step{})
-	if v := g.Check(guard.Step{}); v.Code != budget.CodeMaxSteps {
+	testutil.Check(t, g, guard.Step{})
+	if v := testutil.Check(t, g, guard.Step{}); v.Code != budget.CodeMaxSteps {
 		t.Fatalf("want a stop at 2 steps, got %v", v)
 	}
-	data, _ := g.Snapshot(guard.SnapshotOptions{})
+	data := testutil.Snapshot(t, g, guard.SnapshotOptions{})
 	raised := budget.Options{MaxSteps: 4, MaxCostUSD: budget.Limit{Value: 1}}
-	if _, err := ignore.Restore(data, newDetector(t, raised)); !errors.Is(err, guard.ErrOptionsChanged) {
+	if _, err := guard.Restore(data, withIgnore(newRule(t, raised))); !errors.Is(err, guard.ErrOptionsChanged) {
 		t.Fatalf("Restore under other limits = %v, want ErrOptionsChanged", err)
 	}
-	o := ignore
+	o := withIgnore(newRule(t, raised))
 	o.AllowLimitChanges = true
-	g2, err := o.Restore(data, newDetector(t, raised))
+	g2, err := guard.Restore(data, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := g2.Preflight(); !d.Allow {
+	if d := testutil.Preflight(t, g2); !d.Allow {
 		t.Errorf("Preflight after raising the limit: %+v", d)
 	}
-	if diff := cmp.Diff(goOn, g2.Check(guard.Step{})); diff != "" {
+	if diff := cmp.Diff(goOn, testutil.Check(t, g2, guard.Step{})); diff != "" {
 		t.Errorf("step 3 (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(steps(4, 4), g2.Check(guard.Step{})); diff != "" {
+	if diff := cmp.Diff(steps(4, 4), testutil.Check(t, g2, guard.Step{})); diff != "" {
 		t.Errorf("step 4 (-want +got):\n%s", diff)
 	}
 }
@@ -640,13 +663,15 @@ func TestResetEqualsFresh(t *testing.T) {
 	opts.Now = c.Now
 	g := newGuard(t, opts)
 	c.advance(2000)
-	g.Check(guard.Step{})
-	g.Check(guard.Step{})
-	g.Reset()
+	testutil.Check(t, g, guard.Step{})
+	testutil.Check(t, g, guard.Step{})
+	if err := g.Reset(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	fresh := newGuard(t, opts)
 	for i, wait := range []time.Duration{400, 100, 500} {
 		c.advance(wait)
-		if diff := cmp.Diff(fresh.Check(guard.Step{}), g.Check(guard.Step{})); diff != "" {
+		if diff := cmp.Diff(testutil.Check(t, fresh, guard.Step{}), testutil.Check(t, g, guard.Step{})); diff != "" {
 			t.Errorf("step %d (-fresh +reset):\n%s", i, diff)
 		}
 	}
@@ -660,8 +685,8 @@ func TestSteadyStateAllocs(t *testing.T) {
 			MaxDurationMs: budget.Limit{Value: 1e12}, WarnAt: 0.8, Now: c.Now},
 		{MaxDurationMs: budget.Limit{Value: 1e12}}, // time.Now
 	} {
-		d := newDetector(t, o)
-		f := &guard.Facts{Steps: 10, Totals: guard.Totals{TotalTokens: 1000, CostUSD: 1}}
+		d := newState(t, o)
+		f := &rule.Facts{Steps: 10, Totals: rule.Totals{TotalTokens: 1000, CostUSD: 1}}
 		if n := testing.AllocsPerRun(100, func() { d.Observe(f); _ = d.Verdict() }); n != 0 {
 			t.Errorf("%+v: Observe+Verdict made %v allocations, want 0", o, n)
 		}
@@ -673,9 +698,9 @@ func TestSteadyStateAllocs(t *testing.T) {
 
 func BenchmarkObserveVerdict(b *testing.B) {
 	c := newClock()
-	d := newDetector(b, budget.Options{MaxSteps: 1 << 30, MaxTotalTokens: budget.Limit{Value: 1e12}, MaxCostUSD: budget.Limit{Value: 1e6},
+	d := newState(b, budget.Options{MaxSteps: 1 << 30, MaxTotalTokens: budget.Limit{Value: 1e12}, MaxCostUSD: budget.Limit{Value: 1e6},
 		MaxDurationMs: budget.Limit{Value: 1e12}, WarnAt: 0.8, Now: c.Now})
-	f := &guard.Facts{Steps: 10, Totals: guard.Totals{TotalTokens: 1000, CostUSD: 1}}
+	f := &rule.Facts{Steps: 10, Totals: rule.Totals{TotalTokens: 1000, CostUSD: 1}}
 	b.ReportAllocs()
 	for b.Loop() {
 		d.Observe(f)
@@ -686,8 +711,8 @@ func BenchmarkObserveVerdict(b *testing.B) {
 }
 
 func BenchmarkObserveVerdictWallClock(b *testing.B) {
-	d := newDetector(b, budget.Options{MaxSteps: 1 << 30, MaxDurationMs: budget.Limit{Value: 1e12}})
-	f := &guard.Facts{Steps: 10}
+	d := newState(b, budget.Options{MaxSteps: 1 << 30, MaxDurationMs: budget.Limit{Value: 1e12}})
+	f := &rule.Facts{Steps: 10}
 	b.ReportAllocs()
 	for b.Loop() {
 		d.Observe(f)
@@ -696,11 +721,51 @@ func BenchmarkObserveVerdictWallClock(b *testing.B) {
 }
 
 func BenchmarkObserveVerdictWarning(b *testing.B) {
-	d := newDetector(b, budget.Options{MaxTotalTokens: budget.Limit{Value: 1000}, WarnAt: 0.5})
-	f := &guard.Facts{Steps: 10, Totals: guard.Totals{TotalTokens: 900}}
+	d := newState(b, budget.Options{MaxTotalTokens: budget.Limit{Value: 1000}, WarnAt: 0.5})
+	f := &rule.Facts{Steps: 10, Totals: rule.Totals{TotalTokens: 900}}
 	b.ReportAllocs()
 	for b.Loop() {
 		d.Observe(f)
 		_ = d.Verdict()
+	}
+}
+
+// TestGuardsOfOneRuleAreIndependent runs two guards made from one rule: the
+// first runs to its stop, the second still goes on and stops at exactly its
+// own k-th identical step, and the first is still stopped after that.
+func TestGuardsOfOneRuleAreIndependent(t *testing.T) {
+	tests := []struct {
+		name string
+		opts budget.Options
+		step guard.Step
+		k    int
+		want guard.Verdict // the stop at step k
+	}{
+		{"max steps", budget.Options{MaxSteps: 3}, guard.Step{Text: "x"}, 3, steps(3, 3)},
+		{"total tokens", budget.Options{MaxTotalTokens: budget.Limit{Value: 100}}, tokens(25), 4,
+			spent(budget.MetricTotalTokens, budget.CodeTotalTokens, 100, 100)},
+		{"cost", budget.Options{MaxCostUSD: budget.Limit{Value: 1}}, use(0, 0, 0, 0.5, 0), 2,
+			spent(budget.MetricCostUSD, budget.CodeCostUSD, 1, 1)},
+		{"summed durations", budget.Options{MaxDurationMs: budget.Limit{Value: 1000}, Now: newClock().Now}, use(0, 0, 0, 0, 250), 4,
+			spent(budget.MetricDurationMs, budget.CodeDurationMs, 1000, 1000)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRule(t, tt.opts)
+			g1, g2 := testutil.New(t, r), testutil.New(t, r)
+			for n, g := range []*guard.Guard{g1, g2} {
+				for i := 1; i < tt.k; i++ {
+					if v := testutil.Check(t, g, tt.step); v.Stop {
+						t.Fatalf("guard %d stopped at step %d of %d: %v", n+1, i, tt.k, v)
+					}
+				}
+				if diff := cmp.Diff(tt.want, testutil.Check(t, g, tt.step)); diff != "" {
+					t.Errorf("guard %d, step %d (-want +got):\n%s", n+1, tt.k, diff)
+				}
+			}
+			if v := testutil.Check(t, g1, tt.step); !v.Stop {
+				t.Errorf("guard 1 went on after guard 2's run: %v", v)
+			}
+		})
 	}
 }

@@ -1,14 +1,16 @@
 package budget_test
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/loopguard/loopguard/detector/budget"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
 func Example() {
-	d, err := budget.New(budget.Options{
+	r, err := budget.New(budget.Options{
 		MaxSteps:       20,
 		MaxTotalTokens: budget.Limit{Value: 10_000},
 		MaxCostUSD:     budget.Limit{Value: 0.50, WarnAt: 0.5},
@@ -17,21 +19,24 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	g, err := guard.New(d)
+	// A guard in memory never returns an error from Check or Preflight.
+	g, err := guard.New(guard.Config{Rules: []rule.Rule{r}})
 	if err != nil {
 		panic(err)
 	}
+	ctx := context.Background()
 
-	v := g.Check(guard.Step{Usage: guard.Usage{InputTokens: 6000, OutputTokens: 2500, CostUSD: 0.25}})
+	v, _ := g.Check(ctx, guard.Step{Usage: guard.Usage{InputTokens: 6000, OutputTokens: 2500, CostUSD: 0.25}})
 	for _, w := range v.Warnings {
 		fmt.Println(w.Code, w.Detail)
 	}
 
-	v = g.Check(guard.Step{Usage: guard.Usage{InputTokens: 1200, OutputTokens: 300, CostUSD: 0.05}})
+	v, _ = g.Check(ctx, guard.Step{Usage: guard.Usage{InputTokens: 1200, OutputTokens: 300, CostUSD: 0.05}})
 	fmt.Println(v.Code, v.Evidence)
 
 	// The budget is spent: the next call is refused before it runs.
-	fmt.Println(g.Preflight(guard.ToolCall{Name: "search"}).Allow)
+	d, _ := g.Preflight(ctx, guard.ToolCall{Name: "search"})
+	fmt.Println(d.Allow)
 	// Output:
 	// BUDGET_WARNING totalTokens is at 8500 of its limit 10000 (85%)
 	// BUDGET_WARNING costUsd is at 0.25 of its limit 0.5 (50%)

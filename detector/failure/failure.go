@@ -6,25 +6,25 @@
 // The consecutive rule of package repeat misses such loops, because the
 // arguments differ; the stall rule misses them too, because each new
 // argument makes a new outcome. This rule compares failures by their
-// signature (guard.Call.Failure): the tool's name and the normalised text of
+// signature (rule.Call.Failure): the tool's name and the normalised text of
 // the error and the result, with the strings of the arguments that it echoes
 // taken out, numbers and ids made '#'. What counts as a failure is decided by
 // the guard: a call with an error, or a result that matches a FailWhen
-// pattern of guard.Options (an MCP isError, a non-zero exit code, an
+// pattern of guard.Config (an MCP isError, a non-zero exit code, an
 // "ERROR:" prefix).
 //
-// The detector keeps the last Options.Window calls, across steps and in order
+// A run's state keeps the last Options.Window calls, across steps and in order
 // (calls of ignored tools are left out). It counts the steps in the window in
 // which a tool failed the same way since that tool last succeeded at the same
 // operation: a success ends the streak (the agent is getting somewhere),
 // while calls of other tools, and successes of another operation of a
 // multi-purpose tool (an editor's view between two failed str_replace calls;
-// see guard.Call.Op), do not. Several calls of one step that fail the same
+// see rule.Call.Op), do not. Several calls of one step that fail the same
 // way count once (a harness that reports one outcome for a batch of edits).
 // The run stops when a count reaches Options.Threshold: with the defaults,
 // the fifth same failure within the last 10 calls. It stops sooner, at
 // Options.SameCall (3 by default), when those failures are of the same call:
-// the same arguments up to white space (guard.Call.Retry), such as an edit
+// the same arguments up to white space (rule.Call.Retry), such as an edit
 // only re-indented or a retry of a request that keeps failing; and at
 // SameCall+1 when they come from two calls only (a short ping-pong of two
 // versions of a call, each failing the same way). Short runs (harnesses that
@@ -50,25 +50,25 @@ import (
 
 	"github.com/loopguard/loopguard/canonical"
 	"github.com/loopguard/loopguard/feedback"
-	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
-// Name is the detector's name: the key of its state in snapshots.
+// Name is the rule's name: the key of its state in snapshots.
 const Name = "failure"
 
-// Code is the code of the detector's stops, and WarningCode that of its
+// Code is the code of the rule's stops, and WarningCode that of its
 // warnings.
 const (
 	Code        = feedback.CodeRepeatedFailure
 	WarningCode = feedback.CodeRepeatedFailureWarning
 )
 
-// ReasonRepeatedFailure is the reason of the detector's stops.
-const ReasonRepeatedFailure guard.Reason = "repeated-failure"
+// ReasonRepeatedFailure is the reason of the rule's stops.
+const ReasonRepeatedFailure rule.Reason = "repeated-failure"
 
-// Priority is the detector's priority: right after the consecutive repeat
-// rule (guard.PriorityRepeat), which reports identical calls first.
-const Priority = guard.PriorityRepeat + 25
+// Priority is the rule's priority: right after the consecutive repeat
+// rule (rule.PriorityRepeat), which reports identical calls first.
+const Priority = rule.PriorityRepeat + 25
 
 // Defaults of the options, and the largest window.
 //
@@ -95,7 +95,7 @@ const (
 	MaxWindow = 256
 )
 
-// Options tune the detector. The zero value is the default: the fifth same
+// Options tune the rule. The zero value is the default: the fifth same
 // failure within the last 10 calls stops the run.
 type Options struct {
 	// Threshold is how many steps with the same failure of a tool,
@@ -106,7 +106,7 @@ type Options struct {
 	// DefaultWindow, any other value must be from 2 to MaxWindow.
 	Window int `json:"window"`
 	// SameCall is how many of those steps stop the run when the failures
-	// are of the same call (guard.Call.Retry: the same arguments up to
+	// are of the same call (rule.Call.Retry: the same arguments up to
 	// white space), and SameCall+1 when they come from two calls, if that
 	// is below Threshold: 0 means DefaultSameCall (or Threshold, when
 	// that is smaller); any other value must be from 2 to Threshold (at
@@ -143,7 +143,7 @@ type Evidence struct {
 }
 
 // entry is one call in the window: its tool (a hash of the name), its
-// operation (a hash of the tool's name and guard.Call.Op), its failure
+// operation (a hash of the tool's name and rule.Call.Op), its failure
 // signature (zero when it did not fail) and the index of its step. A success
 // pushed while the window held no failure has neither tool nor operation:
 // nothing before it can be part of a streak, so nothing about it is needed
@@ -164,16 +164,20 @@ func toolKey(name string) canonical.Sum {
 }
 
 // opKey returns the hash of a call's tool and operation.
-func opKey(c *guard.Call) canonical.Sum {
+func opKey(c *rule.Call) canonical.Sum {
 	return canonical.HashString(c.Tool + "\x00" + c.Op())
 }
 
-// A Detector finds the same failure repeated among the newest calls.
-// Create it with New.
-type Detector struct {
-	guard.Owned // one guard at a time
-
+// A Rule finds the same failure repeated among the newest calls: its
+// options, never changed after New, so that one Rule serves any number of
+// guards at once. Create it with New.
+type Rule struct {
 	opts Options
+}
+
+// state is one run's: the window of its newest calls.
+type state struct {
+	opts Options // the rule's
 
 	// ring holds the newest calls: ring[(start+i)%len(ring)] is the i-th
 	// oldest of the n held; failures of them failed.
@@ -181,21 +185,22 @@ type Detector struct {
 	start, n int
 	failures int
 
-	verdict guard.Verdict
+	verdict rule.Verdict
 }
 
 var (
-	_ guard.Detector   = (*Detector)(nil)
-	_ guard.Summarizer = (*Detector)(nil)
-	_ guard.Bounded    = (*Detector)(nil)
+	_ rule.Rule       = (*Rule)(nil)
+	_ rule.Saver      = (*state)(nil)
+	_ rule.Summarizer = (*state)(nil)
+	_ rule.Bounded    = (*state)(nil)
 )
 
-// New returns a detector with these options, or an error (a
-// *guard.OptionError) for every invalid option.
-func New(o Options) (*Detector, error) {
+// New returns a rule with these options, or an error (a
+// *rule.OptionError) for every invalid option.
+func New(o Options) (*Rule, error) {
 	var errs []error
 	bad := func(field, format string, args ...any) {
-		errs = append(errs, &guard.OptionError{Detector: Name, Field: field, Err: fmt.Errorf(format, args...)})
+		errs = append(errs, &rule.OptionError{Detector: Name, Field: field, Err: fmt.Errorf(format, args...)})
 	}
 	if o.Window != 0 && (o.Window < 2 || o.Window > MaxWindow) {
 		bad("Window", "must be 0 (the default, %d) or from 2 to %d, not %d", DefaultWindow, MaxWindow, o.Window)
@@ -226,23 +231,28 @@ func New(o Options) (*Detector, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return &Detector{opts: o, ring: make([]entry, o.Window)}, nil
+	return &Rule{opts: o}, nil
+}
+
+// NewState returns the state of a fresh run: an empty window of its own.
+func (d *Rule) NewState() rule.State {
+	return &state{opts: d.opts, ring: make([]entry, d.opts.Window)}
 }
 
 // Name returns "failure".
-func (d *Detector) Name() string { return Name }
+func (d *Rule) Name() string { return Name }
 
 // Priority returns Priority.
-func (d *Detector) Priority() int { return Priority }
+func (d *Rule) Priority() int { return Priority }
 
 // Options returns the options with the defaults filled in.
-func (d *Detector) Options() any { return d.opts }
+func (d *Rule) Options() any { return d.opts }
 
 // at returns the i-th oldest entry of the window.
-func (d *Detector) at(i int) entry { return d.ring[(d.start+i)%len(d.ring)] }
+func (d *state) at(i int) entry { return d.ring[(d.start+i)%len(d.ring)] }
 
 // push adds an entry to the window, dropping the oldest when it is full.
-func (d *Detector) push(e entry) {
+func (d *state) push(e entry) {
 	if e.failure != (canonical.Sum{}) {
 		d.failures++
 	}
@@ -262,7 +272,7 @@ func (d *Detector) push(e entry) {
 // failure: the steps in the window in which that failure happened since the
 // tool last succeeded at the same operation. The newest entries are read
 // first, and a step with several calls that fail the same way counts once.
-func (d *Detector) counted(e entry, same bool) []int {
+func (d *state) counted(e entry, same bool) []int {
 	var steps []int
 	d.scan(e, same, func(x entry) { steps = append(steps, x.step) })
 	slices.Reverse(steps)
@@ -270,7 +280,7 @@ func (d *Detector) counted(e entry, same bool) []int {
 }
 
 // count returns len(d.counted(e, same)) without allocating.
-func (d *Detector) count(e entry, same bool) int {
+func (d *state) count(e entry, same bool) int {
 	n := 0
 	d.scan(e, same, func(entry) { n++ })
 	return n
@@ -279,7 +289,7 @@ func (d *Detector) count(e entry, same bool) int {
 // pairCount returns the count of the failure e (as count does, whatever the
 // arguments) when those failures come from at most two calls (Retry sums),
 // and 0 when they come from more, or from a call restored without its sum.
-func (d *Detector) pairCount(e entry) int {
+func (d *state) pairCount(e entry) int {
 	var seen [2]canonical.Sum
 	n, distinct := 0, 0
 	d.scan(e, false, func(x entry) {
@@ -305,7 +315,7 @@ func (d *Detector) pairCount(e entry) int {
 // scan calls fn with the step index of each step that counts for the
 // failure e, newest first; with same, only the steps that made the same
 // call (equal Retry sums).
-func (d *Detector) scan(e entry, same bool, fn func(x entry)) {
+func (d *state) scan(e entry, same bool, fn func(x entry)) {
 	last := -1
 	for i := d.n - 1; i >= 0; i-- {
 		x := d.at(i)
@@ -327,7 +337,7 @@ func (d *Detector) scan(e entry, same bool, fn func(x entry)) {
 }
 
 // hasFailure reports whether a call of tool failed within the window.
-func (d *Detector) hasFailure(tool canonical.Sum) bool {
+func (d *state) hasFailure(tool canonical.Sum) bool {
 	for i := 0; i < d.n; i++ {
 		if x := d.ring[i]; x.tool == tool && x.failure != (canonical.Sum{}) {
 			return true
@@ -338,9 +348,9 @@ func (d *Detector) hasFailure(tool canonical.Sum) bool {
 
 // Observe pushes the step's calls onto the window, judging the failed ones
 // one by one.
-func (d *Detector) Observe(f *guard.Facts) {
-	d.verdict = guard.Verdict{}
-	var warn *guard.Call
+func (d *state) Observe(f *rule.Facts) {
+	d.verdict = rule.Verdict{}
+	var warn *rule.Call
 	warnCount, warnLimit := 0, 0
 	for i := range f.Calls {
 		c := &f.Calls[i]
@@ -397,22 +407,22 @@ func (d *Detector) Observe(f *guard.Facts) {
 		default:
 			what = "the same way with two sets of arguments in turn"
 		}
-		w := guard.Warning{
-			Code: WarningCode, Tool: guard.Clean(warn.Tool), Value: float64(warnCount), Limit: float64(warnLimit),
+		w := rule.Warning{
+			Code: WarningCode, Tool: rule.Clean(warn.Tool), Value: float64(warnCount), Limit: float64(warnLimit),
 			Ratio: float64(warnCount) / float64(warnLimit),
 			Detail: fmt.Sprintf("tool %s failed %s %d times within the last %d calls; one more stops the run (threshold %d)",
-				guard.Quote(warn.Tool), what, warnCount, d.opts.Window, warnLimit),
+				rule.Quote(warn.Tool), what, warnCount, d.opts.Window, warnLimit),
 		}
 		w.Feedback = feedback.ForWarning(w)
-		d.verdict.Warnings = []guard.Warning{w}
+		d.verdict.Warnings = []rule.Warning{w}
 	}
 }
 
 // stop builds the stop verdict for call c with this count; calls is 0 for
 // the Threshold rule, 1 for the same call (Options.SameCall) and 2 for two
 // calls (SameCall+1).
-func (d *Detector) stop(c *guard.Call, e entry, count, calls int) guard.Verdict {
-	ev := Evidence{Tool: guard.Clean(c.Tool), Count: count, Threshold: d.opts.Threshold, Window: d.opts.Window,
+func (d *state) stop(c *rule.Call, e entry, count, calls int) rule.Verdict {
+	ev := Evidence{Tool: rule.Clean(c.Tool), Count: count, Threshold: d.opts.Threshold, Window: d.opts.Window,
 		ArgsPreview: c.Preview(), StepIndexes: d.counted(e, calls == 1), Calls: calls}
 	what := "the same way"
 	switch calls {
@@ -421,34 +431,34 @@ func (d *Detector) stop(c *guard.Call, e entry, count, calls int) guard.Verdict 
 	case 2:
 		ev.Threshold, what = d.opts.SameCall+1, "the same way with two sets of arguments in turn"
 	}
-	v := guard.Verdict{
+	v := rule.Verdict{
 		Stop:   true,
 		Reason: ReasonRepeatedFailure,
 		Code:   Code,
 		Detail: fmt.Sprintf("tool %s failed %s %d times within the last %d calls, the last with arguments %s (threshold %d)",
-			guard.Quote(c.Tool), what, count, ev.Window, ev.ArgsPreview, ev.Threshold),
+			rule.Quote(c.Tool), what, count, ev.Window, ev.ArgsPreview, ev.Threshold),
 		Evidence: ev,
 	}
-	v.Feedback = feedback.For(v, guard.PhaseCheck)
+	v.Feedback = feedback.For(v, rule.PhaseCheck)
 	return v
 }
 
 // Verdict returns the stop (or warning) found by the last Observe, if any.
-func (d *Detector) Verdict() guard.Verdict { return d.verdict }
+func (d *state) Verdict() rule.Verdict { return d.verdict }
 
 // Preflight judges nothing: a failure is known only once the call has run.
-func (d *Detector) Preflight(*guard.Facts) guard.Verdict { return guard.Verdict{} }
+func (d *state) Preflight(*rule.Facts) rule.Verdict { return rule.Verdict{} }
 
-// Reset forgets the run.
-func (d *Detector) Reset() {
+// reset forgets the run.
+func (d *state) reset() {
 	clear(d.ring)
 	d.start, d.n, d.failures = 0, 0, 0
-	d.verdict = guard.Verdict{}
+	d.verdict = rule.Verdict{}
 }
 
-// state is the JSON form of the detector's state: the calls in the window,
+// state is the JSON form of a run's state: the calls in the window,
 // oldest first.
-type state struct {
+type saved struct {
 	// Tools are hashes of the calls' tool names; null where it was not
 	// needed.
 	Tools []*canonical.Sum `json:"tools"`
@@ -458,7 +468,7 @@ type state struct {
 	// Failures are the calls' failure signatures; null for a call that
 	// did not fail.
 	Failures []*canonical.Sum `json:"failures"`
-	// Retries are the failed calls' guard.Call.Retry sums; null for a
+	// Retries are the failed calls' rule.Call.Retry sums; null for a
 	// call that did not fail. Absent in states written before the rule
 	// compared calls: their failures match no new call.
 	Retries []*canonical.Sum `json:"retries,omitempty"`
@@ -468,11 +478,11 @@ type state struct {
 
 // Snapshot returns the window as JSON, or null when it is empty. The state
 // holds no text, so redaction changes nothing.
-func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
+func (d *state) Snapshot(rule.SnapshotOptions) ([]byte, error) {
 	if d.n == 0 {
 		return []byte("null"), nil
 	}
-	s := state{Tools: make([]*canonical.Sum, d.n), Ops: make([]*canonical.Sum, d.n), Failures: make([]*canonical.Sum, d.n),
+	s := saved{Tools: make([]*canonical.Sum, d.n), Ops: make([]*canonical.Sum, d.n), Failures: make([]*canonical.Sum, d.n),
 		Retries: make([]*canonical.Sum, d.n), Steps: make([]int, d.n)}
 	retries := false
 	for i := range d.n {
@@ -504,13 +514,13 @@ func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 // Restore replaces the state by one that Snapshot returned: at most Window
 // calls, as many tools and step indexes as failures, indexes not negative
 // and never decreasing.
-func (d *Detector) Restore(data []byte) error {
-	var s *state
-	if err := guard.UnmarshalState(data, &s); err != nil {
+func (d *state) Restore(data []byte) error {
+	var s *saved
+	if err := rule.UnmarshalState(data, &s); err != nil {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
 	if s == nil {
-		d.Reset()
+		d.reset()
 		return nil
 	}
 	switch {
@@ -543,7 +553,7 @@ func (d *Detector) Restore(data []byte) error {
 			return fmt.Errorf("%s: a zero tool", Name)
 		}
 	}
-	d.Reset()
+	d.reset()
 	for i, f := range s.Failures {
 		e := entry{step: s.Steps[i]}
 		if tool := s.Tools[i]; tool != nil {
@@ -566,7 +576,7 @@ func (d *Detector) Restore(data []byte) error {
 // CheckBounds checks the restored window against the guard's counters: it
 // holds no more calls than were recorded, no more failures than failed, and
 // no step index at or beyond the steps recorded.
-func (d *Detector) CheckBounds(c guard.Counters) error {
+func (d *state) CheckBounds(c rule.Counters) error {
 	failures := 0
 	for i := 0; i < d.n; i++ {
 		e := d.ring[i]
@@ -601,7 +611,7 @@ type Summary struct {
 
 // Summary returns the window's size, its failures and the counts of its most
 // repeated failure (a Summary).
-func (d *Detector) Summary() any {
+func (d *state) Summary() any {
 	s := Summary{Calls: d.n}
 	for i := 0; i < d.n; i++ {
 		if e := d.ring[i]; e.failure != (canonical.Sum{}) {

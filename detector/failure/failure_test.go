@@ -1,6 +1,7 @@
 package failure_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,35 +12,76 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"pgregory.net/rapid"
 
+	"github.com/loopguard/loopguard/canonical"
 	"github.com/loopguard/loopguard/detector/failure"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/guardtest"
 	"github.com/loopguard/loopguard/internal/testutil"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // tb is what the helpers need of a *testing.T or a *rapid.T.
 type tb interface {
 	Helper()
 	Fatal(args ...any)
+	Fatalf(format string, args ...any)
 }
 
-func newDetector(t tb, o failure.Options) *failure.Detector {
+func newRule(t tb, o failure.Options) *failure.Rule {
 	t.Helper()
-	d, err := failure.New(o)
+	r, err := failure.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d
+	return r
 }
 
-func newGuard(t tb, o failure.Options, g guard.Options) *guard.Guard {
+// runState is what a failure state is.
+type runState interface {
+	rule.State
+	rule.Saver
+	rule.Bounded
+	rule.Summarizer
+}
+
+// newState returns a fresh state of the rule with these options.
+func newState(t tb, o failure.Options) runState {
 	t.Helper()
-	gd, err := g.New(newDetector(t, o))
+	st, ok := newRule(t, o).NewState().(runState)
+	if !ok {
+		t.Fatal("the failure state is not a Saver, Bounded and Summarizer")
+	}
+	return st
+}
+
+// newGuard returns a guard with options g and the rule with options o.
+func newGuard(t tb, o failure.Options, g guard.Config) *guard.Guard {
+	t.Helper()
+	g.Rules = []rule.Rule{newRule(t, o)}
+	gd, err := guard.New(g)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return gd
+}
+
+// snapshot returns g's snapshot and the state of its only rule in it.
+func snapshot(t tb, g *guard.Guard) (data []byte, state json.RawMessage) {
+	t.Helper()
+	data, err := g.Snapshot(context.Background(), guard.SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env struct {
+		Detectors []struct {
+			State json.RawMessage `json:"state"`
+		} `json:"detectors"`
+	}
+	if err := json.Unmarshal(data, &env); err != nil || len(env.Detectors) != 1 {
+		t.Fatalf("snapshot %s: %v", data, err)
+	}
+	return data, env.Detectors[0].State
 }
 
 // edit is a call of an edit tool whose old text was not found: the failure
@@ -77,10 +119,15 @@ func steps(calls ...guard.ToolCall) []guard.Step {
 	return out
 }
 
-func run(g *guard.Guard, ss []guard.Step) []guard.Verdict {
+func run(t tb, g *guard.Guard, ss []guard.Step) []guard.Verdict {
+	t.Helper()
 	out := make([]guard.Verdict, len(ss))
 	for i, s := range ss {
-		out[i] = g.Check(s)
+		v, err := g.Check(context.Background(), s)
+		if err != nil {
+			t.Fatalf("Check: %v", err)
+		}
+		out[i] = v
 	}
 	return out
 }
@@ -101,7 +148,7 @@ func TestCheck(t *testing.T) {
 	tests := []struct {
 		name  string
 		opts  failure.Options
-		gopts guard.Options
+		gopts guard.Config
 		steps []guard.Step
 		want  []string
 	}{
@@ -201,14 +248,14 @@ func TestCheck(t *testing.T) {
 		},
 		{
 			name:  "ignored tools are not in the window",
-			gopts: guard.Options{Ignore: []string{"think"}},
+			gopts: guard.Config{Ignore: []string{"think"}},
 			steps: steps(edit("a1"), ok("think", "1"), ok("think", "2"), ok("think", "3"), ok("think", "4"),
 				ok("think", "5"), ok("think", "6"), ok("think", "7"), ok("think", "8"), ok("think", "9"), edit("a2"), edit("a3")),
 			want: []string{"", "", "", "", "", "", "", "", "", "", "", stop3},
 		},
 		{
 			name:  "results marked by FailWhen are failures",
-			gopts: guard.Options{FailWhen: []string{`^ERROR:`}},
+			gopts: guard.Config{FailWhen: []string{`^ERROR:`}},
 			steps: steps(guard.ToolCall{Name: "api", Args: map[string]int{"page": 1}, Result: "ERROR: rate limited for 30s"},
 				guard.ToolCall{Name: "api", Args: map[string]int{"page": 2}, Result: "ERROR: rate limited for 12s"},
 				guard.ToolCall{Name: "api", Args: map[string]int{"page": 3}, Result: "ERROR: rate limited for 5s"}),
@@ -225,7 +272,7 @@ func TestCheck(t *testing.T) {
 			if tt.opts == (failure.Options{}) {
 				tt.opts.Threshold = 3 // small runs read better; the default is tested below
 			}
-			got := stops(run(newGuard(t, tt.opts, tt.gopts), tt.steps))
+			got := stops(run(t, newGuard(t, tt.opts, tt.gopts), tt.steps))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("stops (-want +got):\n%s", diff)
 			}
@@ -234,8 +281,8 @@ func TestCheck(t *testing.T) {
 }
 
 func TestDefaultThreshold(t *testing.T) {
-	g := newGuard(t, failure.Options{}, guard.Options{})
-	got := stops(run(g, steps(edit("a1"), edit("a2"), edit("a3"), edit("a4"), edit("a5"))))
+	g := newGuard(t, failure.Options{}, guard.Config{})
+	got := stops(run(t, g, steps(edit("a1"), edit("a2"), edit("a3"), edit("a4"), edit("a5"))))
 	if diff := cmp.Diff([]string{"", "", "", "", "REPEATED_FAILURE 5"}, got); diff != "" {
 		t.Errorf("stops (-want +got):\n%s", diff)
 	}
@@ -261,7 +308,7 @@ func TestRequestIDs(t *testing.T) {
 				ss = append(ss, guard.Step{ToolCalls: []guard.ToolCall{{Name: "fetch", Args: map[string]int{"page": i},
 					Err: errors.New("service unavailable (request " + id + ")")}}})
 			}
-			got := stops(run(newGuard(t, failure.Options{}, guard.Options{}), ss))
+			got := stops(run(t, newGuard(t, failure.Options{}, guard.Config{}), ss))
 			if diff := cmp.Diff([]string{"", "", "", "", "REPEATED_FAILURE 5"}, got); diff != "" {
 				t.Errorf("stops (-want +got):\n%s", diff)
 			}
@@ -315,14 +362,14 @@ func TestSameCall(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := stops(run(newGuard(t, failure.Options{}, guard.Options{}), tt.steps))
+			got := stops(run(t, newGuard(t, failure.Options{}, guard.Config{}), tt.steps))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("stops (-want +got):\n%s", diff)
 			}
 		})
 	}
 	t.Run("evidence", func(t *testing.T) {
-		vs := run(newGuard(t, failure.Options{}, guard.Options{}), steps(track("ABC456"), ok("r", "1"), track("ABC456"), track("ABC456")))
+		vs := run(t, newGuard(t, failure.Options{}, guard.Config{}), steps(track("ABC456"), ok("r", "1"), track("ABC456"), track("ABC456")))
 		want := failure.Evidence{Tool: "track", Count: 3, Threshold: 3, Window: 10, StepIndexes: []int{0, 2, 3},
 			ArgsPreview: `{"id":"ABC456"}`, Calls: 1}
 		if diff := cmp.Diff(want, vs[3].Evidence); diff != "" {
@@ -333,14 +380,14 @@ func TestSameCall(t *testing.T) {
 		}
 	})
 	t.Run("SameCall equal to Threshold adds nothing", func(t *testing.T) {
-		got := stops(run(newGuard(t, failure.Options{Threshold: 4, SameCall: 4}, guard.Options{}),
+		got := stops(run(t, newGuard(t, failure.Options{Threshold: 4, SameCall: 4}, guard.Config{}),
 			steps(track("A"), track("A"), track("A"), track("A"))))
 		if diff := cmp.Diff([]string{"", "", "", "REPEATED_FAILURE 4"}, got); diff != "" {
 			t.Errorf("stops (-want +got):\n%s", diff)
 		}
 	})
 	t.Run("warns one step before", func(t *testing.T) {
-		vs := run(newGuard(t, failure.Options{Warn: true}, guard.Options{}), steps(track("A"), track("A"), track("A")))
+		vs := run(t, newGuard(t, failure.Options{Warn: true}, guard.Config{}), steps(track("A"), track("A"), track("A")))
 		want := []guard.Warning{{Code: failure.WarningCode, Tool: "track", Value: 2, Limit: 3, Ratio: 2.0 / 3, Detector: failure.Name}}
 		want[0].Feedback = feedback.ForWarning(want[0])
 		if len(vs[0].Warnings) != 0 {
@@ -354,7 +401,7 @@ func TestSameCall(t *testing.T) {
 		}
 		// A A B: the third failure is B's first, one short of two calls
 		// in turn.
-		vs = run(newGuard(t, failure.Options{Warn: true}, guard.Options{}), steps(track("A"), track("A"), track("B"), track("B")))
+		vs = run(t, newGuard(t, failure.Options{Warn: true}, guard.Config{}), steps(track("A"), track("A"), track("B"), track("B")))
 		want = []guard.Warning{{Code: failure.WarningCode, Tool: "track", Value: 3, Limit: 4, Ratio: 3.0 / 4, Detector: failure.Name}}
 		want[0].Feedback = feedback.ForWarning(want[0])
 		if diff := cmp.Diff(want, vs[2].Warnings, cmpopts.IgnoreFields(guard.Warning{}, "Detail")); diff != "" {
@@ -370,40 +417,36 @@ func TestSameCall(t *testing.T) {
 // (no "retries") restores, and its failures count for Threshold only.
 func TestRestoreWithoutRetries(t *testing.T) {
 	track := guard.ToolCall{Name: "track", Args: map[string]string{"id": "A"}, Err: errors.New("400 Bad Request")}
-	orig := newGuard(t, failure.Options{}, guard.Options{})
-	run(orig, steps(track, track))
-	d := orig.Detectors()[0]
-	data, err := d.Snapshot(guard.SnapshotOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newRule(t, failure.Options{})
+	orig := testutil.New(t, r)
+	run(t, orig, steps(track, track))
+	data, state := snapshot(t, orig)
 	var st map[string]json.RawMessage
-	if err := json.Unmarshal(data, &st); err != nil || st["retries"] == nil {
-		t.Fatalf("state %s: want retries (%v)", data, err)
+	if err := json.Unmarshal(state, &st); err != nil || st["retries"] == nil {
+		t.Fatalf("state %s: want retries (%v)", state, err)
 	}
 	delete(st, "retries")
 	old, _ := json.Marshal(st)
-	fresh := newDetector(t, failure.Options{})
-	g, _ := guard.New(fresh)
-	run(g, steps(ok("r", "0"), ok("r", "1")))
-	if err := fresh.Restore(old); err != nil {
-		t.Fatalf("Restore(%s): %v", old, err)
+	g, err := guard.Restore([]byte(strings.Replace(string(data), string(state), string(old), 1)), guard.Config{Rules: []rule.Rule{r}})
+	if err != nil {
+		t.Fatalf("Restore with state %s: %v", old, err)
 	}
 	// With their retries the first new failure would stop (the third same
 	// call); without, the restored failures count only towards Threshold.
-	if got := stops(run(g, steps(track, track, track))); !cmp.Equal(got, []string{"", "", "REPEATED_FAILURE 5"}) {
+	if got := stops(run(t, g, steps(track, track, track))); !cmp.Equal(got, []string{"", "", "REPEATED_FAILURE 5"}) {
 		t.Errorf("after restoring %s: stops %q, want the fifth failure to stop", old, got)
 	}
-	if err := fresh.Restore(data); err != nil || !g.Check(guard.Step{ToolCalls: []guard.ToolCall{track}}).Stop {
-		t.Errorf("restoring %s with its retries: %v, or the third same call went on", data, err)
+	g, err = guard.Restore(data, guard.Config{Rules: []rule.Rule{r}})
+	if err != nil || !testutil.Check(t, g, guard.Step{ToolCalls: []guard.ToolCall{track}}).Stop {
+		t.Errorf("restoring %s with its retries: %v, or the third same call went on", state, err)
 	}
 }
 
 func TestWithinAStep(t *testing.T) {
-	g := newGuard(t, failure.Options{Threshold: 3}, guard.Options{})
-	g.Check(guard.Step{ToolCalls: []guard.ToolCall{edit("a1")}})
-	g.Check(guard.Step{ToolCalls: []guard.ToolCall{ok("r", "1"), edit("a2")}})
-	v := g.Check(guard.Step{ToolCalls: []guard.ToolCall{edit("a3"), build("", 1), edit("a4")}})
+	g := newGuard(t, failure.Options{Threshold: 3}, guard.Config{})
+	testutil.Check(t, g, guard.Step{ToolCalls: []guard.ToolCall{edit("a1")}})
+	testutil.Check(t, g, guard.Step{ToolCalls: []guard.ToolCall{ok("r", "1"), edit("a2")}})
+	v := testutil.Check(t, g, guard.Step{ToolCalls: []guard.ToolCall{edit("a3"), build("", 1), edit("a4")}})
 	want := guard.Verdict{Stop: true, Reason: failure.ReasonRepeatedFailure, Code: failure.Code, Detector: failure.Name,
 		Evidence: failure.Evidence{Tool: "str_replace", Count: 3, Threshold: 3, Window: 10, StepIndexes: []int{0, 1, 2},
 			ArgsPreview: `{"new_str":"pass","old_str":"a3","path":"/repo/app.py"}`}}
@@ -422,8 +465,8 @@ func TestWithinAStep(t *testing.T) {
 }
 
 func TestWarn(t *testing.T) {
-	g := newGuard(t, failure.Options{Threshold: 3, Warn: true}, guard.Options{})
-	vs := run(g, steps(edit("a1"), edit("a2"), edit("a3")))
+	g := newGuard(t, failure.Options{Threshold: 3, Warn: true}, guard.Config{})
+	vs := run(t, g, steps(edit("a1"), edit("a2"), edit("a3")))
 	if len(vs[0].Warnings) != 0 {
 		t.Errorf("first failure warned: %v", vs[0].Warnings)
 	}
@@ -437,16 +480,16 @@ func TestWarn(t *testing.T) {
 		t.Errorf("third failure: %v, want a stop without warnings", vs[2])
 	}
 	// Threshold 2 gives no warnings: a single failure never warns.
-	g = newGuard(t, failure.Options{Threshold: 2, Warn: true}, guard.Options{})
-	if vs := run(g, steps(edit("a1"), edit("a2"))); len(vs[0].Warnings) != 0 || !vs[1].Stop {
+	g = newGuard(t, failure.Options{Threshold: 2, Warn: true}, guard.Config{})
+	if vs := run(t, g, steps(edit("a1"), edit("a2"))); len(vs[0].Warnings) != 0 || !vs[1].Stop {
 		t.Errorf("threshold 2: %v", vs)
 	}
 }
 
 func TestPreflightJudgesNothing(t *testing.T) {
-	g := newGuard(t, failure.Options{Threshold: 2}, guard.Options{})
-	run(g, steps(edit("a1")))
-	if d := g.Preflight(edit("a1"), edit("a2")); !d.Allow {
+	g := newGuard(t, failure.Options{Threshold: 2}, guard.Config{})
+	run(t, g, steps(edit("a1")))
+	if d := testutil.Preflight(t, g, edit("a1"), edit("a2")); !d.Allow {
 		t.Errorf("preflight refused: %v", d.Verdict())
 	}
 }
@@ -480,7 +523,7 @@ func TestOptions(t *testing.T) {
 			t.Errorf("New(%+v): %v", o, err)
 		}
 	}
-	d := newDetector(t, failure.Options{})
+	d := newRule(t, failure.Options{})
 	if diff := cmp.Diff(failure.Options{Threshold: 5, Window: 10, SameCall: 3}, d.Options()); diff != "" {
 		t.Errorf("Options (-want +got):\n%s", diff)
 	}
@@ -497,25 +540,32 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 		w := rapid.IntRange(2, 6).Draw(t, "window")
 		opts := failure.Options{Window: w, Threshold: rapid.IntRange(2, w).Draw(t, "threshold"), Warn: rapid.Bool().Draw(t, "warn")}
 		opts.SameCall = rapid.IntRange(2, opts.Threshold).Draw(t, "sameCall")
-		gopts := guard.Options{Ignore: []string{"think"}}
+		gopts := guard.Config{Ignore: []string{"think"}, Rules: []rule.Rule{newRule(t, opts)}}
 		ss := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) guard.Step {
 			return guard.Step{ToolCalls: rapid.SliceOfN(rapid.SampledFrom(pool), 0, 3).Draw(t, "calls")}
 		}), 1, 30).Draw(t, "steps")
 		cut := rapid.IntRange(0, len(ss)).Draw(t, "cut")
-		orig := newGuard(t, opts, gopts)
-		run(orig, ss[:cut])
-		data, err := orig.Snapshot(guard.SnapshotOptions{})
+		orig, err := guard.New(gopts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		restored, err := gopts.Restore(data, newDetector(t, opts))
+		run(t, orig, ss[:cut])
+		data, _ := snapshot(t, orig)
+		restored, err := guard.Restore(data, gopts)
 		if err != nil {
 			t.Fatalf("restore: %v\n%s", err, data)
 		}
-		if diff := cmp.Diff(run(orig, ss[cut:]), run(restored, ss[cut:])); diff != "" {
+		if diff := cmp.Diff(run(t, orig, ss[cut:]), run(t, restored, ss[cut:])); diff != "" {
 			t.Fatalf("verdicts after restore (-orig +restored):\n%s", diff)
 		}
 	})
+}
+
+// failed returns the facts of step i with one call that failed, the same
+// way each time.
+func failed(i int) *rule.Facts {
+	return &rule.Facts{Index: i, Steps: i + 1, Calls: []rule.Call{{Tool: "str_replace", Key: canonical.HashString("key"),
+		Failed: true, Failure: canonical.HashString("failure"), Retry: canonical.HashString("retry")}}}
 }
 
 func TestRestoreRejects(t *testing.T) {
@@ -533,19 +583,18 @@ func TestRestoreRejects(t *testing.T) {
 		`{"failures":[null,null,null,null],"steps":[0,0,0,0]}`, // more than the window
 		`{"failures":[7],"steps":[0]}`,
 	} {
-		d := newDetector(t, failure.Options{Window: 3, Threshold: 2})
-		g, _ := guard.New(d)
-		run(g, steps(edit("a1")))
+		d := newState(t, failure.Options{Window: 3, Threshold: 2})
+		d.Observe(failed(0))
 		if err := d.Restore([]byte(s)); err == nil {
 			t.Errorf("Restore(%s) succeeded", s)
 		}
-		if !g.Check(guard.Step{ToolCalls: []guard.ToolCall{edit("a2")}}).Stop {
+		if d.Observe(failed(1)); !d.Verdict().Stop {
 			t.Errorf("after Restore(%s) failed, the state was lost", s)
 		}
 	}
 	for _, s := range []string{`{"tools":[` + k + `],"ops":[` + k + `],"failures":[` + k + `],"steps":[0]}`,
 		`{"tools":[` + k + `,` + k + `,` + k + `],"ops":[null,` + k + `,` + k + `],"failures":[null,` + k + `,null],"steps":[0,0,3]}`} {
-		d := newDetector(t, failure.Options{Window: 3, Threshold: 2})
+		d := newState(t, failure.Options{Window: 3, Threshold: 2})
 		if err := d.Restore([]byte(s)); err != nil {
 			t.Errorf("Restore(%s): %v", s, err)
 		}
@@ -556,8 +605,8 @@ func TestRestoreRejects(t *testing.T) {
 }
 
 func TestConformance(t *testing.T) {
-	build := func(o failure.Options) func() guard.Detector {
-		return func() guard.Detector { return newDetector(t, o) }
+	build := func(o failure.Options) func() rule.Rule {
+		return func() rule.Rule { return newRule(t, o) }
 	}
 	for name, o := range map[string]failure.Options{
 		"default":  {},
@@ -578,4 +627,42 @@ func checks() guardtest.Option {
 		return guardtest.WithChecks(15)
 	}
 	return guardtest.WithChecks(100)
+}
+
+// TestGuardsOfOneRuleAreIndependent runs two guards made from one rule: the
+// first stops at the k-th same failure of one call, the second has seen none
+// of them and stops at exactly its own k-th, and the first's window went on.
+func TestGuardsOfOneRuleAreIndependent(t *testing.T) {
+	track := guard.ToolCall{Name: "track", Args: map[string]string{"id": "A"}, Err: errors.New("400 Bad Request")}
+	for _, tt := range []struct {
+		opts failure.Options
+		k    int
+	}{
+		{failure.Options{}, 3},
+		{failure.Options{Threshold: 2}, 2},
+		{failure.Options{Threshold: 4, SameCall: 4, Warn: true}, 4},
+		{failure.Options{Window: 6, Threshold: 6, SameCall: 6}, 6},
+	} {
+		r := newRule(t, tt.opts)
+		g1, g2 := testutil.New(t, r), testutil.New(t, r)
+		ss := make([]guard.Step, tt.k)
+		for i := range ss {
+			ss[i] = guard.Step{ToolCalls: []guard.ToolCall{track}}
+		}
+		want := make([]string, tt.k)
+		want[tt.k-1] = fmt.Sprintf("%s %d", failure.Code, tt.k)
+		for n, g := range []*guard.Guard{g1, g2} {
+			if diff := cmp.Diff(want, stops(run(t, g, ss))); diff != "" {
+				t.Errorf("%+v, guard %d: stops (-want +got):\n%s", tt.opts, n+1, diff)
+			}
+		}
+		window := tt.opts.Window
+		if window == 0 {
+			window = failure.DefaultWindow
+		}
+		next := []string{fmt.Sprintf("%s %d", failure.Code, min(tt.k+1, window))}
+		if diff := cmp.Diff(next, stops(run(t, g1, ss[:1]))); diff != "" {
+			t.Errorf("%+v, guard 1 after guard 2's run (-want +got):\n%s", tt.opts, diff)
+		}
+	}
 }

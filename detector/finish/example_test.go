@@ -1,10 +1,12 @@
 package finish_test
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/loopguard/loopguard/detector/finish"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
 func Example() {
@@ -12,27 +14,28 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	g, err := guard.New(d)
+	g, err := guard.New(guard.Config{Rules: []rule.Rule{d}})
 	if err != nil {
 		panic(err)
 	}
+	ctx := context.Background() // a guard in memory never returns an error
 
-	v := g.Check(guard.Step{Text: "Let me search.", FinishReason: "tool_calls",
+	v, _ := g.Check(ctx, guard.Step{Text: "Let me search.", FinishReason: "tool_calls",
 		ToolCalls: []guard.ToolCall{{Name: "search", Args: map[string]any{"q": "go"}}}})
 	fmt.Println(v.Stop)
 
 	// Gemini reports STOP on function calls: the loop must run them.
-	v = g.Check(guard.Step{FinishReason: "STOP",
+	v, _ = g.Check(ctx, guard.Step{FinishReason: "STOP",
 		ToolCalls: []guard.ToolCall{{Name: "search", Args: map[string]any{"q": "loopguard"}}}})
 	fmt.Println(v.Stop)
 
 	// An unfamiliar reason on a text-only step ends the run.
-	v = g.Check(guard.Step{Text: "The answer is 42.", FinishReason: "OTHER"})
+	v, _ = g.Check(ctx, guard.Step{Text: "The answer is 42.", FinishReason: "OTHER"})
 	fmt.Println(v.Code, guard.IsFault(v))
 
 	// "stop" (or "end_turn", "STOP") on a text-only step is a normal
 	// finish: no fault, no feedback.
-	v = g.Check(guard.Step{Text: "The answer is 42.", FinishReason: "end_turn"})
+	v, _ = g.Check(ctx, guard.Step{Text: "The answer is 42.", FinishReason: "end_turn"})
 	fmt.Println(v.Code, guard.IsFault(v), v.Feedback == "")
 	// Output:
 	// false
@@ -48,9 +51,12 @@ func ExampleTextActions() {
 	if err != nil {
 		panic(err)
 	}
-	g, _ := guard.New(d)
-	fmt.Println(guard.Explain(g.Check(guard.Step{Text: "THOUGHT: run the tests\n```bash\npytest\n```", FinishReason: "STOP"})))
-	fmt.Println(g.Check(guard.Step{Text: "cut off mid-", FinishReason: "length"}).Code)
+	g, _ := guard.New(guard.Config{Rules: []rule.Rule{d}})
+	ctx := context.Background()
+	v, _ := g.Check(ctx, guard.Step{Text: "THOUGHT: run the tests\n```bash\npytest\n```", FinishReason: "STOP"})
+	fmt.Println(guard.Explain(v))
+	v, _ = g.Check(ctx, guard.Step{Text: "cut off mid-", FinishReason: "length"})
+	fmt.Println(v.Code)
 	// Output:
 	// go on
 	// FINISH_TERMINAL

@@ -2,7 +2,7 @@
 // the provider reports that the model's turn is over, or reports a reason the
 // loop does not know while the model only wrote text.
 //
-// The guard normalises finish reasons (see [guard.NormalizeFinishReason]:
+// The guard normalises finish reasons (see [rule.NormalizeFinishReason]:
 // "end_turn" and Gemini's "STOP" are "stop", "tool_use" is "tool-calls",
 // "max_tokens" is "length", "SAFETY" is "content-filter", ...). Then a reason
 // in [Options.Terminal] stops the run; "tool-calls" lets it go on; a missing
@@ -19,23 +19,23 @@
 // to [Stop] is the reference's reading.
 //
 // A stop on the terminal reason "stop" is the model finishing normally: its
-// evidence reports [Evidence.NormalFinish], [guard.IsFault] is false for it
+// evidence reports [Evidence.NormalFinish], [rule.IsFault] is false for it
 // and it carries no feedback. Every other stop is a fault.
 //
-// The rule keeps no state between steps and judges nothing in preflight.
+// The rule keeps no state between steps (its state is not a [rule.Saver]:
+// snapshots hold null for it) and judges nothing in preflight.
 package finish
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/loopguard/loopguard/feedback"
-	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
-// Name is the detector's name, the key of its state in snapshots.
+// Name is the rule's name, the key of its state in snapshots.
 const Name = "finish"
 
 // The codes of the rule's stops.
@@ -94,9 +94,9 @@ type Options struct {
 // Evidence is the evidence of a stop.
 type Evidence struct {
 	// FinishReason is the finish reason as the provider gave it, as
-	// guard.Clean shows it (escaped, and cut to 256 bytes).
+	// rule.Clean shows it (escaped, and cut to 256 bytes).
 	FinishReason string `json:"finishReason"`
-	// Normalized is the normalised reason (guard.NormalizeFinishReason),
+	// Normalized is the normalised reason (rule.NormalizeFinishReason),
 	// shown the same way.
 	Normalized string `json:"normalized"`
 	// Policy is the configured policy for other reasons.
@@ -114,34 +114,38 @@ type Evidence struct {
 // terminal stop whose normalised reason is "stop".
 func (e Evidence) NormalFinish() bool { return e.Terminal && e.Normalized == "stop" }
 
-var _ guard.NormalFinisher = Evidence{}
+var _ rule.NormalFinisher = Evidence{}
 
-// Detector is the finish-reason rule. Create it with New.
-type Detector struct {
-	guard.Owned // one guard at a time
-
+// Rule is the finish-reason rule: validated options, never changed after
+// New, so that one Rule serves any number of guards at once. Create it with
+// New.
+type Rule struct {
 	terminal  []string // normalised, sorted, without duplicates
 	policy    Policy
 	withCalls Policy // Stop, or "" for the default (Continue)
+}
 
-	// The last step's stop, if any (code is "" when it goes on).
-	code string
+// state is one run's: the last step's stop, if any. It is not saved: it
+// lasts from Observe to Verdict.
+type state struct {
+	r    *Rule
+	code string // "" when the step goes on
 	ev   Evidence
 }
 
-var _ guard.Detector = (*Detector)(nil)
+var _ rule.Rule = (*Rule)(nil)
 
 // New returns the rule with these options, or an error (a
-// *guard.OptionError) naming every invalid field.
-func New(o Options) (*Detector, error) {
+// *rule.OptionError) naming every invalid field.
+func New(o Options) (*Rule, error) {
 	var errs []error
-	d := &Detector{policy: o.OtherPolicy}
+	d := &Rule{policy: o.OtherPolicy}
 	switch o.OtherPolicy {
 	case "":
 		d.policy = StopIfTextOnly
 	case StopIfTextOnly, Stop, Continue:
 	default:
-		errs = append(errs, &guard.OptionError{Detector: Name, Field: "OtherPolicy",
+		errs = append(errs, &rule.OptionError{Detector: Name, Field: "OtherPolicy",
 			Err: fmt.Errorf("unknown policy %q (want %q, %q or %q)", o.OtherPolicy, StopIfTextOnly, Stop, Continue)})
 	}
 	switch o.StopWithToolCalls {
@@ -149,7 +153,7 @@ func New(o Options) (*Detector, error) {
 	case Stop:
 		d.withCalls = Stop
 	default:
-		errs = append(errs, &guard.OptionError{Detector: Name, Field: "StopWithToolCalls",
+		errs = append(errs, &rule.OptionError{Detector: Name, Field: "StopWithToolCalls",
 			Err: fmt.Errorf("unknown policy %q (want %q or %q)", o.StopWithToolCalls, Continue, Stop)})
 	}
 	terminal := o.Terminal
@@ -160,7 +164,7 @@ func New(o Options) (*Detector, error) {
 	for i, r := range terminal {
 		n := Normalize(r)
 		if n == "" {
-			errs = append(errs, &guard.OptionError{Detector: Name, Field: fmt.Sprintf("Terminal[%d]", i),
+			errs = append(errs, &rule.OptionError{Detector: Name, Field: fmt.Sprintf("Terminal[%d]", i),
 				Err: fmt.Errorf("%q is no finish reason once normalised", r)})
 			continue
 		}
@@ -176,90 +180,79 @@ func New(o Options) (*Detector, error) {
 
 // Normalize normalises a finish reason as the guard does: trimmed of ASCII
 // white space, lower-cased, '_' made '-'.
-func Normalize(s string) string { return guard.NormalizeFinishReason(s) }
+func Normalize(s string) string { return rule.NormalizeFinishReason(s) }
 
 // Name returns Name.
-func (d *Detector) Name() string { return Name }
+func (d *Rule) Name() string { return Name }
 
-// Priority returns guard.PriorityFinish.
-func (d *Detector) Priority() int { return guard.PriorityFinish }
+// Priority returns rule.PriorityFinish.
+func (d *Rule) Priority() int { return rule.PriorityFinish }
+
+// NewState returns the state of a fresh run.
+func (d *Rule) NewState() rule.State { return &state{r: d} }
 
 // Options returns the options in effect: the normalised terminal reasons,
 // sorted and without duplicates, the policy, and StopWithToolCalls when it
 // is Stop (the default is left out, so that fingerprints of the default
 // options stay as they were).
-func (d *Detector) Options() any {
+func (d *Rule) Options() any {
 	return Options{Terminal: slices.Clone(d.terminal), OtherPolicy: d.policy, StopWithToolCalls: d.withCalls}
 }
 
-// IsTerminal reports whether the normalised reason is in the terminal list.
-func (d *Detector) isTerminal(normalized string) bool {
+// isTerminal reports whether the normalised reason is in the terminal list.
+func (d *Rule) isTerminal(normalized string) bool {
 	_, ok := slices.BinarySearch(d.terminal, normalized)
 	return ok
 }
 
 // Observe judges the step's finish reason.
-func (d *Detector) Observe(f *guard.Facts) {
-	d.code = ""
+func (s *state) Observe(f *rule.Facts) {
+	d := s.r
+	s.code = ""
 	reason := f.FinishReason
 	if reason == "" || reason == ToolCalls && !d.isTerminal(reason) {
 		return
 	}
 	terminal := d.isTerminal(reason)
 	switch {
-	case terminal && reason == guard.FinishStop && len(f.Calls)+len(f.Refused) > 0 && d.withCalls != Stop:
+	case terminal && reason == rule.FinishStop && len(f.Calls)+len(f.Refused) > 0 && d.withCalls != Stop:
 		// The model asked for calls (some may have been refused): it is
 		// not done, and the loop must answer them.
 		return
 	case terminal:
-		d.code = CodeTerminal
+		s.code = CodeTerminal
 	case d.policy == Stop:
-		d.code = CodeOther
+		s.code = CodeOther
 	case d.policy == StopIfTextOnly && f.HasText && len(f.Calls) == 0:
-		d.code = CodeOtherTextOnly
+		s.code = CodeOtherTextOnly
 	default:
 		return
 	}
 	// The reasons are the provider's (or the model's) text: escaped and cut.
-	d.ev = Evidence{FinishReason: guard.Clean(f.RawFinishReason), Normalized: guard.Clean(reason), Policy: d.policy,
+	s.ev = Evidence{FinishReason: rule.Clean(f.RawFinishReason), Normalized: rule.Clean(reason), Policy: d.policy,
 		HasText: f.HasText, ToolCallCount: len(f.Calls), Terminal: terminal}
 }
 
 // Verdict returns a stop when the last step's finish reason ends the run.
-func (d *Detector) Verdict() guard.Verdict {
-	if d.code == "" {
-		return guard.Verdict{}
+func (s *state) Verdict() rule.Verdict {
+	if s.code == "" {
+		return rule.Verdict{}
 	}
-	v := guard.Verdict{Stop: true, Reason: guard.ReasonFinishReason, Code: d.code, Evidence: d.ev}
-	switch d.code {
+	v := rule.Verdict{Stop: true, Reason: rule.ReasonFinishReason, Code: s.code, Evidence: s.ev}
+	switch s.code {
 	case CodeTerminal:
-		v.Detail = fmt.Sprintf("finish reason %q is terminal", d.ev.Normalized)
+		v.Detail = fmt.Sprintf("finish reason %q is terminal", s.ev.Normalized)
 	case CodeOther:
-		v.Detail = fmt.Sprintf("finish reason %q is not terminal and policy %q stops on it", d.ev.Normalized, d.policy)
+		v.Detail = fmt.Sprintf("finish reason %q is not terminal and policy %q stops on it", s.ev.Normalized, s.r.policy)
 	default:
-		v.Detail = fmt.Sprintf("finish reason %q on a step with text and no tool calls (policy %q)", d.ev.Normalized, d.policy)
+		v.Detail = fmt.Sprintf("finish reason %q on a step with text and no tool calls (policy %q)", s.ev.Normalized, s.r.policy)
 	}
-	v.Feedback = feedback.For(v, guard.PhaseCheck)
+	v.Feedback = feedback.For(v, rule.PhaseCheck)
 	return v
 }
 
 // Preflight judges nothing: a call that has not run has no finish reason.
-func (d *Detector) Preflight(*guard.Facts) guard.Verdict { return guard.Verdict{} }
-
-// Snapshot returns JSON null: the rule keeps no state between steps.
-func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) { return []byte("null"), nil }
-
-// Restore accepts only JSON null, the rule's only state, and resets the rule.
-func (d *Detector) Restore(state []byte) error {
-	if s := bytes.TrimSpace(state); len(s) != 0 && string(s) != "null" {
-		return fmt.Errorf("%s: state must be null, the rule keeps none", Name)
-	}
-	d.Reset()
-	return nil
-}
-
-// Reset forgets the last step.
-func (d *Detector) Reset() { d.code, d.ev = "", Evidence{} }
+func (s *state) Preflight(*rule.Facts) rule.Verdict { return rule.Verdict{} }
 
 // TextActions returns the options for agents whose harness reads the action
 // out of the model's text (mini-swe-agent, ReAct-style agents) instead of

@@ -3,6 +3,7 @@ package finish_test
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -11,6 +12,7 @@ import (
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/testutil"
+	"github.com/loopguard/loopguard/rule"
 )
 
 func newGuard(t testing.TB, o finish.Options) *guard.Guard {
@@ -19,16 +21,21 @@ func newGuard(t testing.TB, o finish.Options) *guard.Guard {
 	if err != nil {
 		t.Fatalf("New(%+v): %v", o, err)
 	}
-	g, err := guard.Options{Ignore: []string{"think"}}.New(d)
+	g, err := guard.New(withIgnore(d))
 	if err != nil {
 		t.Fatalf("guard.New: %v", err)
 	}
 	return g
 }
 
+// withIgnore returns the guard options of these tests, with r.
+func withIgnore(r rule.Rule) guard.Config {
+	return guard.Config{Ignore: []string{"think"}, Rules: []rule.Rule{r}}
+}
+
 // stop builds the stop verdict the guard should return.
 func stop(code string, ev finish.Evidence, detail string) guard.Verdict {
-	v := guard.Verdict{Stop: true, Reason: guard.ReasonFinishReason, Code: code, Detail: detail,
+	v := guard.Verdict{Stop: true, Reason: rule.ReasonFinishReason, Code: code, Detail: detail,
 		Evidence: ev, Detector: finish.Name}
 	v.Feedback = feedback.For(v, guard.PhaseCheck)
 	return v
@@ -237,12 +244,12 @@ func TestVerdicts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := newGuard(t, tt.opts)
-			got := g.Check(tt.step)
+			got := testutil.Check(t, g, tt.step)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Check(%+v) (-want +got):\n%s", tt.step, diff)
 			}
 			// The next step of the run is judged on its own.
-			if got := g.Check(guard.Step{ToolCalls: []guard.ToolCall{call}}); got.Stop {
+			if got := testutil.Check(t, g, guard.Step{ToolCalls: []guard.ToolCall{call}}); got.Stop {
 				t.Errorf("the step after: got a stop %v", got)
 			}
 		})
@@ -264,7 +271,7 @@ func TestNormalFinishAndFeedback(t *testing.T) {
 		{opts: finish.Options{OtherPolicy: finish.Stop, Terminal: []string{"length"}}, step: guard.Step{FinishReason: "stop"}, fault: true, nFeedback: true},
 	}
 	for _, tt := range tests {
-		v := newGuard(t, tt.opts).Check(tt.step)
+		v := testutil.Check(t, newGuard(t, tt.opts), tt.step)
 		if !v.Stop {
 			t.Fatalf("%+v with %+v: want a stop, got %v", tt.step, tt.opts, v)
 		}
@@ -282,7 +289,7 @@ func TestNormalFinishAndFeedback(t *testing.T) {
 }
 
 func TestEvidenceJSON(t *testing.T) {
-	v := newGuard(t, finish.Options{}).Check(guard.Step{Text: "x", FinishReason: "Length"})
+	v := testutil.Check(t, newGuard(t, finish.Options{}), guard.Step{Text: "x", FinishReason: "Length"})
 	b, err := json.Marshal(v.Evidence)
 	if err != nil {
 		t.Fatal(err)
@@ -333,7 +340,7 @@ func fingerprint(t *testing.T, o finish.Options) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return guard.Fingerprint(d).String()
+	return rule.Fingerprint(d).String()
 }
 
 func TestOptions(t *testing.T) {
@@ -381,82 +388,102 @@ func TestOptions(t *testing.T) {
 	terms := []string{"a"}
 	d, _ = finish.New(finish.Options{Terminal: terms})
 	terms[0] = "stop"
-	if got := newGuardWith(t, d).Check(guard.Step{Text: "x", FinishReason: "a"}); !got.Stop {
+	if got := testutil.Check(t, testutil.New(t, d), guard.Step{Text: "x", FinishReason: "a"}); !got.Stop {
 		t.Errorf("New kept the caller's slice: a is no longer terminal")
 	}
 }
 
-func newGuardWith(t *testing.T, d guard.Detector) *guard.Guard {
-	t.Helper()
-	g, err := guard.New(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
-}
-
 func TestPreflightAllows(t *testing.T) {
 	g := newGuard(t, finish.Options{OtherPolicy: finish.Stop})
-	if got := g.Preflight(call, call); !got.Allow {
+	if got := testutil.Preflight(t, g, call, call); !got.Allow {
 		t.Errorf("Preflight = %+v, want allow", got)
 	}
-	g.Check(guard.Step{Text: "x", FinishReason: "stop"})
-	if got := g.Preflight(call); !got.Allow {
+	testutil.Check(t, g, guard.Step{Text: "x", FinishReason: "stop"})
+	if got := testutil.Preflight(t, g, call); !got.Allow {
 		t.Errorf("Preflight after a stop = %+v, want allow", got)
 	}
 }
 
 func TestSnapshotRestore(t *testing.T) {
 	d, _ := finish.New(finish.Options{})
-	b, err := d.Snapshot(guard.SnapshotOptions{})
-	if err != nil || string(b) != "null" {
-		t.Errorf("Snapshot = %s, %v; want null", b, err)
+	if _, ok := d.NewState().(rule.Saver); ok {
+		t.Error("the state is a rule.Saver: the rule keeps nothing between steps")
 	}
 	g := newGuard(t, finish.Options{})
-	g.Check(guard.Step{Text: "x", FinishReason: "stop"})
-	data, err := g.Snapshot(guard.SnapshotOptions{})
-	if err != nil {
-		t.Fatal(err)
+	testutil.Check(t, g, guard.Step{Text: "x", FinishReason: "stop"})
+	data := testutil.Snapshot(t, g, guard.SnapshotOptions{})
+	const null = `"name":"finish","fingerprint":"` // then the fingerprint and the state
+	i := strings.Index(string(data), null)
+	if i < 0 || !strings.Contains(string(data[i:]), `"state":null}`) {
+		t.Fatalf("the snapshot holds no null state for finish: %s", data)
 	}
-	d2, _ := finish.New(finish.Options{})
-	g2, err := guard.Options{Ignore: []string{"think"}}.Restore(data, d2)
+	g2, err := guard.Restore(data, withIgnore(d))
 	if err != nil {
 		t.Fatalf("Restore: %v", err)
 	}
 	for _, s := range []guard.Step{{Text: "x", FinishReason: "other"}, {FinishReason: "length"}, {}} {
-		if diff := cmp.Diff(g.Check(s), g2.Check(s)); diff != "" {
+		if diff := cmp.Diff(testutil.Check(t, g, s), testutil.Check(t, g2, s)); diff != "" {
 			t.Errorf("restored guard differs on %+v (-saved +restored):\n%s", s, diff)
 		}
 	}
-
-	for _, bad := range []string{`{}`, `[]`, `0`, `"x"`, `{"a":1}`, `nul`} {
-		if err := d2.Restore([]byte(bad)); err == nil {
-			t.Errorf("Restore(%s): no error", bad)
-		}
-	}
-	for _, ok := range []string{`null`, ` null `, ``} {
-		if err := d2.Restore([]byte(ok)); err != nil {
-			t.Errorf("Restore(%q): %v", ok, err)
+	// Only null restores: the rule keeps no state.
+	for _, bad := range []string{`{}`, `[]`, `0`, `"x"`, `{"a":1}`} {
+		data := []byte(strings.Replace(string(data), `"state":null}`, `"state":`+bad+`}`, 1))
+		if _, err := guard.Restore(data, withIgnore(d)); !errors.Is(err, guard.ErrInvalidState) {
+			t.Errorf("Restore with state %s = %v, want ErrInvalidState", bad, err)
 		}
 	}
 }
 
-func TestResetAndRestoreForget(t *testing.T) {
+func TestNewStateForgets(t *testing.T) {
 	d, _ := finish.New(finish.Options{})
-	d.Observe(&guard.Facts{FinishReason: "stop", RawFinishReason: "stop", HasText: true})
-	if !d.Verdict().Stop {
-		t.Fatal("want a stop before Reset")
+	st := d.NewState()
+	st.Observe(&rule.Facts{FinishReason: "stop", RawFinishReason: "stop", HasText: true})
+	if !st.Verdict().Stop {
+		t.Fatal("want a stop")
 	}
-	d.Reset()
-	if diff := cmp.Diff(guard.Verdict{}, d.Verdict()); diff != "" {
-		t.Errorf("Verdict after Reset (-want +got):\n%s", diff)
+	if diff := cmp.Diff(guard.Verdict{}, d.NewState().Verdict()); diff != "" {
+		t.Errorf("Verdict of a new state (-want +got):\n%s", diff)
 	}
-	d.Observe(&guard.Facts{FinishReason: "stop", RawFinishReason: "stop", HasText: true})
-	if err := d.Restore([]byte("null")); err != nil {
-		t.Fatal(err)
+	if !st.Verdict().Stop {
+		t.Error("a new state of the rule changed the first one's verdict")
 	}
-	if diff := cmp.Diff(guard.Verdict{}, d.Verdict()); diff != "" {
-		t.Errorf("Verdict after Restore (-want +got):\n%s", diff)
+}
+
+// TestGuardsOfOneRuleAreIndependent runs two guards made from one rule: the
+// first stops on a terminal reason, the second still goes on (the rule's
+// verdict is its own run's) and stops at exactly its own k-th step.
+func TestGuardsOfOneRuleAreIndependent(t *testing.T) {
+	toolStep := guard.Step{ToolCalls: []guard.ToolCall{call}, FinishReason: "tool_calls"}
+	tests := []struct {
+		name string
+		opts finish.Options
+		last guard.Step // the k-th step; the k-1 before it are toolStep
+		k    int
+		code string
+	}{
+		{"terminal", finish.Options{}, guard.Step{Text: "x", FinishReason: "length"}, 3, finish.CodeTerminal},
+		{"other", finish.Options{OtherPolicy: finish.Stop}, guard.Step{FinishReason: "mine"}, 2, finish.CodeOther},
+		{"text only", finish.Options{}, guard.Step{Text: "x", FinishReason: "mine"}, 1, finish.CodeOtherTextOnly},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := finish.New(tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g1, g2 := testutil.New(t, r), testutil.New(t, r)
+			for n, g := range []*guard.Guard{g1, g2} {
+				for i := 1; i < tt.k; i++ {
+					if v := testutil.Check(t, g, toolStep); v.Stop {
+						t.Fatalf("guard %d stopped at step %d of %d: %v", n+1, i, tt.k, v)
+					}
+				}
+				if v := testutil.Check(t, g, tt.last); v.Code != tt.code {
+					t.Errorf("guard %d, step %d: code %q, want %q", n+1, tt.k, v.Code, tt.code)
+				}
+			}
+		})
 	}
 }
 
@@ -482,15 +509,15 @@ func TestNormalize(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v := newGuardWith(t, d).Check(guard.Step{Text: "x", FinishReason: raw}); v.Code != finish.CodeTerminal {
+		if v := testutil.Check(t, testutil.New(t, d), guard.Step{Text: "x", FinishReason: raw}); v.Code != finish.CodeTerminal {
 			t.Errorf("terminal %q does not match the guard's normalisation of the same reason: %v", raw, v)
 		}
 	}
 }
 
 func TestSteadyStateAllocs(t *testing.T) {
-	d, _ := finish.New(finish.Options{})
-	f := &guard.Facts{FinishReason: "tool-calls", RawFinishReason: "tool_calls", Calls: []guard.Call{{Tool: "search"}}}
+	d := newState(t)
+	f := &rule.Facts{FinishReason: "tool-calls", RawFinishReason: "tool_calls", Calls: []rule.Call{{Tool: "search"}}}
 	allocs := testing.AllocsPerRun(100, func() {
 		d.Observe(f)
 		_ = d.Verdict()
@@ -500,9 +527,18 @@ func TestSteadyStateAllocs(t *testing.T) {
 	}
 }
 
+// newState returns a fresh state of the default rule.
+func newState(t testing.TB) rule.State {
+	d, err := finish.New(finish.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.NewState()
+}
+
 func BenchmarkObserveVerdict(b *testing.B) {
-	d, _ := finish.New(finish.Options{})
-	f := &guard.Facts{FinishReason: "tool-calls", RawFinishReason: "tool_calls", Calls: []guard.Call{{Tool: "search"}}}
+	d := newState(b)
+	f := &rule.Facts{FinishReason: "tool-calls", RawFinishReason: "tool_calls", Calls: []rule.Call{{Tool: "search"}}}
 	b.ReportAllocs()
 	for b.Loop() {
 		d.Observe(f)
@@ -513,8 +549,8 @@ func BenchmarkObserveVerdict(b *testing.B) {
 }
 
 func BenchmarkObserveVerdictTerminal(b *testing.B) {
-	d, _ := finish.New(finish.Options{})
-	f := &guard.Facts{FinishReason: "length", RawFinishReason: "length", HasText: true}
+	d := newState(b)
+	f := &rule.Facts{FinishReason: "length", RawFinishReason: "length", HasText: true}
 	b.ReportAllocs()
 	for b.Loop() {
 		d.Observe(f)

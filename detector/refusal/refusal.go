@@ -7,7 +7,7 @@
 // fills it, guard.Guard.StartCall records each refusal, and a hand-written
 // loop that preflights its calls puts the refused ones there. The detector
 // counts refusals per call (tool name plus canonical arguments,
-// guard.Call.Key) over the run, and stops when one call has been refused
+// rule.Call.Key) over the run, and stops when one call has been refused
 // Options.Threshold times. It remembers the newest MaxCalls refused calls.
 //
 // It also counts, per tool, the steps in which a call of the tool was
@@ -33,38 +33,38 @@ import (
 
 	"github.com/loopguard/loopguard/canonical"
 	"github.com/loopguard/loopguard/feedback"
-	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
-// Name is the detector's name: the key of its state in snapshots.
+// Name is the rule's name: the key of its state in snapshots.
 const Name = "refusal"
 
-// Code is the code of the detector's stops, and WarningCode that of its
+// Code is the code of the rule's stops, and WarningCode that of its
 // warnings.
 const (
 	Code        = feedback.CodeRepeatedRefusal
 	WarningCode = feedback.CodeRepeatedRefusalWarning
 )
 
-// ReasonRepeatedRefusal is the reason of the detector's stops.
-const ReasonRepeatedRefusal guard.Reason = "repeated-refusal"
+// ReasonRepeatedRefusal is the reason of the rule's stops.
+const ReasonRepeatedRefusal rule.Reason = "repeated-refusal"
 
-// Priority is the detector's priority: after the tool limit, before the
+// Priority is the rule's priority: after the tool limit, before the
 // rules about calls that ran.
-const Priority = guard.PriorityToolLimit + 50
+const Priority = rule.PriorityToolLimit + 50
 
 // DefaultThreshold is the number of refusals of one call that stop the run.
 // A model that is told a call was not run and why, and asks for it again,
 // once and then twice, is not going to change course.
 const DefaultThreshold = 3
 
-// MaxCalls is how many refused calls the detector remembers: the newest.
+// MaxCalls is how many refused calls a run remembers: the newest.
 const MaxCalls = 64
 
 // maxCount caps a count, so that it never overflows.
 const maxCount = 1 << 30
 
-// Options tune the detector. The zero value is the default: the third
+// Options tune the rule. The zero value is the default: the third
 // refusal of the same call stops the run.
 type Options struct {
 	// Threshold is how many refusals of one call stop the run: 0 means
@@ -103,44 +103,52 @@ type refused struct {
 	count int
 }
 
-// A Detector counts refusals per call. Create it with New.
-type Detector struct {
-	guard.Owned // one guard at a time
+// A Rule counts refusals per call: its options, never changed after New, so
+// that one Rule serves any number of guards at once. Create it with New.
+type Rule struct {
+	opts Options
+}
 
-	opts  Options
+// state is one run's: the refused calls and tools it remembers.
+type state struct {
+	opts  Options   // the rule's
 	calls []refused // oldest refusal first, at most MaxCalls
 	tools []refused // per tool name hash, since it last ran; oldest first, at most MaxCalls
 
-	verdict guard.Verdict
+	verdict rule.Verdict
 }
 
 var (
-	_ guard.Detector   = (*Detector)(nil)
-	_ guard.Summarizer = (*Detector)(nil)
-	_ guard.Bounded    = (*Detector)(nil)
+	_ rule.Rule       = (*Rule)(nil)
+	_ rule.Saver      = (*state)(nil)
+	_ rule.Summarizer = (*state)(nil)
+	_ rule.Bounded    = (*state)(nil)
 )
 
-// New returns a detector with these options, or an error (a
-// *guard.OptionError) for an invalid option.
-func New(o Options) (*Detector, error) {
+// New returns a rule with these options, or an error (a
+// *rule.OptionError) for an invalid option.
+func New(o Options) (*Rule, error) {
 	if o.Threshold != 0 && o.Threshold < 2 {
-		return nil, &guard.OptionError{Detector: Name, Field: "Threshold",
+		return nil, &rule.OptionError{Detector: Name, Field: "Threshold",
 			Err: fmt.Errorf("must be 0 (the default, %d) or at least 2, not %d", DefaultThreshold, o.Threshold)}
 	}
 	if o.Threshold == 0 {
 		o.Threshold = DefaultThreshold
 	}
-	return &Detector{opts: o}, nil
+	return &Rule{opts: o}, nil
 }
 
 // Name returns "refusal".
-func (d *Detector) Name() string { return Name }
+func (d *Rule) Name() string { return Name }
 
 // Priority returns Priority.
-func (d *Detector) Priority() int { return Priority }
+func (d *Rule) Priority() int { return Priority }
 
 // Options returns the options with the defaults filled in.
-func (d *Detector) Options() any { return d.opts }
+func (d *Rule) Options() any { return d.opts }
+
+// NewState returns the state of a fresh run: no refusal counted.
+func (d *Rule) NewState() rule.State { return &state{opts: d.opts} }
 
 // add counts one refusal of key in rs and returns its count; the key
 // becomes the newest.
@@ -159,8 +167,8 @@ func add(rs *[]refused, key canonical.Sum) int {
 }
 
 // Observe counts the step's refused calls.
-func (d *Detector) Observe(f *guard.Facts) {
-	d.verdict = guard.Verdict{}
+func (d *state) Observe(f *rule.Facts) {
+	d.verdict = rule.Verdict{}
 	if len(d.tools) > 0 {
 		// A tool that ran starts its count again.
 		for i := range f.Calls {
@@ -168,7 +176,7 @@ func (d *Detector) Observe(f *guard.Facts) {
 			d.tools = slices.DeleteFunc(d.tools, func(r refused) bool { return r.key == tool })
 		}
 	}
-	var warn *guard.Call
+	var warn *rule.Call
 	warnCount := 0
 	for i := range f.Refused {
 		c := &f.Refused[i]
@@ -176,32 +184,32 @@ func (d *Detector) Observe(f *guard.Facts) {
 		switch {
 		case d.verdict.Stop:
 		case count >= d.opts.Threshold:
-			ev := Evidence{Tool: guard.Clean(c.Tool), ArgsPreview: c.Preview(), Count: count, Threshold: d.opts.Threshold}
-			d.verdict = guard.Verdict{
+			ev := Evidence{Tool: rule.Clean(c.Tool), ArgsPreview: c.Preview(), Count: count, Threshold: d.opts.Threshold}
+			d.verdict = rule.Verdict{
 				Stop:   true,
 				Reason: ReasonRepeatedRefusal,
 				Code:   Code,
 				Detail: fmt.Sprintf("the call %s(%s) was refused %d times and the model keeps asking for it (threshold %d)",
-					guard.Clean(c.Tool), ev.ArgsPreview, ev.Count, ev.Threshold),
+					rule.Clean(c.Tool), ev.ArgsPreview, ev.Count, ev.Threshold),
 				Evidence: ev,
 			}
-			d.verdict.Feedback = feedback.For(d.verdict, guard.PhaseCheck)
+			d.verdict.Feedback = feedback.For(d.verdict, rule.PhaseCheck)
 		case d.opts.Warn && count == d.opts.Threshold-1 && count >= 2 && warn == nil:
 			warn, warnCount = c, count
 		}
 	}
-	var warnTool *guard.Call
+	var warnTool *rule.Call
 	for i := range f.Refused {
 		c := &f.Refused[i]
-		if slices.ContainsFunc(f.Refused[:i], func(p guard.Call) bool { return p.Tool == c.Tool }) {
+		if slices.ContainsFunc(f.Refused[:i], func(p rule.Call) bool { return p.Tool == c.Tool }) {
 			continue // once per step
 		}
 		count := add(&d.tools, canonical.HashString(c.Tool))
 		switch {
 		case d.verdict.Stop:
 		case count >= d.opts.Threshold:
-			ev := Evidence{Tool: guard.Clean(c.Tool), Count: count, Threshold: d.opts.Threshold, Scope: ScopeTool}
-			d.verdict = guard.Verdict{
+			ev := Evidence{Tool: rule.Clean(c.Tool), Count: count, Threshold: d.opts.Threshold, Scope: ScopeTool}
+			d.verdict = rule.Verdict{
 				Stop:   true,
 				Reason: ReasonRepeatedRefusal,
 				Code:   Code,
@@ -209,7 +217,7 @@ func (d *Detector) Observe(f *guard.Facts) {
 					ev.Tool, ev.Count, ev.Threshold),
 				Evidence: ev,
 			}
-			d.verdict.Feedback = feedback.For(d.verdict, guard.PhaseCheck)
+			d.verdict.Feedback = feedback.For(d.verdict, rule.PhaseCheck)
 		case d.opts.Warn && count == d.opts.Threshold-1 && count >= 2 && warn == nil && warnTool == nil:
 			warnTool, warnCount = c, count
 		}
@@ -218,38 +226,38 @@ func (d *Detector) Observe(f *guard.Facts) {
 	case d.verdict.Stop:
 	case warn != nil:
 		d.warn(warn.Tool, warnCount, fmt.Sprintf("the call %s(%s) was refused %d times; one more request for it stops the run (threshold %d)",
-			guard.Clean(warn.Tool), warn.Preview(), warnCount, d.opts.Threshold))
+			rule.Clean(warn.Tool), warn.Preview(), warnCount, d.opts.Threshold))
 	case warnTool != nil:
 		d.warn(warnTool.Tool, warnCount, fmt.Sprintf("calls of %s were refused in %d steps since it last ran; one more request for it stops the run (threshold %d)",
-			guard.Clean(warnTool.Tool), warnCount, d.opts.Threshold))
+			rule.Clean(warnTool.Tool), warnCount, d.opts.Threshold))
 	}
 }
 
 // warn sets the verdict's warning: count refusals of tool.
-func (d *Detector) warn(tool string, count int, detail string) {
-	w := guard.Warning{
-		Code: WarningCode, Tool: guard.Clean(tool), Value: float64(count), Limit: float64(d.opts.Threshold),
+func (d *state) warn(tool string, count int, detail string) {
+	w := rule.Warning{
+		Code: WarningCode, Tool: rule.Clean(tool), Value: float64(count), Limit: float64(d.opts.Threshold),
 		Ratio: float64(count) / float64(d.opts.Threshold), Detail: detail,
 	}
 	w.Feedback = feedback.ForWarning(w)
-	d.verdict.Warnings = []guard.Warning{w}
+	d.verdict.Warnings = []rule.Warning{w}
 }
 
 // Verdict returns the stop (or warning) found by the last Observe, if any.
-func (d *Detector) Verdict() guard.Verdict { return d.verdict }
+func (d *state) Verdict() rule.Verdict { return d.verdict }
 
 // Preflight judges nothing: the refusals it counts come from other rules.
-func (d *Detector) Preflight(*guard.Facts) guard.Verdict { return guard.Verdict{} }
+func (d *state) Preflight(*rule.Facts) rule.Verdict { return rule.Verdict{} }
 
-// Reset forgets the run.
-func (d *Detector) Reset() {
+// reset forgets the run.
+func (d *state) reset() {
 	d.calls, d.tools = nil, nil
-	d.verdict = guard.Verdict{}
+	d.verdict = rule.Verdict{}
 }
 
-// state is the JSON form of the detector's state: the remembered calls,
-// oldest refusal first, and the tools refused since they last ran.
-type state struct {
+// saved is the JSON form of a run's state: the remembered calls, oldest
+// refusal first, and the tools refused since they last ran.
+type saved struct {
 	Keys   []canonical.Sum `json:"keys"`
 	Counts []int           `json:"counts"`
 	// Tools are the hashes of the tools' names (canonical.HashString),
@@ -261,11 +269,11 @@ type state struct {
 
 // Snapshot returns the remembered calls and their counts as JSON, or null
 // when there are none. The state holds no preview.
-func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
+func (d *state) Snapshot(rule.SnapshotOptions) ([]byte, error) {
 	if len(d.calls) == 0 {
 		return []byte("null"), nil
 	}
-	s := state{Keys: make([]canonical.Sum, len(d.calls)), Counts: make([]int, len(d.calls))}
+	s := saved{Keys: make([]canonical.Sum, len(d.calls)), Counts: make([]int, len(d.calls))}
 	for i, r := range d.calls {
 		s.Keys[i], s.Counts[i] = r.key, r.count
 	}
@@ -281,13 +289,13 @@ func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 // Restore replaces the state by one that Snapshot returned: at most
 // MaxCalls distinct keys, each with a count from 1 to 2^30, and as many
 // distinct tools.
-func (d *Detector) Restore(data []byte) error {
-	var s *state
-	if err := guard.UnmarshalState(data, &s); err != nil {
+func (d *state) Restore(data []byte) error {
+	var s *saved
+	if err := rule.UnmarshalState(data, &s); err != nil {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
 	if s == nil {
-		d.Reset()
+		d.reset()
 		return nil
 	}
 	if len(s.Keys) == 0 {
@@ -306,7 +314,7 @@ func (d *Detector) Restore(data []byte) error {
 			return err
 		}
 	}
-	d.Reset()
+	d.reset()
 	d.calls, d.tools = calls, tools
 	return nil
 }
@@ -338,7 +346,7 @@ func restored(what string, keys []canonical.Sum, counts []int) ([]refused, error
 // refusals come with steps, so a run without a step has none, and a tool
 // counts at most one refusal per step. (A step may hold any number of
 // refused calls, so the counts of calls have no other bound.)
-func (d *Detector) CheckBounds(c guard.Counters) error {
+func (d *state) CheckBounds(c rule.Counters) error {
 	if len(d.calls) > 0 && c.Steps == 0 {
 		return fmt.Errorf("%s: refusals without a step", Name)
 	}
@@ -360,7 +368,7 @@ type Summary struct {
 
 // Summary returns the refused calls and the most refusals of one (a
 // Summary).
-func (d *Detector) Summary() any {
+func (d *state) Summary() any {
 	s := Summary{Calls: len(d.calls)}
 	for _, r := range d.calls {
 		s.MaxCount = max(s.MaxCount, r.count)

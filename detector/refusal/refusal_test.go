@@ -1,6 +1,7 @@
 package refusal_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,26 +10,66 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
 
+	"github.com/loopguard/loopguard/canonical"
 	"github.com/loopguard/loopguard/detector/refusal"
 	"github.com/loopguard/loopguard/detector/repeat"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/guardtest"
 	"github.com/loopguard/loopguard/internal/testutil"
+	"github.com/loopguard/loopguard/rule"
 )
 
 type tb interface {
 	Helper()
 	Fatal(args ...any)
+	Fatalf(format string, args ...any)
 }
 
-func newDetector(t tb, o refusal.Options) *refusal.Detector {
+func newRule(t tb, o refusal.Options) *refusal.Rule {
 	t.Helper()
-	d, err := refusal.New(o)
+	r, err := refusal.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d
+	return r
+}
+
+// runState is what a refusal state is.
+type runState interface {
+	rule.State
+	rule.Saver
+	rule.Bounded
+}
+
+// newState returns a fresh state of the rule with these options.
+func newState(t tb, o refusal.Options) runState {
+	t.Helper()
+	st, ok := newRule(t, o).NewState().(runState)
+	if !ok {
+		t.Fatal("the refusal state is not a rule.Saver and a rule.Bounded")
+	}
+	return st
+}
+
+// newGuard is testutil.New for a tb (rapid's T too).
+func newGuard(t tb, r rule.Rule) *guard.Guard {
+	t.Helper()
+	g, err := guard.New(guard.Config{Rules: []rule.Rule{r}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// check is testutil.Check for a tb.
+func check(t tb, g *guard.Guard, s guard.Step) guard.Verdict {
+	t.Helper()
+	v, err := g.Check(context.Background(), s)
+	if err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	return v
 }
 
 func search(q string) guard.ToolCall {
@@ -42,10 +83,11 @@ func fetch(q string) guard.ToolCall {
 // refused is a step whose only call was refused.
 func refused(calls ...guard.ToolCall) guard.Step { return guard.Step{Refused: calls} }
 
-func run(g *guard.Guard, ss ...guard.Step) []string {
+func run(t tb, g *guard.Guard, ss ...guard.Step) []string {
+	t.Helper()
 	out := make([]string, len(ss))
 	for i, s := range ss {
-		if v := g.Check(s); v.Stop {
+		if v := check(t, g, s); v.Stop {
 			ev := v.Evidence.(refusal.Evidence)
 			out[i] = strings.TrimSpace(fmt.Sprintf("%s %d %s", v.Code, ev.Count, ev.Scope))
 		}
@@ -98,8 +140,8 @@ func TestCheck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g, _ := guard.New(newDetector(t, tt.opts))
-			if diff := cmp.Diff(tt.want, run(g, tt.steps...)); diff != "" {
+			g := testutil.New(t, newRule(t, tt.opts))
+			if diff := cmp.Diff(tt.want, run(t, g, tt.steps...)); diff != "" {
 				t.Errorf("stops (-want +got):\n%s", diff)
 			}
 		})
@@ -109,20 +151,22 @@ func TestCheck(t *testing.T) {
 func TestOnlyTheNewestCallsAreRemembered(t *testing.T) {
 	// Each call of its own tool, so that calls and tools are counted alike.
 	call := func(name string) guard.ToolCall { return guard.ToolCall{Name: name, Args: map[string]int{"n": 1}} }
-	g, _ := guard.New(newDetector(t, refusal.Options{Threshold: 2}))
-	g.Check(refused(call("first")))
+	g := testutil.New(t, newRule(t, refusal.Options{Threshold: 2}))
+	testutil.Check(t, g, refused(call("first")))
 	for i := range refusal.MaxCalls - 1 {
-		g.Check(refused(call(fmt.Sprint(i))))
+		testutil.Check(t, g, refused(call(fmt.Sprint(i))))
 	}
-	if v := g.Check(refused(call("first"))); !v.Stop {
+	if v := testutil.Check(t, g, refused(call("first"))); !v.Stop {
 		t.Errorf("the oldest of %d calls was forgotten", refusal.MaxCalls)
 	}
-	g.Reset()
-	g.Check(refused(call("first")))
-	for i := range refusal.MaxCalls {
-		g.Check(refused(call(fmt.Sprint(i))))
+	if err := g.Reset(context.Background()); err != nil {
+		t.Fatal(err)
 	}
-	if v := g.Check(refused(call("first"))); v.Stop {
+	testutil.Check(t, g, refused(call("first")))
+	for i := range refusal.MaxCalls {
+		testutil.Check(t, g, refused(call(fmt.Sprint(i))))
+	}
+	if v := testutil.Check(t, g, refused(call("first"))); v.Stop {
 		t.Errorf("a call older than the newest %d was remembered: %v", refusal.MaxCalls, v)
 	}
 }
@@ -131,11 +175,11 @@ func TestOnlyTheNewestCallsAreRemembered(t *testing.T) {
 // warns, and in the third stops, with evidence and feedback that name the
 // tool and hold no argument.
 func TestToolStopAndWarning(t *testing.T) {
-	g, _ := guard.New(newDetector(t, refusal.Options{Warn: true}))
+	g := testutil.New(t, newRule(t, refusal.Options{Warn: true}))
 	secret := func(i int) guard.ToolCall {
 		return guard.ToolCall{Name: "delete_db", Args: map[string]string{"password": fmt.Sprint("hunter", i)}}
 	}
-	vs := []guard.Verdict{g.Check(refused(secret(1))), g.Check(refused(secret(2))), g.Check(refused(secret(3)))}
+	vs := []guard.Verdict{testutil.Check(t, g, refused(secret(1))), testutil.Check(t, g, refused(secret(2))), testutil.Check(t, g, refused(secret(3)))}
 	if vs[0].Stop || len(vs[0].Warnings) != 0 {
 		t.Errorf("first refusal: %v", vs[0])
 	}
@@ -155,9 +199,9 @@ func TestToolStopAndWarning(t *testing.T) {
 }
 
 func TestVerdict(t *testing.T) {
-	g, _ := guard.New(newDetector(t, refusal.Options{Warn: true}))
+	g := testutil.New(t, newRule(t, refusal.Options{Warn: true}))
 	a := guard.ToolCall{Name: "delete_db", Args: map[string]string{"password": "hunter2"}}
-	vs := []guard.Verdict{g.Check(refused(a)), g.Check(refused(a)), g.Check(refused(a))}
+	vs := []guard.Verdict{testutil.Check(t, g, refused(a)), testutil.Check(t, g, refused(a)), testutil.Check(t, g, refused(a))}
 	if vs[0].Stop || len(vs[0].Warnings) != 0 {
 		t.Errorf("first refusal: %v", vs[0])
 	}
@@ -182,19 +226,19 @@ func TestVerdict(t *testing.T) {
 // refused calls. A model that asks for the same call forever is stopped.
 func TestWithRepeat(t *testing.T) {
 	rep, _ := repeat.New(repeat.Options{})
-	g, _ := guard.New(rep, newDetector(t, refusal.Options{}))
+	g := testutil.New(t, rep, newRule(t, refusal.Options{}))
 	call := search("same")
 	var stop guard.Verdict
 	for i := 1; i <= 10 && !stop.Stop; i++ {
 		s := guard.Step{}
-		if d := g.Preflight(call); d.Allow {
+		if d := testutil.Preflight(t, g, call); d.Allow {
 			c := call
 			c.Result = "nothing new"
 			s.ToolCalls = []guard.ToolCall{c}
 		} else {
 			s.Refused = []guard.ToolCall{call}
 		}
-		stop = g.Check(s)
+		stop = testutil.Check(t, g, s)
 		if stop.Stop && i != 5 {
 			t.Fatalf("stopped at step %d (%v), want 5: two calls ran, three were refused", i, stop)
 		}
@@ -210,22 +254,22 @@ func TestOptionsAndRestore(t *testing.T) {
 	} else if diff := cmp.Diff([]string{"Threshold"}, testutil.OptionFields(t, err, refusal.Name)); diff != "" {
 		t.Errorf("fields (-want +got):\n%s", diff)
 	}
-	d := newDetector(t, refusal.Options{})
-	if diff := cmp.Diff(refusal.Options{Threshold: 3}, d.Options()); diff != "" || d.Name() != "refusal" || d.Priority() != 350 {
-		t.Errorf("Options %v, Name %q, Priority %d", d.Options(), d.Name(), d.Priority())
+	r := newRule(t, refusal.Options{})
+	if diff := cmp.Diff(refusal.Options{Threshold: 3}, r.Options()); diff != "" || r.Name() != "refusal" || r.Priority() != 350 {
+		t.Errorf("Options %v, Name %q, Priority %d", r.Options(), r.Name(), r.Priority())
 	}
 	const k = `"0123456789abcdef0123456789abcdef"`
+	a := &rule.Facts{Refused: []rule.Call{{Tool: "search", Key: canonical.HashString("a")}}}
 	for _, s := range []string{``, `{}`, `{"keys":[],"counts":[]}`, `{"keys":[` + k + `],"counts":[]}`,
 		`{"keys":[` + k + `],"counts":[0]}`, `{"keys":[` + k + `,` + k + `],"counts":[1,1]}`,
 		`{"keys":[` + k + `],"counts":[1073741825]}`} {
-		d := newDetector(t, refusal.Options{})
-		g, _ := guard.New(d)
-		g.Check(refused(search("a")))
-		g.Check(refused(search("a")))
+		d := newState(t, refusal.Options{})
+		d.Observe(a)
+		d.Observe(a)
 		if err := d.Restore([]byte(s)); err == nil {
 			t.Errorf("Restore(%s) succeeded", s)
 		}
-		if v := g.Check(refused(search("a"))); !v.Stop {
+		if d.Observe(a); !d.Verdict().Stop {
 			t.Errorf("after Restore(%s) failed, the state was lost", s)
 		}
 	}
@@ -233,11 +277,12 @@ func TestOptionsAndRestore(t *testing.T) {
 		`{"keys":[` + k + `],"counts":[1],"toolCounts":[1]}`, `{"keys":[` + k + `],"counts":[1],"tools":[` + k + `]}`,
 		`{"keys":[` + k + `],"counts":[1],"tools":[` + k + `,` + k + `],"toolCounts":[1,1]}`,
 		`{"keys":[` + k + `],"counts":[1],"tools":[` + k + `],"toolCounts":[0]}`} {
-		if err := newDetector(t, refusal.Options{}).Restore([]byte(s)); err == nil {
+		if err := newState(t, refusal.Options{}).Restore([]byte(s)); err == nil {
 			t.Errorf("Restore(%s) succeeded", s)
 		}
 	}
 	// A state of the first version, without tools, restores.
+	d := newState(t, refusal.Options{})
 	for _, good := range []string{`{"keys":[` + k + `],"counts":[2]}`, `{"keys":[` + k + `],"counts":[2],"tools":[` + k + `],"toolCounts":[2]}`} {
 		if err := d.Restore([]byte(good)); err != nil {
 			t.Fatal(err)
@@ -248,10 +293,10 @@ func TestOptionsAndRestore(t *testing.T) {
 	}
 	// A tool counts at most one refusal per step: the state above needs
 	// two steps.
-	if err := d.CheckBounds(guard.Counters{Steps: 1}); err == nil {
+	if err := d.CheckBounds(rule.Counters{Steps: 1}); err == nil {
 		t.Error("a tool refused in 2 steps of 1 passed the bounds")
 	}
-	if err := d.CheckBounds(guard.Counters{Steps: 2}); err != nil {
+	if err := d.CheckBounds(rule.Counters{Steps: 2}); err != nil {
 		t.Errorf("bounds of 2 steps: %v", err)
 	}
 }
@@ -265,25 +310,26 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 				ToolCalls: rapid.SliceOfN(rapid.SampledFrom([]guard.ToolCall{search("d"), fetch("d")}), 0, 1).Draw(t, "ran")}
 		}), 1, 20).Draw(t, "steps")
 		cut := rapid.IntRange(0, len(ss)).Draw(t, "cut")
-		orig, _ := guard.New(newDetector(t, opts))
-		run(orig, ss[:cut]...)
-		data, err := orig.Snapshot(guard.SnapshotOptions{})
+		r := newRule(t, opts)
+		orig := newGuard(t, r)
+		run(t, orig, ss[:cut]...)
+		data, err := orig.Snapshot(context.Background(), guard.SnapshotOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		restored, err := guard.Restore(data, newDetector(t, opts))
+		restored, err := guard.Restore(data, guard.Config{Rules: []rule.Rule{r}})
 		if err != nil {
 			t.Fatalf("restore: %v\n%s", err, data)
 		}
-		if diff := cmp.Diff(run(orig, ss[cut:]...), run(restored, ss[cut:]...)); diff != "" {
+		if diff := cmp.Diff(run(t, orig, ss[cut:]...), run(t, restored, ss[cut:]...)); diff != "" {
 			t.Fatalf("after restore (-orig +restored):\n%s", diff)
 		}
 	})
 }
 
 func TestConformance(t *testing.T) {
-	build := func(o refusal.Options) func() guard.Detector {
-		return func() guard.Detector { return newDetector(t, o) }
+	build := func(o refusal.Options) func() rule.Rule {
+		return func() rule.Rule { return newRule(t, o) }
 	}
 	checks := guardtest.WithChecks(100)
 	if raceEnabled || testing.Short() {
@@ -291,4 +337,47 @@ func TestConformance(t *testing.T) {
 	}
 	guardtest.Run(t, build(refusal.Options{}), guardtest.WithOtherOptions(build(refusal.Options{Threshold: 4})), checks)
 	guardtest.Run(t, build(refusal.Options{Threshold: 2, Warn: true}), guardtest.WithOtherOptions(build(refusal.Options{Threshold: 2})), checks)
+}
+
+// TestGuardsOfOneRuleAreIndependent runs two guards made from one rule: the
+// first stops at its k-th refusal of a call, the second has counted none of
+// them and stops at exactly its own k-th, and the first's count went on.
+func TestGuardsOfOneRuleAreIndependent(t *testing.T) {
+	s := func(i int) guard.ToolCall { return search(fmt.Sprint(i)) }
+	tests := []struct {
+		name  string
+		opts  refusal.Options
+		steps func(i int) guard.Step // the i-th step, from 1
+		k     int
+		scope string
+	}{
+		{"a call, threshold 2", refusal.Options{Threshold: 2}, func(int) guard.Step { return refused(search("a")) }, 2, ""},
+		{"a call, the default", refusal.Options{}, func(int) guard.Step { return refused(search("a")) }, 3, ""},
+		{"a call, threshold 5", refusal.Options{Threshold: 5, Warn: true}, func(int) guard.Step { return refused(search("a")) }, 5, ""},
+		{"a tool", refusal.Options{Threshold: 4}, func(i int) guard.Step { return refused(s(i)) }, 4, refusal.ScopeTool},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRule(t, tt.opts)
+			g1, g2 := testutil.New(t, r), testutil.New(t, r)
+			var want []string
+			for i := 1; i <= tt.k; i++ {
+				want = append(want, "")
+			}
+			want[tt.k-1] = strings.TrimSpace(fmt.Sprintf("%s %d %s", refusal.Code, tt.k, tt.scope))
+			for n, g := range []*guard.Guard{g1, g2} {
+				var steps []guard.Step
+				for i := 1; i <= tt.k; i++ {
+					steps = append(steps, tt.steps(i))
+				}
+				if diff := cmp.Diff(want, run(t, g, steps...)); diff != "" {
+					t.Errorf("guard %d: stops (-want +got):\n%s", n+1, diff)
+				}
+			}
+			next := strings.TrimSpace(fmt.Sprintf("%s %d %s", refusal.Code, tt.k+1, tt.scope))
+			if diff := cmp.Diff([]string{next}, run(t, g1, tt.steps(tt.k+1))); diff != "" {
+				t.Errorf("guard 1 after guard 2's run (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

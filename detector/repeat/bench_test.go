@@ -1,11 +1,14 @@
 package repeat_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/loopguard/loopguard/canonical"
 	"github.com/loopguard/loopguard/detector/repeat"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/testutil"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // BenchmarkObserve measures the detector's own work per step in a run that
@@ -17,29 +20,31 @@ func BenchmarkObserve(b *testing.B) {
 		b.Fatal(err)
 	}
 	ka, kb := canonical.HashString("a"), canonical.HashString("b")
-	steps := [2]guard.Facts{
-		{Calls: []guard.Call{{Tool: "search", Key: ka, Outcome: ka}}},
-		{Calls: []guard.Call{{Tool: "search", Key: kb, Outcome: kb}}},
+	steps := [2]rule.Facts{
+		{Calls: []rule.Call{{Tool: "search", Key: ka, Outcome: ka}}},
+		{Calls: []rule.Call{{Tool: "search", Key: kb, Outcome: kb}}},
 	}
+	st := d.NewState()
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		f := &steps[i&1]
 		f.Index = i
-		d.Observe(f)
-		if d.Verdict().Stop {
+		st.Observe(f)
+		if st.Verdict().Stop {
 			b.Fatal("stop")
 		}
 	}
 }
 
-// BenchmarkCheck measures a whole guard.Check with only this detector.
+// BenchmarkCheck measures a whole Guard.Check with only this detector.
 func BenchmarkCheck(b *testing.B) {
 	d, _ := repeat.New(repeat.Options{})
-	g, _ := guard.New(d)
+	g := testutil.New(b, d)
+	ctx := context.Background()
 	steps := [2]guard.Step{step(a), step(bCall)}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		if g.Check(steps[i&1]).Stop {
+		if v, _ := g.Check(ctx, steps[i&1]); v.Stop {
 			b.Fatal("stop")
 		}
 	}
@@ -48,12 +53,13 @@ func BenchmarkCheck(b *testing.B) {
 // BenchmarkPreflight measures a refusal-free preflight of one call.
 func BenchmarkPreflight(b *testing.B) {
 	d, _ := repeat.New(repeat.Options{})
-	g, _ := guard.New(d)
-	g.Check(step(a))
-	g.Check(step(a))
+	g := testutil.New(b, d)
+	ctx := context.Background()
+	check(g, step(a))
+	check(g, step(a))
 	b.ReportAllocs()
 	for b.Loop() {
-		if !g.Preflight(bCall).Allow {
+		if dec, _ := g.Preflight(ctx, bCall); !dec.Allow {
 			b.Fatal("refused")
 		}
 	}

@@ -1,11 +1,11 @@
 // Package repeat stops a run when the agent calls the same tool with the same
 // arguments several times in a row.
 //
-// The detector reads the run's tool calls as one sequence, across steps and in
-// order. Calls of ignored tools (see guard.Options.Ignore) are removed from it
+// The rule reads the run's tool calls as one sequence, across steps and in
+// order. Calls of ignored tools (see the guard's Config.Ignore) are removed from it
 // first, so they neither extend nor break a run, and steps without calls
 // change nothing. Two calls are the same call when their tool names and
-// canonical arguments are equal (guard.Call.Key). The detector stops when the
+// canonical arguments are equal (rule.Call.Key). The rule stops when the
 // run of same calls at the end of the sequence reaches the threshold: with
 // the default threshold of 3, the third call in a row stops, the second does
 // not. A run that goes on past the threshold stops again on every later step
@@ -18,7 +18,7 @@
 // Some tools are legitimately called again with the same arguments, such as a
 // job-status tool that is polled until the job ends. For those, and for every
 // tool when Options.RequireIdenticalResults is set, calls are compared by
-// their outcome (arguments plus result or error, guard.Call.Outcome), so a
+// their outcome (arguments plus result or error, rule.Call.Outcome), so a
 // run continues only while the results stay the same. Calls without a result
 // compare equal.
 //
@@ -43,13 +43,13 @@ import (
 
 	"github.com/loopguard/loopguard/canonical"
 	"github.com/loopguard/loopguard/feedback"
-	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
-// Name is the detector's name: the key of its state in snapshots.
+// Name is the rule's name: the key of its state in snapshots.
 const Name = "repeat"
 
-// Code is the code of the detector's stops.
+// Code is the code of the rule's stops.
 const Code = "REPEATED_TOOL_CALL"
 
 // DefaultThreshold is the threshold used when Options.Threshold is zero.
@@ -59,7 +59,7 @@ const DefaultThreshold = 3
 // newest steps of the run.
 const MaxStepIndexes = 64
 
-// Options tune the detector. The zero value is the reference's default: three
+// Options tune the rule. The zero value is the reference's default: three
 // same calls in a row stop, results are not compared, failed calls count.
 type Options struct {
 	// Threshold is how many same calls in a row stop the run: 0 means 3,
@@ -79,10 +79,10 @@ type Options struct {
 	Warn bool `json:"warn,omitempty"`
 }
 
-// WarningCode is the code of the detector's warnings.
+// WarningCode is the code of the rule's warnings.
 const WarningCode = feedback.CodeRepeatWarning
 
-// A ToolPolicy tunes the detector for one tool.
+// A ToolPolicy tunes the rule for one tool.
 type ToolPolicy struct {
 	// RepeatThreshold replaces Options.Threshold for runs of this tool: 0
 	// means Options.Threshold, any other value must be at least 2.
@@ -99,7 +99,7 @@ type ToolPolicy struct {
 
 // Evidence is the evidence of a stop (and of a refusal in preflight).
 type Evidence struct {
-	// Tool is the name of the repeated tool, as guard.Clean shows it
+	// Tool is the name of the repeated tool, as rule.Clean shows it
 	// (escaped, and cut to 256 bytes).
 	Tool string `json:"tool"`
 	// ArgsPreview is a short preview of the repeated arguments.
@@ -116,19 +116,24 @@ type Evidence struct {
 	IdenticalResults bool `json:"identicalResults"`
 }
 
-// rule is how the calls of one tool are judged.
-type rule struct {
+// policy is how the calls of one tool are judged.
+type policy struct {
 	threshold int
 	outcomes  bool // compare Call.Outcome instead of Call.Key
 }
 
-// A Detector finds runs of same calls. Create it with New.
-type Detector struct {
-	guard.Owned // one guard at a time
-
+// A Rule finds runs of same calls: validated options, never changed after
+// New, so that one Rule serves any number of guards at once. Create it with
+// New.
+type Rule struct {
 	opts  Options // normalised
-	def   rule    // the rule of tools without a policy
-	rules map[string]rule
+	def   policy  // the policy of tools without one
+	rules map[string]policy
+}
+
+// state is one run's: the run of same calls at the end of its sequence.
+type state struct {
+	r *Rule
 
 	// The run at the end of the sequence: its signature (a key or an
 	// outcome), its length and the steps it spans.
@@ -136,21 +141,22 @@ type Detector struct {
 	count int
 	steps indexRing
 
-	verdict guard.Verdict
+	verdict rule.Verdict
 }
 
 var (
-	_ guard.Detector   = (*Detector)(nil)
-	_ guard.Summarizer = (*Detector)(nil)
-	_ guard.Bounded    = (*Detector)(nil)
+	_ rule.Rule       = (*Rule)(nil)
+	_ rule.Saver      = (*state)(nil)
+	_ rule.Summarizer = (*state)(nil)
+	_ rule.Bounded    = (*state)(nil)
 )
 
-// New returns a detector with these options, or an error (a
-// *guard.OptionError) for every invalid option.
-func New(o Options) (*Detector, error) {
+// New returns a rule with these options, or an error (a
+// *rule.OptionError) for every invalid option.
+func New(o Options) (*Rule, error) {
 	var errs []error
 	bad := func(field string, format string, args ...any) {
-		errs = append(errs, &guard.OptionError{Detector: Name, Field: field, Err: fmt.Errorf(format, args...)})
+		errs = append(errs, &rule.OptionError{Detector: Name, Field: field, Err: fmt.Errorf(format, args...)})
 	}
 	if o.Threshold != 0 && o.Threshold < 2 {
 		bad("Threshold", "must be 0 (the default, %d) or at least 2, not %d", DefaultThreshold, o.Threshold)
@@ -175,7 +181,7 @@ func New(o Options) (*Detector, error) {
 	if o.Threshold == 0 {
 		o.Threshold = DefaultThreshold
 	}
-	d := &Detector{def: rule{threshold: o.Threshold, outcomes: o.RequireIdenticalResults}}
+	d := &Rule{def: policy{threshold: o.Threshold, outcomes: o.RequireIdenticalResults}}
 	tools := make(map[string]ToolPolicy, len(o.Tools))
 	for name, p := range o.Tools {
 		if p.RepeatThreshold == 0 {
@@ -188,12 +194,12 @@ func New(o Options) (*Detector, error) {
 			continue // the same as having no policy
 		}
 		tools[name] = p
-		r := rule{threshold: p.RepeatThreshold, outcomes: o.RequireIdenticalResults || p.Polling}
+		r := policy{threshold: p.RepeatThreshold, outcomes: o.RequireIdenticalResults || p.Polling}
 		if p.Polling {
 			r.threshold = p.MaxIdenticalResults
 		}
 		if d.rules == nil {
-			d.rules = make(map[string]rule)
+			d.rules = make(map[string]policy)
 		}
 		d.rules[name] = r
 	}
@@ -205,23 +211,26 @@ func New(o Options) (*Detector, error) {
 	return d, nil
 }
 
-// Name returns "repeat".
-func (d *Detector) Name() string { return Name }
+// NewState returns the state of a fresh run: no call seen yet.
+func (d *Rule) NewState() rule.State { return &state{r: d} }
 
-// Priority returns guard.PriorityRepeat.
-func (d *Detector) Priority() int { return guard.PriorityRepeat }
+// Name returns "repeat".
+func (d *Rule) Name() string { return Name }
+
+// Priority returns rule.PriorityRepeat.
+func (d *Rule) Priority() int { return rule.PriorityRepeat }
 
 // Options returns the options with every default filled in: zero thresholds
 // replaced by the ones that apply, and tool policies that change nothing
 // left out. Equal behaviour gives equal options.
-func (d *Detector) Options() any {
+func (d *Rule) Options() any {
 	o := d.opts
 	o.Tools = maps.Clone(o.Tools)
 	return o
 }
 
-// ruleFor returns the rule for calls of a tool.
-func (d *Detector) ruleFor(tool string) rule {
+// ruleFor returns the policy for calls of a tool.
+func (d *Rule) ruleFor(tool string) policy {
 	if d.rules != nil {
 		if r, ok := d.rules[tool]; ok {
 			return r
@@ -231,51 +240,51 @@ func (d *Detector) ruleFor(tool string) rule {
 }
 
 // Observe adds the step's calls to the sequence and judges them one by one.
-func (d *Detector) Observe(f *guard.Facts) {
-	d.verdict = guard.Verdict{}
-	var last *guard.Call // the step's last call in the sequence
-	var lastRule rule
+func (s *state) Observe(f *rule.Facts) {
+	s.verdict = rule.Verdict{}
+	var last *rule.Call // the step's last call in the sequence
+	var lastRule policy
 	for i := range f.Calls {
 		c := &f.Calls[i]
-		if c.Ignored || d.opts.IgnoreErrors && c.Failed {
+		if c.Ignored || s.r.opts.IgnoreErrors && c.Failed {
 			continue
 		}
-		r := d.ruleFor(c.Tool)
+		r := s.r.ruleFor(c.Tool)
 		last, lastRule = c, r
 		sig := c.Key
 		if r.outcomes {
 			sig = c.Outcome
 		}
-		if d.count > 0 && sig == d.sig {
-			if d.count < maxCount {
-				d.count++
+		if s.count > 0 && sig == s.sig {
+			if s.count < maxCount {
+				s.count++
 			}
 		} else {
-			d.sig, d.count = sig, 1
-			d.steps.reset()
+			s.sig, s.count = sig, 1
+			s.steps.reset()
 		}
-		d.steps.add(f.Index)
-		if !d.verdict.Stop && d.count >= r.threshold {
-			d.verdict = d.stop(c, d.count, r, d.steps.appendTo(nil), guard.PhaseCheck)
+		s.steps.add(f.Index)
+		if !s.verdict.Stop && s.count >= r.threshold {
+			s.verdict = s.stop(c, s.count, r, s.steps.appendTo(nil), rule.PhaseCheck)
 		}
 	}
-	if d.opts.Warn && last != nil && !d.verdict.Stop && d.count >= 2 && d.count == lastRule.threshold-1 {
-		d.verdict.Warnings = []guard.Warning{d.warning(last, lastRule)}
+	if s.r.opts.Warn && last != nil && !s.verdict.Stop && s.count >= 2 && s.count == lastRule.threshold-1 {
+		s.verdict.Warnings = []rule.Warning{s.warning(last, lastRule)}
 	}
 }
 
-// warning builds the warning for a run of d.count calls like c, one short of
+// warning builds the warning for a run of s.count calls like c, one short of
 // r's threshold.
-func (d *Detector) warning(c *guard.Call, r rule) guard.Warning {
+func (s *state) warning(c *rule.Call, r policy) rule.Warning {
 	same := "the same arguments"
 	if r.outcomes {
 		same = "the same arguments and the same outcome"
 	}
-	w := guard.Warning{
-		Code: WarningCode, Tool: guard.Clean(c.Tool), Value: float64(d.count), Limit: float64(r.threshold),
-		Ratio: float64(d.count) / float64(r.threshold),
+	w := rule.Warning{
+		Code: WarningCode, Tool: rule.Clean(c.Tool), Value: float64(s.count), Limit: float64(r.threshold),
+		Ratio: float64(s.count) / float64(r.threshold),
 		Detail: fmt.Sprintf("tool %s called %d times in a row with %s %s; one more stops the run (threshold %d)",
-			guard.Quote(c.Tool), d.count, same, c.Preview(), r.threshold),
+			rule.Quote(c.Tool), s.count, same, c.Preview(), r.threshold),
 	}
 	w.Feedback = feedback.ForWarning(w)
 	return w
@@ -285,24 +294,24 @@ func (d *Detector) warning(c *guard.Call, r rule) guard.Warning {
 const maxCount = 1 << 62
 
 // Verdict returns the stop found by the last Observe, if any.
-func (d *Detector) Verdict() guard.Verdict { return d.verdict }
+func (s *state) Verdict() rule.Verdict { return s.verdict }
 
 // stop builds a stop verdict for call c with this count, rule and steps.
-func (d *Detector) stop(c *guard.Call, count int, r rule, steps []int, phase guard.Phase) guard.Verdict {
+func (s *state) stop(c *rule.Call, count int, r policy, steps []int, phase rule.Phase) rule.Verdict {
 	ev := Evidence{
-		Tool: guard.Clean(c.Tool), ArgsPreview: c.Preview(), Count: count, Threshold: r.threshold,
+		Tool: rule.Clean(c.Tool), ArgsPreview: c.Preview(), Count: count, Threshold: r.threshold,
 		StepIndexes: steps, IdenticalResults: r.outcomes,
 	}
 	same := "the same arguments"
 	if r.outcomes {
 		same = "the same arguments and the same outcome"
 	}
-	v := guard.Verdict{
+	v := rule.Verdict{
 		Stop:   true,
-		Reason: guard.ReasonRepeatedToolCall,
+		Reason: rule.ReasonRepeatedToolCall,
 		Code:   Code,
 		Detail: fmt.Sprintf("tool %s called %d times in a row with %s %s (threshold %d)",
-			guard.Quote(c.Tool), count, same, ev.ArgsPreview, r.threshold),
+			rule.Quote(c.Tool), count, same, ev.ArgsPreview, r.threshold),
 		Evidence: ev,
 	}
 	v.Feedback = feedback.For(v, phase)
@@ -312,17 +321,17 @@ func (d *Detector) stop(c *guard.Call, count int, r rule, steps []int, phase gua
 // Preflight refuses the first of the calls that would be the Nth same call in
 // a row under the default rule. It never refuses on rules that compare
 // results. It changes nothing.
-func (d *Detector) Preflight(f *guard.Facts) guard.Verdict {
-	if d.opts.RequireIdenticalResults {
-		return guard.Verdict{}
+func (s *state) Preflight(f *rule.Facts) rule.Verdict {
+	if s.r.opts.RequireIdenticalResults {
+		return rule.Verdict{}
 	}
-	sig, count, fresh := d.sig, d.count, false
+	sig, count, fresh := s.sig, s.count, false
 	for i := range f.Calls {
 		c := &f.Calls[i]
 		if c.Ignored {
 			continue
 		}
-		r := d.ruleFor(c.Tool)
+		r := s.r.ruleFor(c.Tool)
 		if r.outcomes {
 			// A polling tool's outcome is unknown before it runs: the
 			// call cannot be judged, and it breaks the run.
@@ -339,13 +348,13 @@ func (d *Detector) Preflight(f *guard.Facts) guard.Verdict {
 		if count >= r.threshold {
 			var steps []int
 			if !fresh {
-				steps = d.steps.appendTo(make([]int, 0, d.steps.n+1))
+				steps = s.steps.appendTo(make([]int, 0, s.steps.n+1))
 			}
 			steps = appendIndex(steps, f.Index)
-			return d.stop(c, count, r, steps, guard.PhasePreflight)
+			return s.stop(c, count, r, steps, rule.PhasePreflight)
 		}
 	}
-	return guard.Verdict{}
+	return rule.Verdict{}
 }
 
 // appendIndex appends i to ascending distinct indexes, keeping at most the
@@ -361,15 +370,15 @@ func appendIndex(steps []int, i int) []int {
 	return steps
 }
 
-// Reset forgets the run.
-func (d *Detector) Reset() {
-	d.sig, d.count = canonical.Sum{}, 0
-	d.steps.reset()
-	d.verdict = guard.Verdict{}
+// reset forgets the run, for a Restore of null.
+func (s *state) reset() {
+	s.sig, s.count = canonical.Sum{}, 0
+	s.steps.reset()
+	s.verdict = rule.Verdict{}
 }
 
-// state is the JSON form of the detector's state.
-type state struct {
+// saved is the JSON form of a run's state.
+type saved struct {
 	// Sig is the signature of the run: a call's key or, when outcomes are
 	// compared, its outcome.
 	Sig   canonical.Sum `json:"sig"`
@@ -379,53 +388,53 @@ type state struct {
 
 // Snapshot returns the current run as JSON, or null when there is none. The
 // state holds no preview, so redaction changes nothing.
-func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
-	if d.count == 0 {
+func (s *state) Snapshot(rule.SnapshotOptions) ([]byte, error) {
+	if s.count == 0 {
 		return []byte("null"), nil
 	}
-	return json.Marshal(state{Sig: d.sig, Count: d.count, Steps: d.steps.appendTo(nil)})
+	return json.Marshal(saved{Sig: s.sig, Count: s.count, Steps: s.steps.appendTo(nil)})
 }
 
 // Restore replaces the state by one that Snapshot returned.
-func (d *Detector) Restore(data []byte) error {
-	var s *state
-	if err := guard.UnmarshalState(data, &s); err != nil {
+func (s *state) Restore(data []byte) error {
+	var in *saved
+	if err := rule.UnmarshalState(data, &in); err != nil {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
-	if s == nil {
-		d.Reset()
+	if in == nil {
+		s.reset()
 		return nil
 	}
 	switch {
-	case s.Count < 1 || s.Count > maxCount:
-		return fmt.Errorf("%s: run length %d out of range", Name, s.Count)
-	case len(s.Steps) == 0:
+	case in.Count < 1 || in.Count > maxCount:
+		return fmt.Errorf("%s: run length %d out of range", Name, in.Count)
+	case len(in.Steps) == 0:
 		return fmt.Errorf("%s: a run without step indexes", Name)
-	case len(s.Steps) > MaxStepIndexes:
-		return fmt.Errorf("%s: %d step indexes (at most %d)", Name, len(s.Steps), MaxStepIndexes)
-	case len(s.Steps) > s.Count:
-		return fmt.Errorf("%s: %d step indexes for a run of %d calls", Name, len(s.Steps), s.Count)
+	case len(in.Steps) > MaxStepIndexes:
+		return fmt.Errorf("%s: %d step indexes (at most %d)", Name, len(in.Steps), MaxStepIndexes)
+	case len(in.Steps) > in.Count:
+		return fmt.Errorf("%s: %d step indexes for a run of %d calls", Name, len(in.Steps), in.Count)
 	}
-	for i, x := range s.Steps {
-		if x < 0 || i > 0 && x <= s.Steps[i-1] {
+	for i, x := range in.Steps {
+		if x < 0 || i > 0 && x <= in.Steps[i-1] {
 			return fmt.Errorf("%s: step indexes are not ascending non-negative numbers", Name)
 		}
 	}
-	d.Reset()
-	d.sig, d.count = s.Sig, s.Count
-	for _, x := range s.Steps {
-		d.steps.add(x)
+	s.reset()
+	s.sig, s.count = in.Sig, in.Count
+	for _, x := range in.Steps {
+		s.steps.add(x)
 	}
 	return nil
 }
 
 // CheckBounds checks the restored run against the guard's counters: its
 // calls are among those recorded, and so are its steps.
-func (d *Detector) CheckBounds(c guard.Counters) error {
-	if d.count > c.ToolCalls {
-		return fmt.Errorf("%s: a run of %d calls, but %d calls recorded", Name, d.count, c.ToolCalls)
+func (s *state) CheckBounds(c rule.Counters) error {
+	if s.count > c.ToolCalls {
+		return fmt.Errorf("%s: a run of %d calls, but %d calls recorded", Name, s.count, c.ToolCalls)
 	}
-	if steps := d.steps.appendTo(nil); len(steps) > 0 && steps[len(steps)-1] >= c.Steps {
+	if steps := s.steps.appendTo(nil); len(steps) > 0 && steps[len(steps)-1] >= c.Steps {
 		return fmt.Errorf("%s: step index %d, but %d steps recorded", Name, steps[len(steps)-1], c.Steps)
 	}
 	return nil
@@ -441,8 +450,8 @@ type Summary struct {
 }
 
 // Summary returns the current run (a Summary).
-func (d *Detector) Summary() any {
-	return Summary{Count: d.count, StepIndexes: d.steps.appendTo([]int{})}
+func (s *state) Summary() any {
+	return Summary{Count: s.count, StepIndexes: s.steps.appendTo([]int{})}
 }
 
 // indexRing keeps the newest MaxStepIndexes distinct step indexes of a run,

@@ -1,6 +1,7 @@
 package repeat_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/testutil"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // call returns a call of tool with JSON arguments.
@@ -45,7 +47,7 @@ var (
 
 // stop is the verdict the detector gives (or the refusal it makes) for ev.
 func stop(ev repeat.Evidence, phase guard.Phase) guard.Verdict {
-	v := guard.Verdict{Stop: true, Reason: guard.ReasonRepeatedToolCall, Code: repeat.Code, Evidence: ev}
+	v := guard.Verdict{Stop: true, Reason: rule.ReasonRepeatedToolCall, Code: repeat.Code, Evidence: ev}
 	v.Feedback = feedback.For(v, phase)
 	v.Detector = repeat.Name
 	return v
@@ -61,24 +63,44 @@ type tb interface {
 	Fatal(args ...any)
 }
 
-func newGuard(t tb, o repeat.Options, g guard.Options) *guard.Guard {
+func newGuard(t tb, o repeat.Options, g guard.Config) *guard.Guard {
 	t.Helper()
 	d, err := repeat.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gd, err := g.New(d)
+	g.Rules = []rule.Rule{d}
+	gd, err := guard.New(g)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return gd
 }
 
-// run checks the steps in order and returns the verdicts, details cleared.
+// check is g.Check for tests and rapid's properties alike: a guard in memory
+// never returns an error, so one is a panic.
+func check(g *guard.Guard, s guard.Step) guard.Verdict {
+	v, err := g.Check(context.Background(), s)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// preflight is g.Preflight as check is g.Check.
+func preflight(g *guard.Guard, calls ...guard.ToolCall) guard.Decision {
+	d, err := g.Preflight(context.Background(), calls...)
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+// run checks the steps in order and returns the verdicts.
 func run(g *guard.Guard, steps []guard.Step) []guard.Verdict {
 	out := make([]guard.Verdict, len(steps))
 	for i, s := range steps {
-		out[i] = g.Check(s)
+		out[i] = check(g, s)
 	}
 	return out
 }
@@ -101,7 +123,7 @@ func TestCheck(t *testing.T) {
 	tests := []struct {
 		name  string
 		opts  repeat.Options
-		gopts guard.Options
+		gopts guard.Config
 		steps []guard.Step
 		want  []guard.Verdict
 	}{
@@ -173,7 +195,7 @@ func TestCheck(t *testing.T) {
 		},
 		{
 			name:  "ignored calls neither extend nor break a run, nor fire again",
-			gopts: guard.Options{Ignore: []string{"think"}},
+			gopts: guard.Config{Ignore: []string{"think"}},
 			steps: []guard.Step{step(a, think), step(think, a), step(think), step(a), step(think)},
 			want:  []guard.Verdict{{}, {}, {}, stop(ev("search", pa, 3, 3, 0, 1, 3), check), {}},
 		},
@@ -279,10 +301,10 @@ func TestCheck(t *testing.T) {
 }
 
 func TestStepIndexesKeepTheNewest(t *testing.T) {
-	g := newGuard(t, repeat.Options{Threshold: 100}, guard.Options{})
+	g := newGuard(t, repeat.Options{Threshold: 100}, guard.Config{})
 	var v guard.Verdict
 	for i := 0; i < 99; i++ {
-		if v = g.Check(step(a)); v.Stop {
+		if v = check(g, step(a)); v.Stop {
 			t.Fatalf("step %d: stop", i)
 		}
 	}
@@ -290,26 +312,26 @@ func TestStepIndexesKeepTheNewest(t *testing.T) {
 	for i := 100 - repeat.MaxStepIndexes; i < 100; i++ {
 		want = append(want, i)
 	}
-	d := g.Preflight(a)
+	d := preflight(g, a)
 	if got := d.Evidence.(repeat.Evidence).StepIndexes; !cmp.Equal(want, got) {
 		t.Errorf("preflight stepIndexes (-want +got):\n%s", cmp.Diff(want, got))
 	}
-	v = g.Check(step(a))
+	v = check(g, step(a))
 	if got := v.Evidence.(repeat.Evidence).StepIndexes; !cmp.Equal(want, got) {
 		t.Errorf("check stepIndexes (-want +got):\n%s", cmp.Diff(want, got))
 	}
 }
 
 func TestDetail(t *testing.T) {
-	g := newGuard(t, repeat.Options{}, guard.Options{})
+	g := newGuard(t, repeat.Options{}, guard.Config{})
 	run(g, []guard.Step{step(a), step(a)})
-	v := g.Check(step(a))
+	v := check(g, step(a))
 	if want := `tool "search" called 3 times in a row with the same arguments {"q":"a"} (threshold 3)`; v.Detail != want {
 		t.Errorf("detail = %q, want %q", v.Detail, want)
 	}
-	g = newGuard(t, repeat.Options{RequireIdenticalResults: true}, guard.Options{})
+	g = newGuard(t, repeat.Options{RequireIdenticalResults: true}, guard.Config{})
 	run(g, []guard.Step{step(a), step(a)})
-	v = g.Check(step(a))
+	v = check(g, step(a))
 	if want := `tool "search" called 3 times in a row with the same arguments and the same outcome {"q":"a"} (threshold 3)`; v.Detail != want {
 		t.Errorf("detail = %q, want %q", v.Detail, want)
 	}
@@ -325,7 +347,7 @@ func TestPreflight(t *testing.T) {
 	tests := []struct {
 		name  string
 		opts  repeat.Options
-		gopts guard.Options
+		gopts guard.Config
 		steps []guard.Step
 		calls []guard.ToolCall
 		want  guard.Verdict // the refusal as a verdict; zero to allow
@@ -379,7 +401,7 @@ func TestPreflight(t *testing.T) {
 		},
 		{
 			name:  "ignored calls are skipped",
-			gopts: guard.Options{Ignore: []string{"think"}},
+			gopts: guard.Config{Ignore: []string{"think"}},
 			steps: []guard.Step{step(a, think), step(a)},
 			calls: []guard.ToolCall{think, a},
 			want:  stop(ev("search", pa, 3, 3, 0, 1, 2), pre),
@@ -428,15 +450,15 @@ func TestPreflight(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := newGuard(t, tt.opts, tt.gopts)
 			run(g, tt.steps)
-			before, err := g.Snapshot(guard.SnapshotOptions{})
+			before, err := g.Snapshot(context.Background(), guard.SnapshotOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := g.Preflight(tt.calls...)
+			got := preflight(g, tt.calls...)
 			if diff := cmp.Diff(tt.want, got.Verdict(), ignoreDetail); diff != "" {
 				t.Errorf("preflight (-want +got):\n%s", diff)
 			}
-			after, err := g.Snapshot(guard.SnapshotOptions{})
+			after, err := g.Snapshot(context.Background(), guard.SnapshotOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -452,15 +474,15 @@ func TestPreflight(t *testing.T) {
 func TestPreflightAgreesWithCheck(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		threshold := rapid.IntRange(2, 4).Draw(t, "threshold")
-		g := newGuard(t, repeat.Options{Threshold: threshold, IgnoreErrors: true}, guard.Options{Ignore: []string{"think"}})
+		g := newGuard(t, repeat.Options{Threshold: threshold, IgnoreErrors: true}, guard.Config{Ignore: []string{"think"}})
 		pool := []guard.ToolCall{a, b, c, think, failed(a)}
 		steps := rapid.SliceOfN(rapid.SliceOfN(rapid.SampledFrom(pool), 0, 3), 0, 8).Draw(t, "steps")
 		for _, s := range steps {
-			g.Check(step(s...))
+			check(g, step(s...))
 		}
 		proposal := rapid.SliceOfN(rapid.SampledFrom(pool[:4]), 1, 4).Draw(t, "proposal")
-		d := g.Preflight(proposal...)
-		v := g.Check(step(proposal...))
+		d := preflight(g, proposal...)
+		v := check(g, step(proposal...))
 		if d.Allow {
 			if v.Stop {
 				t.Fatalf("preflight allowed calls that Check stops: %v", v)
@@ -483,7 +505,7 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 	opts := repeat.Options{IgnoreErrors: true, Warn: true, Tools: map[string]repeat.ToolPolicy{
 		"read": {RepeatThreshold: 2}, "poll": {Polling: true},
 	}}
-	gopts := guard.Options{Ignore: []string{"think"}}
+	gopts := guard.Config{Ignore: []string{"think"}}
 	pool := []guard.ToolCall{a, b, c, think, failed(a), withResult(call("poll", `1`), `"p"`), withResult(call("poll", `1`), `"q"`)}
 	rapid.Check(t, func(t *rapid.T) {
 		steps := rapid.SliceOfN(rapid.SliceOfN(rapid.SampledFrom(pool), 0, 3), 1, 30).Draw(t, "steps")
@@ -491,18 +513,19 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 		redact := rapid.Bool().Draw(t, "redact")
 		orig := newGuard(t, opts, gopts)
 		for _, s := range steps[:cut] {
-			orig.Check(step(s...))
+			check(orig, step(s...))
 		}
-		data, err := orig.Snapshot(guard.SnapshotOptions{Previews: !redact})
+		data, err := orig.Snapshot(context.Background(), guard.SnapshotOptions{Previews: !redact})
 		if err != nil {
 			t.Fatal(err)
 		}
 		d, _ := repeat.New(opts)
-		restored, err := gopts.Restore(data, d)
+		gopts.Rules = []rule.Rule{d}
+		restored, err := guard.Restore(data, gopts)
 		if err != nil {
 			t.Fatalf("restore: %v\n%s", err, data)
 		}
-		again, err := restored.Snapshot(guard.SnapshotOptions{Previews: !redact})
+		again, err := restored.Snapshot(context.Background(), guard.SnapshotOptions{Previews: !redact})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -510,11 +533,11 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 			t.Fatalf("snapshot of the restored guard (-saved +restored):\n%s", diff)
 		}
 		for i, s := range steps[cut:] {
-			want, got := orig.Preflight(s...), restored.Preflight(s...)
+			want, got := preflight(orig, s...), preflight(restored, s...)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Fatalf("preflight before step %d (-original +restored):\n%s", cut+i, diff)
 			}
-			if diff := cmp.Diff(orig.Check(step(s...)), restored.Check(step(s...))); diff != "" {
+			if diff := cmp.Diff(check(orig, step(s...)), check(restored, step(s...))); diff != "" {
 				t.Fatalf("step %d (-original +restored):\n%s", cut+i, diff)
 			}
 		}
@@ -522,39 +545,36 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 }
 
 func TestStepIndexesContinueAcrossRestore(t *testing.T) {
-	g := newGuard(t, repeat.Options{}, guard.Options{})
+	g := newGuard(t, repeat.Options{}, guard.Config{})
 	run(g, []guard.Step{step(a), {}, step(a)})
-	data, err := g.Snapshot(guard.SnapshotOptions{})
+	data, err := g.Snapshot(context.Background(), guard.SnapshotOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	d, _ := repeat.New(repeat.Options{})
-	g, err = guard.Restore(data, d)
+	g, err = guard.Restore(data, guard.Config{Rules: []rule.Rule{d}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := stop(ev("search", `{"q":"a"}`, 3, 3, 0, 2, 3), guard.PhaseCheck)
-	if diff := cmp.Diff(want, g.Check(step(a)), ignoreDetail); diff != "" {
+	if diff := cmp.Diff(want, check(g, step(a)), ignoreDetail); diff != "" {
 		t.Errorf("verdict after restore (-want +got):\n%s", diff)
 	}
 }
 
 func TestSnapshotState(t *testing.T) {
 	d, _ := repeat.New(repeat.Options{})
-	g, _ := guard.New(d)
-	state, err := d.Snapshot(guard.SnapshotOptions{})
+	g := testutil.New(t, d)
+	state, err := saver(d).Snapshot(guard.SnapshotOptions{})
 	if err != nil || string(state) != "null" {
 		t.Errorf("fresh state = %s, %v; want null", state, err)
 	}
+	if got := stateOf(t, g, guard.SnapshotOptions{}); got != "null" {
+		t.Errorf("fresh guard's state = %s; want null", got)
+	}
 	run(g, []guard.Step{step(a), {}, step(a, a, a)})
-	state, err = d.Snapshot(guard.SnapshotOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	redacted, err := d.Snapshot(guard.SnapshotOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	state = []byte(stateOf(t, g, guard.SnapshotOptions{Previews: true}))
+	redacted := stateOf(t, g, guard.SnapshotOptions{})
 	var got struct {
 		Sig   string
 		Count int
@@ -598,51 +618,112 @@ func TestRestoreRejects(t *testing.T) {
 		`{"sig":"0123456789ABCDEF0123456789ABCDEF","count":1,"steps":[0]}`,
 		`{"sig":5,"count":1,"steps":[0]}`,
 	}
+	d, _ := repeat.New(repeat.Options{})
+	good := `{"sig":` + sig + `,"count":2,"steps":[4,7]}`
 	for _, s := range bad {
-		d, _ := repeat.New(repeat.Options{})
-		g, _ := guard.New(d)
-		g.Check(step(a))
-		g.Check(step(a))
-		if err := d.Restore([]byte(s)); err == nil {
+		st := saver(d)
+		if err := st.Restore([]byte(good)); err != nil {
+			t.Fatalf("Restore(%s): %v", good, err)
+		}
+		if err := st.Restore([]byte(s)); err == nil {
 			t.Errorf("Restore(%s) succeeded", s)
 		}
 		// A failed restore leaves the state alone.
-		if v := g.Check(step(a)); !v.Stop {
-			t.Errorf("after Restore(%s) failed, the run was lost", s)
+		if got, _ := st.Snapshot(guard.SnapshotOptions{}); string(got) != good {
+			t.Errorf("after Restore(%s) failed, the state is %s, want %s", s, got, good)
 		}
 	}
-	good := `{"sig":` + sig + `,"count":2,"steps":[4,7]}`
-	d, _ := repeat.New(repeat.Options{})
-	if err := d.Restore([]byte(good)); err != nil {
+	st := saver(d)
+	if err := st.Restore([]byte(good)); err != nil {
 		t.Errorf("Restore(%s): %v", good, err)
 	}
-	if got, _ := d.Snapshot(guard.SnapshotOptions{}); string(got) != good {
+	if got, _ := st.Snapshot(guard.SnapshotOptions{}); string(got) != good {
 		t.Errorf("snapshot after restore = %s, want %s", got, good)
 	}
 }
 
+// saver returns a new state of d, which keeps a run and so is a Saver.
+func saver(d *repeat.Rule) rule.Saver { return d.NewState().(rule.Saver) }
+
+// stateOf returns the state of the repeat rule in g's snapshot.
+func stateOf(t *testing.T, g *guard.Guard, o guard.SnapshotOptions) string {
+	t.Helper()
+	var env struct {
+		Detectors []struct {
+			Name  string          `json:"name"`
+			State json.RawMessage `json:"state"`
+		} `json:"detectors"`
+	}
+	if err := json.Unmarshal(testutil.Snapshot(t, g, o), &env); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range env.Detectors {
+		if r.Name == repeat.Name {
+			return string(r.State)
+		}
+	}
+	t.Fatalf("no state of %s in the snapshot", repeat.Name)
+	return ""
+}
+
 func TestRestoreNullAndResetAreFresh(t *testing.T) {
 	steps := []guard.Step{step(a), step(a), step(a), step(b, b), step(b)}
-	fresh := run(newGuard(t, repeat.Options{}, guard.Options{}), steps)
+	fresh := run(newGuard(t, repeat.Options{}, guard.Config{}), steps)
 
-	g := newGuard(t, repeat.Options{}, guard.Options{})
+	g := newGuard(t, repeat.Options{}, guard.Config{})
 	run(g, steps)
-	g.Reset()
+	if err := g.Reset(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if diff := cmp.Diff(fresh, run(g, steps)); diff != "" {
 		t.Errorf("after Reset (-fresh +got):\n%s", diff)
 	}
 
+	// A state restored from a run, then from null, is a fresh state.
 	d, _ := repeat.New(repeat.Options{})
-	g, _ = guard.New(d)
+	g = testutil.New(t, d)
 	run(g, steps)
-	if err := d.Restore([]byte("null")); err != nil {
+	st := saver(d)
+	if err := st.Restore([]byte(stateOf(t, g, guard.SnapshotOptions{}))); err != nil {
 		t.Fatal(err)
 	}
-	got := run(g, steps)
-	for i := range got {
-		if got[i].Stop != fresh[i].Stop {
-			t.Errorf("after Restore(null), step %d: stop = %v, want %v", i, got[i].Stop, fresh[i].Stop)
-		}
+	if err := st.Restore([]byte("null")); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.Snapshot(guard.SnapshotOptions{}); string(got) != "null" {
+		t.Errorf("after Restore(null), the state is %s, want null", got)
+	}
+}
+
+// TestGuardsOfOneRuleAreIndependent runs two guards of one Rule, steps
+// interleaved: each stops at its own third same call, and not before.
+func TestGuardsOfOneRuleAreIndependent(t *testing.T) {
+	d, _ := repeat.New(repeat.Options{})
+	cfg := guard.Config{Rules: []rule.Rule{d}}
+	g1, err := guard.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g2, err := guard.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got1, got2 []bool
+	for range 2 {
+		got1 = append(got1, check(g1, step(a)).Stop)
+	}
+	for range 3 {
+		got2 = append(got2, check(g2, step(b)).Stop)
+	}
+	got1 = append(got1, check(g1, step(a)).Stop)
+	if diff := cmp.Diff([]bool{false, false, true}, got1); diff != "" {
+		t.Errorf("first guard's stops (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]bool{false, false, true}, got2); diff != "" {
+		t.Errorf("second guard's stops (-want +got):\n%s", diff)
+	}
+	if got := testutil.Summary(t, g2).Detectors[repeat.Name]; !cmp.Equal(got, repeat.Summary{Count: 3, StepIndexes: []int{0, 1, 2}}) {
+		t.Errorf("second guard's summary = %+v", got)
 	}
 }
 
@@ -678,7 +759,7 @@ func TestOptionsFingerprint(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return guard.Fingerprint(d).String()
+		return rule.Fingerprint(d).String()
 	}
 	same := [][]repeat.Options{
 		{{}, {Threshold: 3}, {Tools: map[string]repeat.ToolPolicy{}}, {Tools: map[string]repeat.ToolPolicy{"x": {}}},
@@ -713,15 +794,15 @@ func TestOptionsFingerprint(t *testing.T) {
 	if diff := cmp.Diff(want, d.Options()); diff != "" {
 		t.Errorf("Options (-want +got):\n%s", diff)
 	}
-	if d.Name() != "repeat" || d.Priority() != guard.PriorityRepeat {
+	if d.Name() != "repeat" || d.Priority() != rule.PriorityRepeat {
 		t.Errorf("Name, Priority = %q, %d", d.Name(), d.Priority())
 	}
 }
 
 func TestSummary(t *testing.T) {
-	g := newGuard(t, repeat.Options{}, guard.Options{})
+	g := newGuard(t, repeat.Options{}, guard.Config{})
 	run(g, []guard.Step{step(b), step(a), {}, step(a)})
-	got := g.Summary().Detectors[repeat.Name]
+	got := testutil.Summary(t, g).Detectors[repeat.Name]
 	want := repeat.Summary{Count: 2, StepIndexes: []int{1, 3}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("summary (-want +got):\n%s", diff)
@@ -735,16 +816,17 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	g, err := guard.New(d)
+	g, err := guard.New(guard.Config{Rules: []rule.Rule{d}})
 	if err != nil {
 		panic(err)
 	}
 	search := guard.ToolCall{Name: "search", Args: json.RawMessage(`{"q": "weather"}`)}
+	ctx := context.Background()
 	for i := 0; i < 3; i++ {
-		if d := g.Preflight(search); !d.Allow {
+		if d, _ := g.Preflight(ctx, search); !d.Allow {
 			fmt.Println("refused before it runs:", d.Detail)
 		}
-		v := g.Check(guard.Step{ToolCalls: []guard.ToolCall{search}})
+		v, _ := g.Check(ctx, guard.Step{ToolCalls: []guard.ToolCall{search}})
 		if v.Stop {
 			ev := v.Evidence.(repeat.Evidence)
 			fmt.Println(v.Code, ev.Tool, ev.Count, ev.StepIndexes)

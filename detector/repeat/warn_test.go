@@ -9,6 +9,7 @@ import (
 	"github.com/loopguard/loopguard/detector/repeat"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
 func warning(tool string, count, threshold int, detail string) guard.Verdict {
@@ -30,7 +31,7 @@ func TestWarn(t *testing.T) {
 	tests := []struct {
 		name  string
 		opts  repeat.Options
-		gopts guard.Options
+		gopts guard.Config
 		steps []guard.Step
 		want  []guard.Verdict
 	}{
@@ -66,7 +67,7 @@ func TestWarn(t *testing.T) {
 		{
 			name:  "ignored calls neither warn nor hide a warning",
 			opts:  warn,
-			gopts: guard.Options{Ignore: []string{"think"}},
+			gopts: guard.Config{Ignore: []string{"think"}},
 			steps: []guard.Step{step(a), step(think), step(a, think)},
 			want:  append(goOn(2), wa(2, 3)),
 		},
@@ -110,12 +111,12 @@ func TestWarnChangesNoStop(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		opts := repeat.Options{Threshold: rapid.IntRange(2, 4).Draw(t, "threshold"), IgnoreErrors: rapid.Bool().Draw(t, "ignoreErrors"),
 			RequireIdenticalResults: rapid.Bool().Draw(t, "identical"), Tools: map[string]repeat.ToolPolicy{"poll": {Polling: true}}}
-		gopts := guard.Options{Ignore: []string{"think"}}
+		gopts := guard.Config{Ignore: []string{"think"}}
 		plain := newGuard(t, opts, gopts)
 		opts.Warn = true
 		warned := newGuard(t, opts, gopts)
 		for i, calls := range rapid.SliceOfN(rapid.SliceOfN(rapid.SampledFrom(pool), 0, 3), 1, 30).Draw(t, "steps") {
-			p, w := plain.Check(step(calls...)), warned.Check(step(calls...))
+			p, w := check(plain, step(calls...)), check(warned, step(calls...))
 			if w.Stop && len(w.Warnings) > 0 {
 				t.Fatalf("step %d: a stop with a warning", i)
 			}
@@ -130,7 +131,7 @@ func TestWarnChangesNoStop(t *testing.T) {
 func TestWarnFingerprint(t *testing.T) {
 	d1, _ := repeat.New(repeat.Options{})
 	d2, _ := repeat.New(repeat.Options{Warn: true})
-	if guard.Fingerprint(d1) == guard.Fingerprint(d2) {
+	if rule.Fingerprint(d1) == rule.Fingerprint(d2) {
 		t.Error("Warn does not change the fingerprint")
 	}
 }

@@ -55,7 +55,7 @@ func (g *Guard) StartCall(ctx context.Context, call ToolCall) (*Running, Decisio
 	r, d, step, v, checked := g.startCall(call)
 	if g.opts.Observer != nil {
 		g.notify(ctx, Event{Phase: PhasePreflight, Step: step, Verdict: d.Verdict()})
-		if !d.Allow {
+		if checked >= 0 {
 			g.notify(ctx, Event{Phase: PhaseCheck, Step: checked, Verdict: v})
 		}
 	}
@@ -69,20 +69,21 @@ func (g *Guard) StartCall(ctx context.Context, call ToolCall) (*Running, Decisio
 }
 
 // StartCallIn is StartCall on a guard in memory, for backends: it returns
-// the running call, the decision, and the verdict of the refused step (the
-// zero Verdict when the call is allowed or refused because the run had
-// stopped). It tells no observer.
-func StartCallIn(g *Guard, call ToolCall) (*Running, Decision, Verdict) {
+// the running call, the decision, the verdict of the refused step, and
+// whether the refusal was recorded as a step (false when the call is
+// allowed, or refused because the run had stopped). It tells no observer.
+func StartCallIn(g *Guard, call ToolCall) (*Running, Decision, Verdict, bool) {
 	call.Result, call.Err = nil, nil
-	r, d, _, v, _ := g.startCall(call)
+	r, d, _, v, checked := g.startCall(call)
 	if !d.Allow && IsFault(v) {
 		d = v.Refusal(call.ID)
 	}
-	return r, d, v
+	return r, d, v, checked >= 0
 }
 
 // startCall is StartCall with g.runMu held (released by a defer, so that a
-// detector that panics leaves the guard usable).
+// detector that panics leaves the guard usable). checked is the index of the
+// step that recorded a refusal, or -1 when none was recorded.
 func (g *Guard) startCall(call ToolCall) (r *Running, d Decision, step int, v Verdict, checked int) {
 	g.runMu.Lock()
 	defer g.runMu.Unlock()
@@ -96,6 +97,7 @@ func (g *Guard) startCall(call ToolCall) (r *Running, d Decision, step int, v Ve
 	b.pre = append(b.pre, call)
 	b.sums = append(b.sums, callSum{})
 	b.sticky = true
+	checked = -1
 	d, step = g.preflightFacts(b, false)
 	stopped := b.stopped
 	sum := b.sums[len(b.sums)-1]
@@ -198,4 +200,64 @@ func (r *Running) Abandon() {
 	r.g.runMu.Lock()
 	defer r.g.runMu.Unlock()
 	r.g.leave(r)
+}
+
+// PreflightIn is Preflight on a guard in memory, for backends: it judges
+// calls after the calls that StartCallIn started on g and that have not
+// finished, and returns the decision (its CallIndex an index in calls) and
+// the index of the step. It tells no observer.
+func PreflightIn(g *Guard, calls []ToolCall) (Decision, int) {
+	g.runMu.Lock()
+	defer g.runMu.Unlock()
+	b := g.getFacts()
+	defer g.putFacts(b)
+	for _, r := range g.running {
+		b.pre = append(b.pre, r.call)
+		b.sums = append(b.sums, r.sum)
+	}
+	n := len(b.pre)
+	b.pre = append(b.pre, calls...)
+	d, step := g.preflightFacts(b, true)
+	if !d.Allow {
+		// The refused call is one of calls, or, when the running calls
+		// alone trip a rule, the first of them.
+		d.CallIndex, d.CallID = max(d.CallIndex-n, 0), ""
+		if d.CallIndex < len(calls) {
+			d.CallID = calls[d.CallIndex].ID
+		}
+	}
+	return d, step
+}
+
+// CheckIn is Check on a guard in memory, for backends: it returns the
+// verdict and the index of the step. It tells no observer.
+func CheckIn(g *Guard, s Step) (Verdict, int) { return g.check(s) }
+
+// MoveRunning moves the calls that StartCallIn started on from and that have
+// not finished to to, after to's own: a backend that replaces its guard of a
+// run by a newer one keeps the run's running calls. Their Finish and Abandon
+// then act on to. The backend calls it while no Finish or Abandon of those
+// calls runs (with the run locked).
+func MoveRunning(from, to *Guard) {
+	if from == to {
+		return
+	}
+	from.runMu.Lock()
+	moved := from.running
+	from.running = nil
+	from.runMu.Unlock()
+	to.runMu.Lock()
+	defer to.runMu.Unlock()
+	for _, r := range moved {
+		r.g = to
+	}
+	to.running = append(to.running, moved...)
+}
+
+// RunningIn returns how many calls that StartCallIn started on g have not
+// finished.
+func RunningIn(g *Guard) int {
+	g.runMu.Lock()
+	defer g.runMu.Unlock()
+	return len(g.running)
 }
