@@ -200,14 +200,16 @@ func Run(t *testing.T, newRule func(t *testing.T) rule.Rule, opts ...Option) {
 // finds, joined with [errors.Join]; nil means the rule passed. Each problem
 // names its property, the seed and the failing run. Properties that cannot
 // be checked (such as the different fingerprints without
-// [WithOtherOptions]) are left out silently. The factories are given t,
-// and Check reports nothing on t itself.
-func Check(t *testing.T, newRule func(t *testing.T) rule.Rule, opts ...Option) error {
+// [WithOtherOptions]) are left out silently. Check runs outside any test
+// (in an example, say), so it gives the factories a nil *testing.T: a
+// factory for Check must not use it, and reports an error by panicking
+// (the problem names the panic).
+func Check(newRule func(t *testing.T) rule.Rule, opts ...Option) error {
 	c := newConfig(opts)
 	var errs []error
 	for i, p := range properties {
 		r := &reporter{}
-		p.check(&env{config: c, t: t, newRule: newRule, prop: i}, r)
+		p.check(&env{config: c, newRule: newRule, prop: i}, r)
 		for _, e := range r.errs {
 			errs = append(errs, fmt.Errorf("guardtest: %s: %w", p.name, e))
 		}

@@ -9,20 +9,24 @@
 // (github.com/loopguard/loopguard/stores/redis), so that this package, like
 // the rest of the core, depends on the standard library alone.
 //
-// [Runs] is the loop every worker would otherwise write: for a run key, load
-// the snapshot and restore it (or start a fresh guard), apply Check,
-// Preflight, StartCall or a Turn ([Runs.Begin]), save with compare-and-set, and retry with a
-// bounded, jittered backoff on conflict. A Runs keeps the guards it restored
-// and skips the restore while the store's version is the one it saw last.
+// [Runs] is the loop every worker would otherwise write, behind the one
+// guard type: [Runs.Guard] returns a run's *guard.Guard, whose Check,
+// Preflight, StartCall, turns ([guard.Guard.Begin]), Summary and Reset load
+// the run's snapshot and restore it (or start a fresh run), apply the
+// operation, save with compare-and-set, and retry with a bounded, jittered
+// backoff on conflict. A Runs keeps the runs it restored and skips the
+// restore while the store's version is the one it saw last.
 //
-//	cfg, err := detector.FromJSON(doc) // the guards' options, once
-//	runs, err := snapshot.New(store, cfg, snapshot.Options{})
+//	cfg, err := detector.FromJSON(doc) // the guards' configuration, once
+//	runs, err := snapshot.New(store, cfg, snapshot.Options{OnError: logStoreError})
 //	...
-//	v, err := runs.Check(ctx, runID, step) // on any worker
+//	g := runs.Guard(runID)   // on any worker
+//	v, err := g.Check(ctx, step)
 //
 // What is stored holds no arguments, results or text: the guard's snapshot is
 // taken as [guard.Guard.Snapshot] takes it by default, without previews
 // (counters, hashes, tool names). [Options.Key] signs it, so
 // that a snapshot altered in the store is refused. [Options.Policy] says what
-// to answer when the store is down or slow; see [FailOpen].
+// to answer when the store is down or slow (see [FailOpen]); the guard's
+// methods never return the store's errors, [Options.OnError] is told of them.
 package snapshot

@@ -4,15 +4,15 @@ import (
 	"testing"
 
 	"github.com/loopguard/loopguard/detector/noprogress"
-	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/guardtest"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // TestConformance runs, on 30 random runs per property, the detector kit with warnings on (the other options
 // are run by package guardtest's own tests).
 func TestConformance(t *testing.T) {
-	build := func(o noprogress.Options) func() guard.Detector {
-		return func() guard.Detector {
+	build := func(o noprogress.Options) func() rule.Rule {
+		return func() rule.Rule {
 			d, err := noprogress.New(o)
 			if err != nil {
 				t.Fatal(err)

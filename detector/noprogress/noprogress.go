@@ -2,17 +2,17 @@
 // the same thing again and again while no new tool outcome comes back.
 //
 // A step is stalled when none of its tool outcomes (a call's arguments plus
-// its result or error, guard.Call.Outcome) is new in this run. A step without
+// its result or error, rule.Call.Outcome) is new in this run. A step without
 // calls is stalled, and so is a step that only calls ignored tools (see
-// guard.Options.Ignore): their calls are not outcomes. New input other than
+// guard.Config.Ignore): their calls are not outcomes. New input other than
 // tool results (guard.Step.Input, such as a user's reply) is not progress
 // here, as the reference reads the rule: an agent that answers the user's
 // changing messages with the same text, turn after turn, is stuck (a canned
 // reply). Package stall, which ignores the text, counts new input as
 // progress.
 //
-// The detector stops after Options.Threshold stalled steps in a row that all
-// have the same normalised text (guard.Facts.TextHash). An empty text counts
+// The rule stops after Options.Threshold stalled steps in a row that all
+// have the same normalised text (rule.Facts.TextHash). An empty text counts
 // as a text, so steps with only tool calls are judged on their outcomes
 // alone. A new outcome, or another text, starts the count again; a stalled
 // step with another text starts a new count of one. A stall that goes on
@@ -30,7 +30,7 @@
 // goes through guard.Turn or puts the refused calls in guard.Step.Refused
 // itself.
 //
-// To bound memory and snapshots, the detector remembers the newest
+// To bound memory and snapshots, a run's state remembers the newest
 // Options.Window distinct outcomes, in the order they were first seen: an
 // outcome seen again is not new and does not move; an outcome older than the
 // window counts as new again.
@@ -51,14 +51,14 @@ import (
 
 	"github.com/loopguard/loopguard/canonical"
 	"github.com/loopguard/loopguard/feedback"
-	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/outcomes"
+	"github.com/loopguard/loopguard/rule"
 )
 
-// Name is the detector's name: the key of its state in snapshots.
+// Name is the rule's name: the key of its state in snapshots.
 const Name = "noprogress"
 
-// Code is the code of the detector's stops.
+// Code is the code of the rule's stops.
 const Code = "NO_PROGRESS"
 
 // Defaults of the options, and the largest window.
@@ -68,7 +68,7 @@ const (
 	MaxWindow        = 1 << 20
 )
 
-// Options tune the detector. The zero value is the reference's default: three
+// Options tune the rule. The zero value is the reference's default: three
 // stalled steps with the same text stop, the newest 1024 distinct outcomes
 // are remembered.
 type Options struct {
@@ -83,7 +83,7 @@ type Options struct {
 	Warn bool `json:"warn,omitempty"`
 }
 
-// WarningCode is the code of the detector's warnings.
+// WarningCode is the code of the rule's warnings.
 const WarningCode = feedback.CodeNoProgressWarning
 
 // Evidence is the evidence of a stop.
@@ -97,11 +97,16 @@ type Evidence struct {
 	TextPreview string `json:"textPreview"`
 }
 
-// A Detector finds runs of stalled steps. Create it with New.
-type Detector struct {
-	guard.Owned // one guard at a time
-
+// A Rule finds runs of stalled steps: its options, never changed after New,
+// so that one Rule serves any number of guards at once. Create it with New.
+type Rule struct {
 	opts Options
+}
+
+// state is one run's: the outcomes it has seen and its count of stalled
+// steps.
+type state struct {
+	opts Options // the rule's
 	seen outcomes.Set
 
 	// stalled is the number of stalled steps in a row with the text whose
@@ -109,25 +114,26 @@ type Detector struct {
 	stalled int
 	text    canonical.Sum
 
-	verdict guard.Verdict
+	verdict rule.Verdict
 }
 
 var (
-	_ guard.Detector   = (*Detector)(nil)
-	_ guard.Bounded    = (*Detector)(nil)
-	_ guard.Summarizer = (*Detector)(nil)
+	_ rule.Rule       = (*Rule)(nil)
+	_ rule.Saver      = (*state)(nil)
+	_ rule.Bounded    = (*state)(nil)
+	_ rule.Summarizer = (*state)(nil)
 )
 
-// New returns a detector with these options, or an error (a
-// *guard.OptionError) for every invalid option.
-func New(o Options) (*Detector, error) {
+// New returns a rule with these options, or an error (a
+// *rule.OptionError) for every invalid option.
+func New(o Options) (*Rule, error) {
 	var errs []error
 	if o.Threshold != 0 && o.Threshold < 2 {
-		errs = append(errs, &guard.OptionError{Detector: Name, Field: "Threshold",
+		errs = append(errs, &rule.OptionError{Detector: Name, Field: "Threshold",
 			Err: fmt.Errorf("must be 0 (the default, %d) or at least 2, not %d", DefaultThreshold, o.Threshold)})
 	}
 	if o.Window < 0 || o.Window > MaxWindow {
-		errs = append(errs, &guard.OptionError{Detector: Name, Field: "Window",
+		errs = append(errs, &rule.OptionError{Detector: Name, Field: "Window",
 			Err: fmt.Errorf("must be 0 (the default, %d) or from 1 to %d, not %d", DefaultWindow, MaxWindow, o.Window)})
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -139,26 +145,32 @@ func New(o Options) (*Detector, error) {
 	if o.Window == 0 {
 		o.Window = DefaultWindow
 	}
-	d := &Detector{opts: o}
-	d.seen.Init(o.Window)
-	return d, nil
+	return &Rule{opts: o}, nil
+}
+
+// NewState returns the state of a fresh run: no outcome seen, no stalled
+// step.
+func (d *Rule) NewState() rule.State {
+	s := &state{opts: d.opts}
+	s.seen.Init(d.opts.Window)
+	return s
 }
 
 // Name returns "noprogress".
-func (d *Detector) Name() string { return Name }
+func (d *Rule) Name() string { return Name }
 
-// Priority returns guard.PriorityNoProgress.
-func (d *Detector) Priority() int { return guard.PriorityNoProgress }
+// Priority returns rule.PriorityNoProgress.
+func (d *Rule) Priority() int { return rule.PriorityNoProgress }
 
 // Options returns the options with the defaults filled in.
-func (d *Detector) Options() any { return d.opts }
+func (d *Rule) Options() any { return d.opts }
 
 // maxStalled caps the count, so that it never overflows.
 const maxStalled = 1 << 62
 
 // Observe records the step's outcomes and counts it if it is stalled.
-func (d *Detector) Observe(f *guard.Facts) {
-	d.verdict = guard.Verdict{}
+func (d *state) Observe(f *rule.Facts) {
+	d.verdict = rule.Verdict{}
 	stalled := true
 	for i := range f.Calls {
 		c := &f.Calls[i]
@@ -192,49 +204,49 @@ func (d *Detector) Observe(f *guard.Facts) {
 	if f.HasText {
 		text = fmt.Sprintf("the same text %q", ev.TextPreview)
 	}
-	v := guard.Verdict{
+	v := rule.Verdict{
 		Stop:   true,
-		Reason: guard.ReasonNoProgress,
+		Reason: rule.ReasonNoProgress,
 		Code:   Code,
 		Detail: fmt.Sprintf("%d steps in a row brought no new tool outcome and had %s (threshold %d)",
 			ev.Steps, text, ev.Threshold),
 		Evidence: ev,
 	}
-	v.Feedback = feedback.For(v, guard.PhaseCheck)
+	v.Feedback = feedback.For(v, rule.PhaseCheck)
 	d.verdict = v
 }
 
 // warn sets the warning of a count one short of the threshold.
-func (d *Detector) warn(f *guard.Facts) {
+func (d *state) warn(f *rule.Facts) {
 	text := "no text"
 	if f.HasText {
 		text = fmt.Sprintf("the same text %q", f.TextPreview())
 	}
-	w := guard.Warning{
+	w := rule.Warning{
 		Code: WarningCode, Metric: "stalledSteps", Value: float64(d.stalled), Limit: float64(d.opts.Threshold),
 		Ratio: float64(d.stalled) / float64(d.opts.Threshold),
 		Detail: fmt.Sprintf("%d steps in a row brought no new tool outcome and had %s; one more stops the run (threshold %d)",
 			d.stalled, text, d.opts.Threshold),
 	}
 	w.Feedback = feedback.ForWarning(w)
-	d.verdict.Warnings = []guard.Warning{w}
+	d.verdict.Warnings = []rule.Warning{w}
 }
 
 // Verdict returns the stop (or warning) found by the last Observe, if any.
-func (d *Detector) Verdict() guard.Verdict { return d.verdict }
+func (d *state) Verdict() rule.Verdict { return d.verdict }
 
 // Preflight judges nothing: the rule needs finished steps.
-func (d *Detector) Preflight(*guard.Facts) guard.Verdict { return guard.Verdict{} }
+func (d *state) Preflight(*rule.Facts) rule.Verdict { return rule.Verdict{} }
 
-// Reset forgets the run.
-func (d *Detector) Reset() {
+// reset forgets the run.
+func (d *state) reset() {
 	d.seen.Reset()
 	d.stalled, d.text = 0, canonical.Sum{}
-	d.verdict = guard.Verdict{}
+	d.verdict = rule.Verdict{}
 }
 
-// state is the JSON form of the detector's state.
-type state struct {
+// saved is the JSON form of a run's state.
+type saved struct {
 	// Stalled is the number of stalled steps in a row, and Text the hash
 	// of their text (absent when Stalled is 0).
 	Stalled int            `json:"stalled"`
@@ -247,7 +259,7 @@ type state struct {
 // Snapshot returns the count and the remembered outcomes as JSON, or null
 // for a fresh state. The state holds no preview, so redaction changes
 // nothing.
-func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
+func (d *state) Snapshot(rule.SnapshotOptions) ([]byte, error) {
 	if d.stalled == 0 && d.seen.Len() == 0 {
 		return []byte("null"), nil
 	}
@@ -270,13 +282,13 @@ func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 
 // Restore replaces the state by one that Snapshot returned: the outcomes
 // must be whole sums, at most Window of them, without duplicates.
-func (d *Detector) Restore(data []byte) error {
-	var s *state
-	if err := guard.UnmarshalState(data, &s); err != nil {
+func (d *state) Restore(data []byte) error {
+	var s *saved
+	if err := rule.UnmarshalState(data, &s); err != nil {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
 	if s == nil {
-		d.Reset()
+		d.reset()
 		return nil
 	}
 	switch {
@@ -294,7 +306,7 @@ func (d *Detector) Restore(data []byte) error {
 	if err := seen.Decode(s.Outcomes); err != nil {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
-	d.Reset()
+	d.reset()
 	d.seen = seen
 	d.stalled = s.Stalled
 	if s.Text != nil {
@@ -303,7 +315,7 @@ func (d *Detector) Restore(data []byte) error {
 	return nil
 }
 
-// Summary describes the detector's state.
+// Summary describes a run's state.
 type Summary struct {
 	// StalledSteps is the number of stalled steps in a row with the same
 	// text.
@@ -312,15 +324,15 @@ type Summary struct {
 	Outcomes int `json:"outcomes"`
 }
 
-// Summary returns the detector's state (a Summary).
-func (d *Detector) Summary() any {
+// Summary returns the run's state (a Summary).
+func (d *state) Summary() any {
 	return Summary{StalledSteps: d.stalled, Outcomes: d.seen.Len()}
 }
 
 // CheckBounds checks the restored state against the guard's counters: the
 // stalled steps are among the steps recorded, and the outcomes come from
 // calls recorded.
-func (d *Detector) CheckBounds(c guard.Counters) error {
+func (d *state) CheckBounds(c rule.Counters) error {
 	if d.stalled > c.Steps {
 		return fmt.Errorf("%s: %d stalled steps, but %d steps recorded", Name, d.stalled, c.Steps)
 	}

@@ -1,6 +1,7 @@
 package noprogress_test
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"pgregory.net/rapid"
 
+	"github.com/loopguard/loopguard/canonical"
 	"github.com/loopguard/loopguard/detector"
 	"github.com/loopguard/loopguard/detector/noprogress"
 	"github.com/loopguard/loopguard/detector/oscillation"
@@ -19,6 +21,7 @@ import (
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/testutil"
+	"github.com/loopguard/loopguard/rule"
 )
 
 func call(tool, args string) guard.ToolCall {
@@ -47,7 +50,7 @@ var (
 )
 
 func stop(steps, threshold int, preview string) guard.Verdict {
-	v := guard.Verdict{Stop: true, Reason: guard.ReasonNoProgress, Code: noprogress.Code,
+	v := guard.Verdict{Stop: true, Reason: rule.ReasonNoProgress, Code: noprogress.Code,
 		Evidence: noprogress.Evidence{Steps: steps, Threshold: threshold, TextPreview: preview}}
 	v.Feedback = feedback.For(v, guard.PhaseCheck)
 	v.Detector = noprogress.Name
@@ -59,27 +62,85 @@ var ignoreDetail = cmpopts.IgnoreFields(guard.Verdict{}, "Detail")
 type tb interface {
 	Helper()
 	Fatal(args ...any)
+	Fatalf(format string, args ...any)
 }
 
-func newGuard(t tb, o noprogress.Options, g guard.Options) *guard.Guard {
+func newRule(t tb, o noprogress.Options) *noprogress.Rule {
 	t.Helper()
-	d, err := noprogress.New(o)
+	r, err := noprogress.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gd, err := g.New(d)
+	return r
+}
+
+// runState is what a noprogress state is.
+type runState interface {
+	rule.State
+	rule.Saver
+	rule.Bounded
+	rule.Summarizer
+}
+
+// newState returns a fresh state of the rule with these options.
+func newState(t tb, o noprogress.Options) runState {
+	t.Helper()
+	st, ok := newRule(t, o).NewState().(runState)
+	if !ok {
+		t.Fatal("the noprogress state is not a Saver, Bounded and Summarizer")
+	}
+	return st
+}
+
+// newGuard returns a guard with options g and the rule with options o.
+func newGuard(t tb, o noprogress.Options, g guard.Config) *guard.Guard {
+	t.Helper()
+	g.Rules = []rule.Rule{newRule(t, o)}
+	gd, err := guard.New(g)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return gd
 }
 
-func run(g *guard.Guard, steps []guard.Step) []guard.Verdict {
+// check is testutil.Check for a tb (rapid's T too).
+func check(t tb, g *guard.Guard, s guard.Step) guard.Verdict {
+	t.Helper()
+	v, err := g.Check(context.Background(), s)
+	if err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	return v
+}
+
+func run(t tb, g *guard.Guard, steps []guard.Step) []guard.Verdict {
+	t.Helper()
 	out := make([]guard.Verdict, len(steps))
 	for i, s := range steps {
-		out[i] = g.Check(s)
+		out[i] = check(t, g, s)
 	}
 	return out
+}
+
+// stateOf returns the state of the noprogress rule in a snapshot.
+func stateOf(t tb, data []byte) json.RawMessage {
+	t.Helper()
+	var env struct {
+		Detectors []struct {
+			Name  string          `json:"name"`
+			State json.RawMessage `json:"state"`
+		} `json:"detectors"`
+	}
+	if err := json.Unmarshal(data, &env); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range env.Detectors {
+		if d.Name == noprogress.Name {
+			return d.State
+		}
+	}
+	t.Fatalf("no %s state in %s", noprogress.Name, data)
+	return nil
 }
 
 func goOn(n int) []guard.Verdict { return make([]guard.Verdict, n) }
@@ -99,7 +160,7 @@ func TestCheck(t *testing.T) {
 	tests := []struct {
 		name  string
 		opts  noprogress.Options
-		gopts guard.Options
+		gopts guard.Config
 		steps []guard.Step
 		want  []guard.Verdict
 	}{
@@ -178,7 +239,7 @@ func TestCheck(t *testing.T) {
 		},
 		{
 			name:  "ignored calls are not outcomes",
-			gopts: guard.Options{Ignore: []string{"think"}},
+			gopts: guard.Config{Ignore: []string{"think"}},
 			steps: []guard.Step{step("", think), step("", withResult(think, `1`)), step("", withResult(think, `2`))},
 			want:  cat(goOn(2), one(stop(3, 3, ""))),
 		},
@@ -210,7 +271,7 @@ func TestCheck(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := newGuard(t, tt.opts, tt.gopts)
-			if diff := cmp.Diff(tt.want, run(g, tt.steps), ignoreDetail); diff != "" {
+			if diff := cmp.Diff(tt.want, run(t, g, tt.steps), ignoreDetail); diff != "" {
 				t.Errorf("verdicts (-want +got):\n%s", diff)
 			}
 		})
@@ -248,8 +309,8 @@ func TestWindow(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := newGuard(t, noprogress.Options{Window: 3}, guard.Options{})
-			if diff := cmp.Diff(tt.want, run(g, tt.steps), ignoreDetail); diff != "" {
+			g := newGuard(t, noprogress.Options{Window: 3}, guard.Config{})
+			if diff := cmp.Diff(tt.want, run(t, g, tt.steps), ignoreDetail); diff != "" {
 				t.Errorf("verdicts (-want +got):\n%s", diff)
 			}
 		})
@@ -262,13 +323,10 @@ func TestOverlap(t *testing.T) {
 	np, _ := noprogress.New(noprogress.Options{})
 	osc, _ := oscillation.New(oscillation.Options{})
 	rep, _ := repeat.New(repeat.Options{})
-	g, err := guard.New(np, osc, rep)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testutil.New(t, np, osc, rep)
 	var got []string
 	for _, c := range []guard.ToolCall{a, b, a, b, a, b} {
-		v := g.Check(step("", c))
+		v := testutil.Check(t, g, step("", c))
 		got = append(got, string(v.Reason))
 	}
 	want := []string{"", "", "", "", "no-progress", "oscillation"}
@@ -276,23 +334,22 @@ func TestOverlap(t *testing.T) {
 		t.Errorf("reasons (-want +got):\n%s", diff)
 	}
 
-	osc, _ = oscillation.New(oscillation.Options{})
-	g, _ = guard.New(osc)
+	g = testutil.New(t, osc)
 	for i, c := range []guard.ToolCall{a, b, a, b, a} {
-		if v := g.Check(step("", c)); v.Stop {
+		if v := testutil.Check(t, g, step("", c)); v.Stop {
 			t.Errorf("oscillation alone stops at step %d", i)
 		}
 	}
 }
 
 func TestDetail(t *testing.T) {
-	g := newGuard(t, noprogress.Options{}, guard.Options{})
-	v := run(g, []guard.Step{step("Hm"), step("hm"), step("HM")})[2]
+	g := newGuard(t, noprogress.Options{}, guard.Config{})
+	v := run(t, g, []guard.Step{step("Hm"), step("hm"), step("HM")})[2]
 	if want := `3 steps in a row brought no new tool outcome and had the same text "hm" (threshold 3)`; v.Detail != want {
 		t.Errorf("detail = %q, want %q", v.Detail, want)
 	}
-	g = newGuard(t, noprogress.Options{}, guard.Options{})
-	v = run(g, []guard.Step{step(""), step(" "), step("")})[2]
+	g = newGuard(t, noprogress.Options{}, guard.Config{})
+	v = run(t, g, []guard.Step{step(""), step(" "), step("")})[2]
 	if want := `3 steps in a row brought no new tool outcome and had no text (threshold 3)`; v.Detail != want {
 		t.Errorf("detail = %q, want %q", v.Detail, want)
 	}
@@ -302,9 +359,9 @@ func TestDetail(t *testing.T) {
 }
 
 func TestPreflightJudgesNothing(t *testing.T) {
-	g := newGuard(t, noprogress.Options{}, guard.Options{})
-	run(g, []guard.Step{step("x", a), step("x", a), step("x", a)})
-	if d := g.Preflight(a); !d.Allow {
+	g := newGuard(t, noprogress.Options{}, guard.Config{})
+	run(t, g, []guard.Step{step("x", a), step("x", a), step("x", a)})
+	if d := testutil.Preflight(t, g, a); !d.Allow {
 		t.Errorf("preflight refused: %v", d.Verdict())
 	}
 }
@@ -317,41 +374,41 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		opts := noprogress.Options{Window: rapid.IntRange(1, 4).Draw(t, "window"), Threshold: rapid.IntRange(2, 4).Draw(t, "threshold"),
 			Warn: rapid.Bool().Draw(t, "warn")}
-		gopts := guard.Options{Ignore: []string{"think"}}
+		gopts := guard.Config{Ignore: []string{"think"}, Rules: []rule.Rule{newRule(t, opts)}}
 		steps := rapid.SliceOfN(rapid.SampledFrom(pool), 1, 30).Draw(t, "steps")
 		cut := rapid.IntRange(0, len(steps)).Draw(t, "cut")
-		orig := newGuard(t, opts, gopts)
-		run(orig, steps[:cut])
-		data, err := orig.Snapshot(guard.SnapshotOptions{Previews: rapid.Bool().Draw(t, "previews")})
+		orig, err := guard.New(gopts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, _ := noprogress.New(opts)
-		restored, err := gopts.Restore(data, d)
+		run(t, orig, steps[:cut])
+		data, err := orig.Snapshot(context.Background(), guard.SnapshotOptions{Previews: rapid.Bool().Draw(t, "previews")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		restored, err := guard.Restore(data, gopts)
 		if err != nil {
 			t.Fatalf("restore: %v\n%s", err, data)
 		}
-		again, _ := restored.Snapshot(guard.SnapshotOptions{})
+		again, _ := restored.Snapshot(context.Background(), guard.SnapshotOptions{})
 		if diff := cmp.Diff(string(data), string(again)); diff != "" {
 			t.Fatalf("snapshot of the restored guard (-saved +restored):\n%s", diff)
 		}
-		if diff := cmp.Diff(run(orig, steps[cut:]), run(restored, steps[cut:])); diff != "" {
+		if diff := cmp.Diff(run(t, orig, steps[cut:]), run(t, restored, steps[cut:])); diff != "" {
 			t.Fatalf("verdicts after the cut (-original +restored):\n%s", diff)
 		}
 	})
 }
 
 func TestSnapshotState(t *testing.T) {
-	d, _ := noprogress.New(noprogress.Options{Window: 2})
-	g, _ := guard.New(d)
-	if s, err := d.Snapshot(guard.SnapshotOptions{}); err != nil || string(s) != "null" {
-		t.Errorf("fresh state = %s, %v; want null", s, err)
+	r := newRule(t, noprogress.Options{Window: 2})
+	g := testutil.New(t, r)
+	if s := stateOf(t, testutil.Snapshot(t, g, guard.SnapshotOptions{})); string(s) != "null" {
+		t.Errorf("fresh state = %s; want null", s)
 	}
-	run(g, []guard.Step{distinct(0), distinct(1), distinct(2), distinct(1)})
-	s, err := d.Snapshot(guard.SnapshotOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	run(t, g, []guard.Step{distinct(0), distinct(1), distinct(2), distinct(1)})
+	data := testutil.Snapshot(t, g, guard.SnapshotOptions{Previews: true})
+	s := stateOf(t, data)
 	var got struct {
 		Stalled  int
 		Text     string
@@ -364,25 +421,24 @@ func TestSnapshotState(t *testing.T) {
 	if got.Stalled != 1 || len(got.Text) != 32 || err != nil || len(raw) != 32 {
 		t.Errorf("state = %s", s)
 	}
-	if r, _ := d.Snapshot(guard.SnapshotOptions{}); string(r) != string(s) {
+	if r := stateOf(t, testutil.Snapshot(t, g, guard.SnapshotOptions{})); string(r) != string(s) {
 		t.Errorf("redacted state %s differs from %s, but holds no preview", r, s)
 	}
 	// The oldest outcome comes first: after evicting 0, the window holds 1
 	// then 2. Restoring it and adding 3 evicts 1, so 1 is new again.
-	d2, _ := noprogress.New(noprogress.Options{Window: 2})
-	g2, _ := guard.New(d2)
-	if err := d2.Restore(s); err != nil {
+	g2, err := guard.Restore(data, guard.Config{Rules: []rule.Rule{r}})
+	if err != nil {
 		t.Fatal(err)
 	}
 	want := []bool{false, false, false} // 2 is old; 3 is new; 1 is new again
 	var stops []bool
-	for _, v := range run(g2, []guard.Step{distinct(2), distinct(3), distinct(1)}) {
+	for _, v := range run(t, g2, []guard.Step{distinct(2), distinct(3), distinct(1)}) {
 		stops = append(stops, v.Stop)
 	}
 	if diff := cmp.Diff(want, stops); diff != "" {
 		t.Errorf("stops (-want +got):\n%s", diff)
 	}
-	if got := g2.Summary().Detectors[noprogress.Name]; !cmp.Equal(got, noprogress.Summary{StalledSteps: 0, Outcomes: 2}) {
+	if got := testutil.Summary(t, g2).Detectors[noprogress.Name]; !cmp.Equal(got, noprogress.Summary{StalledSteps: 0, Outcomes: 2}) {
 		t.Errorf("summary = %+v", got)
 	}
 }
@@ -406,14 +462,15 @@ func TestRestoreRejects(t *testing.T) {
 		`{"stalled":0,"outcomes":5}`,
 		`{"stalled":1e300,"text":` + text + `,"outcomes":""}`,
 	}
+	x := &rule.Facts{TextHash: canonical.HashString("x")} // a step with text "x" and no calls
 	for _, s := range bad {
-		d, _ := noprogress.New(noprogress.Options{Window: 3})
-		g, _ := guard.New(d)
-		run(g, []guard.Step{step("x"), step("x")})
+		d := newState(t, noprogress.Options{Window: 3})
+		d.Observe(x)
+		d.Observe(x)
 		if err := d.Restore([]byte(s)); err == nil {
 			t.Errorf("Restore(%s) succeeded", s)
 		}
-		if !g.Check(step("x")).Stop {
+		if d.Observe(x); !d.Verdict().Stop {
 			t.Errorf("after Restore(%s) failed, the state was lost", s)
 		}
 	}
@@ -423,7 +480,7 @@ func TestRestoreRejects(t *testing.T) {
 		`{"stalled":0,"outcomes":"` + sums(0) + `"}`,
 	}
 	for _, s := range good {
-		d, _ := noprogress.New(noprogress.Options{Window: 3})
+		d := newState(t, noprogress.Options{Window: 3})
 		if err := d.Restore([]byte(s)); err != nil {
 			t.Errorf("Restore(%s): %v", s, err)
 		}
@@ -435,22 +492,36 @@ func TestRestoreRejects(t *testing.T) {
 
 func TestRestoreNullAndResetAreFresh(t *testing.T) {
 	seq := []guard.Step{step("", a), step("x"), step("x"), step("", a), step("x"), step("", b), step("", a)}
-	fresh := run(newGuard(t, noprogress.Options{}, guard.Options{}), seq)
+	fresh := run(t, newGuard(t, noprogress.Options{}, guard.Config{}), seq)
 
-	g := newGuard(t, noprogress.Options{}, guard.Options{})
-	run(g, seq)
-	g.Reset()
-	if diff := cmp.Diff(fresh, run(g, seq)); diff != "" {
+	g := newGuard(t, noprogress.Options{}, guard.Config{})
+	run(t, g, seq)
+	if err := g.Reset(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(fresh, run(t, g, seq)); diff != "" {
 		t.Errorf("after Reset (-fresh +got):\n%s", diff)
 	}
-	d, _ := noprogress.New(noprogress.Options{})
-	g, _ = guard.New(d)
-	run(g, seq)
+	// A state restored from null is fresh: the state of a fresh run, facts
+	// by facts.
+	facts := []*rule.Facts{{TextHash: canonical.HashString("x")}, {TextHash: canonical.HashString("x")},
+		{TextHash: canonical.HashString("x")}}
+	d, want := newState(t, noprogress.Options{}), newState(t, noprogress.Options{})
+	for _, f := range facts {
+		d.Observe(f)
+	}
 	if err := d.Restore([]byte("null")); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(fresh, run(g, seq)); diff != "" {
-		t.Errorf("after Restore(null) (-fresh +got):\n%s", diff)
+	for i, f := range facts {
+		d.Observe(f)
+		want.Observe(f)
+		if diff := cmp.Diff(want.Verdict(), d.Verdict()); diff != "" {
+			t.Errorf("step %d after Restore(null) (-fresh +got):\n%s", i, diff)
+		}
+	}
+	if !d.Verdict().Stop {
+		t.Error("the steps after Restore(null) never stop: the test proves little")
 	}
 }
 
@@ -458,24 +529,19 @@ func TestRestoreNullAndResetAreFresh(t *testing.T) {
 // the run: 6,000 steps, each with a new 2 KB argument, a 3 KB result and 500
 // characters of text, under the default options of the standard set.
 func TestSnapshotSize(t *testing.T) {
-	g, err := guard.New(detector.Defaults()...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := testutil.New(t, detector.Defaults()...)
 	pad := func(n int, i int) string { return fmt.Sprintf("%0*d", n, i) }
 	var size int
 	for i := 0; i < 6000; i++ {
-		g.Check(guard.Step{
+		testutil.Check(t, g, guard.Step{
 			Text: strings.Repeat("x", 490) + pad(10, i),
 			ToolCalls: []guard.ToolCall{{Name: "search",
 				Args:   map[string]string{"q": pad(2000, i)},
 				Result: map[string]string{"body": pad(3000, i)}}},
 		})
+
 		if i == 1499 || i == 5999 {
-			data, err := g.Snapshot(guard.SnapshotOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			data := testutil.Snapshot(t, g, guard.SnapshotOptions{})
 			if len(data) > 24<<10 {
 				t.Errorf("snapshot after %d steps is %d bytes, more than 24 KB", i+1, len(data))
 			}
@@ -520,7 +586,7 @@ func TestOptions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return guard.Fingerprint(d).String()
+		return rule.Fingerprint(d).String()
 	}
 	if fp(noprogress.Options{}) != fp(noprogress.Options{Threshold: 3, Window: 1024}) {
 		t.Error("the zero options and the explicit defaults fingerprint differently")
@@ -532,7 +598,7 @@ func TestOptions(t *testing.T) {
 	if diff := cmp.Diff(noprogress.Options{Threshold: 3, Window: 1024}, d.Options()); diff != "" {
 		t.Errorf("Options (-want +got):\n%s", diff)
 	}
-	if d.Name() != "noprogress" || d.Priority() != guard.PriorityNoProgress {
+	if d.Name() != "noprogress" || d.Priority() != rule.PriorityNoProgress {
 		t.Errorf("Name, Priority = %q, %d", d.Name(), d.Priority())
 	}
 }
@@ -542,13 +608,13 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	g, err := guard.New(d)
+	g, err := guard.New(guard.Config{Rules: []rule.Rule{d}})
 	if err != nil {
 		panic(err)
 	}
 	status := guard.ToolCall{Name: "status", Args: json.RawMessage(`{}`), Result: json.RawMessage(`"pending"`)}
 	for i := 0; i < 4; i++ {
-		v := g.Check(guard.Step{Text: "Still waiting.", ToolCalls: []guard.ToolCall{status}})
+		v, _ := g.Check(context.Background(), guard.Step{Text: "Still waiting.", ToolCalls: []guard.ToolCall{status}})
 		fmt.Printf("step %d: %v\n", i, v)
 	}
 	// Output:
@@ -556,4 +622,43 @@ func ExampleNew() {
 	// step 1: go on
 	// step 2: go on
 	// step 3: stop: no-progress (NO_PROGRESS): 3 steps in a row brought no new tool outcome and had the same text "still waiting." (threshold 3); hint: the agent repeats itself while nothing new comes back
+}
+
+// TestGuardsOfOneRuleAreIndependent runs two guards made from one rule: the
+// first stops at its k-th identical stalled step, the second has seen none
+// of its outcomes and stops at exactly its own k-th, and the first's count
+// went on.
+func TestGuardsOfOneRuleAreIndependent(t *testing.T) {
+	for _, tt := range []struct {
+		opts noprogress.Options
+		step guard.Step
+		k    int // the step that stops: the first brings a new outcome
+	}{
+		{noprogress.Options{}, step("x", a), 4},
+		{noprogress.Options{Threshold: 2}, step("x", a), 3},
+		{noprogress.Options{Threshold: 5, Warn: true}, step("", b), 6},
+		{noprogress.Options{}, step("thinking"), 3}, // no calls: every step is stalled
+	} {
+		r := newRule(t, tt.opts)
+		g1, g2 := testutil.New(t, r), testutil.New(t, r)
+		ss := make([]guard.Step, tt.k)
+		for i := range ss {
+			ss[i] = tt.step
+		}
+		for n, g := range []*guard.Guard{g1, g2} {
+			vs := run(t, g, ss)
+			for i, v := range vs[:tt.k-1] {
+				if v.Stop {
+					t.Errorf("%+v, guard %d: step %d of %d stops: %v", tt.opts, n+1, i+1, tt.k, v)
+				}
+			}
+			if ev, ok := vs[tt.k-1].Evidence.(noprogress.Evidence); !vs[tt.k-1].Stop || !ok || ev.Steps != ev.Threshold {
+				t.Errorf("%+v, guard %d: step %d = %v, want a stop at the threshold", tt.opts, n+1, tt.k, vs[tt.k-1])
+			}
+		}
+		v := check(t, g1, tt.step)
+		if ev, ok := v.Evidence.(noprogress.Evidence); !ok || ev.Steps != ev.Threshold+1 {
+			t.Errorf("%+v: guard 1 after guard 2's run: %v, want a stop one past the threshold", tt.opts, v)
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/loopguard/loopguard/detector/noprogress"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
 func warning(count, threshold int, detail string) guard.Verdict {
@@ -68,8 +69,8 @@ func TestWarn(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := newGuard(t, tt.opts, guard.Options{})
-			if diff := cmp.Diff(tt.want, run(g, tt.steps), ignoreDetail); diff != "" {
+			g := newGuard(t, tt.opts, guard.Config{})
+			if diff := cmp.Diff(tt.want, run(t, g, tt.steps), ignoreDetail); diff != "" {
 				t.Errorf("verdicts (-want +got):\n%s", diff)
 			}
 		})
@@ -82,11 +83,11 @@ func TestWarnChangesNoStop(t *testing.T) {
 	pool := []guard.Step{step("x", a), step("x", a2), step("X", b), step("y"), step("x"), step(""), {Input: "hi"}, distinct(0), distinct(1)}
 	rapid.Check(t, func(t *rapid.T) {
 		opts := noprogress.Options{Threshold: rapid.IntRange(2, 4).Draw(t, "threshold"), Window: rapid.IntRange(1, 4).Draw(t, "window")}
-		plain := newGuard(t, opts, guard.Options{})
+		plain := newGuard(t, opts, guard.Config{})
 		opts.Warn = true
-		warned := newGuard(t, opts, guard.Options{})
+		warned := newGuard(t, opts, guard.Config{})
 		for i, s := range rapid.SliceOfN(rapid.SampledFrom(pool), 1, 30).Draw(t, "steps") {
-			p, w := plain.Check(s), warned.Check(s)
+			p, w := check(t, plain, s), check(t, warned, s)
 			if w.Stop && len(w.Warnings) > 0 {
 				t.Fatalf("step %d: a stop with a warning", i)
 			}
@@ -101,7 +102,7 @@ func TestWarnChangesNoStop(t *testing.T) {
 func TestWarnFingerprint(t *testing.T) {
 	d1, _ := noprogress.New(noprogress.Options{})
 	d2, _ := noprogress.New(noprogress.Options{Warn: true})
-	if guard.Fingerprint(d1) == guard.Fingerprint(d2) {
+	if rule.Fingerprint(d1) == rule.Fingerprint(d2) {
 		t.Error("Warn does not change the fingerprint")
 	}
 }

@@ -1,6 +1,7 @@
 package oscillation_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -8,14 +9,15 @@ import (
 	"github.com/loopguard/loopguard/canonical"
 	"github.com/loopguard/loopguard/detector/oscillation"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // facts returns n one-call steps with distinct keys.
-func facts(n int) []guard.Facts {
-	out := make([]guard.Facts, n)
+func facts(n int) []rule.Facts {
+	out := make([]rule.Facts, n)
 	for i := range out {
 		k := canonical.HashString(fmt.Sprint(i))
-		out[i].Calls = []guard.Call{{Tool: "search", Key: k, Outcome: k}}
+		out[i].Calls = []rule.Call{{Tool: "search", Key: k, Outcome: k}}
 	}
 	return out
 }
@@ -23,7 +25,7 @@ func facts(n int) []guard.Facts {
 // BenchmarkObserveNew measures the detector's own work per step when every
 // call is new.
 func BenchmarkObserveNew(b *testing.B) {
-	d, _ := oscillation.New(oscillation.Options{})
+	d := newState(b, oscillation.Options{})
 	steps := facts(1024)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
@@ -39,9 +41,9 @@ func BenchmarkObserveNew(b *testing.B) {
 // BenchmarkObserveNearCycle measures a run that keeps coming back to the same
 // calls without completing three cycles (a b a c a b a c ...).
 func BenchmarkObserveNearCycle(b *testing.B) {
-	d, _ := oscillation.New(oscillation.Options{})
+	d := newState(b, oscillation.Options{})
 	s := facts(3)
-	steps := []guard.Facts{s[0], s[1], s[0], s[2]}
+	steps := []rule.Facts{s[0], s[1], s[0], s[2]}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		f := &steps[i%len(steps)]
@@ -56,11 +58,12 @@ func BenchmarkObserveNearCycle(b *testing.B) {
 // BenchmarkCheck measures a whole guard.Check with only this detector, on
 // repeating calls that never complete a cycle.
 func BenchmarkCheck(b *testing.B) {
-	g := newGuard(b, oscillation.Options{}, guard.Options{})
+	g := newGuard(b, oscillation.Options{}, guard.Config{})
 	steps := []guard.Step{step(a), step(b0), step(a), step(c)}
 	b.ReportAllocs()
+	ctx := context.Background()
 	for i := 0; b.Loop(); i++ {
-		if g.Check(steps[i%len(steps)]).Stop {
+		if v, _ := g.Check(ctx, steps[i%len(steps)]); v.Stop {
 			b.Fatal("stop")
 		}
 	}
@@ -68,11 +71,12 @@ func BenchmarkCheck(b *testing.B) {
 
 // BenchmarkPreflight measures an allowed preflight of two calls.
 func BenchmarkPreflight(b *testing.B) {
-	g := newGuard(b, oscillation.Options{}, guard.Options{})
-	run(g, steps(a, b0, a, c))
+	g := newGuard(b, oscillation.Options{}, guard.Config{})
+	run(b, g, steps(a, b0, a, c))
+	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if !g.Preflight(a, b0).Allow {
+		if d, _ := g.Preflight(ctx, a, b0); !d.Allow {
 			b.Fatal("refused")
 		}
 	}
@@ -84,9 +88,9 @@ var b0 = guard.ToolCall{Name: "read", Args: json.RawMessage(`{"path":"/x"}`)}
 // BenchmarkObserveNearCycle with warnings on and results compared: nothing
 // warns, nothing is allocated.
 func BenchmarkObserveWarnResults(b *testing.B) {
-	d, _ := oscillation.New(oscillation.Options{Warn: true, RequireIdenticalResults: true})
+	d := newState(b, oscillation.Options{Warn: true, RequireIdenticalResults: true})
 	s := facts(3)
-	steps := []guard.Facts{s[0], s[1], s[0], s[2]}
+	steps := []rule.Facts{s[0], s[1], s[0], s[2]}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		f := &steps[i%len(steps)]

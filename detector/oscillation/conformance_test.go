@@ -4,15 +4,15 @@ import (
 	"testing"
 
 	"github.com/loopguard/loopguard/detector/oscillation"
-	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/guardtest"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // TestConformance runs, on 30 random runs per property, the detector kit on the options beyond the reference
 // (the defaults are run by package guardtest's own tests).
 func TestConformance(t *testing.T) {
-	build := func(o oscillation.Options) func() guard.Detector {
-		return func() guard.Detector { return newGuardDetector(t, o) }
+	build := func(o oscillation.Options) func() rule.Rule {
+		return func() rule.Rule { return newRule(t, o) }
 	}
 	for name, o := range map[string]oscillation.Options{
 		"identical": {RequireIdenticalResults: true, Repeats: 2},
@@ -25,13 +25,4 @@ func TestConformance(t *testing.T) {
 			guardtest.Run(t, build(o), guardtest.WithOtherOptions(build(other)), guardtest.WithChecks(30))
 		})
 	}
-}
-
-func newGuardDetector(t *testing.T, o oscillation.Options) *oscillation.Detector {
-	t.Helper()
-	d, err := oscillation.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
 }

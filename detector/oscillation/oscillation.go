@@ -3,8 +3,8 @@
 //
 // The detector reads the run's tool calls as one sequence, across steps and in
 // order, each call reduced to its key (tool name plus canonical arguments,
-// guard.Call.Key); by default, results are not considered. Calls of ignored
-// tools (see guard.Options.Ignore) are removed from the sequence first, and
+// rule.Call.Key); by default, results are not considered. Calls of ignored
+// tools (see guard.Config.Ignore) are removed from the sequence first, and
 // steps without calls change nothing.
 //
 // At the end of every step that adds a call, the detector looks at the tail
@@ -16,7 +16,7 @@
 // call to it, with a growing count of cycles.
 //
 // With Options.RequireIdenticalResults, calls are compared by their outcome
-// (arguments plus result or error, guard.Call.Outcome) instead of their key:
+// (arguments plus result or error, rule.Call.Outcome) instead of their key:
 // a cycle counts only while each of its calls returns what it returned last
 // time round, so an agent that goes round a circle whose results keep
 // changing (polling two sources, say) goes on. The cycle must still hold two
@@ -36,7 +36,7 @@
 // a short preview of the arguments for the evidence) and one counter per
 // period. Calls with the same key share one preview, so that a run that goes
 // round in circles costs no allocation: when the guard leaves argument fields
-// out of the key (guard.Options.DropArgs, Key), the evidence shows the
+// out of the key (guard.Config.DropArgs, Key), the evidence shows the
 // arguments of the earliest such call still held.
 package oscillation
 
@@ -49,10 +49,10 @@ import (
 
 	"github.com/loopguard/loopguard/canonical"
 	"github.com/loopguard/loopguard/feedback"
-	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
-// Name is the detector's name: the key of its state in snapshots.
+// Name is the rule's name: the key of its state in snapshots.
 const Name = "oscillation"
 
 // Code is the code of the detector's stops.
@@ -102,7 +102,7 @@ type Evidence struct {
 	// tool(argsPreview).
 	Cycle []string `json:"cycle"`
 	// Tools lists the tool names of the cycle's calls, in the same order,
-	// as guard.Clean shows them (escaped, and cut to 256 bytes).
+	// as rule.Clean shows them (escaped, and cut to 256 bytes).
 	Tools []string `json:"tools"`
 }
 
@@ -117,17 +117,22 @@ type entry struct {
 	// it is taken only for a call whose key is already in the tail, since
 	// only such a call can be part of a reported cycle.
 	preview string
-	// redacted reports that preview was replaced by guard.Redacted in the
+	// redacted reports that preview was replaced by rule.Redacted in the
 	// snapshot the state was restored from, and hashed that tool is the
-	// hash of the name (guard.HashName).
+	// hash of the name (rule.HashName).
 	redacted, hashed bool
 }
 
-// A Detector finds short cycles of calls. Create it with New.
-type Detector struct {
-	guard.Owned // one guard at a time
-
+// A Rule finds short cycles of calls: its options, never changed after New,
+// so that one Rule serves any number of guards at once. Create it with New.
+type Rule struct {
 	opts Options
+}
+
+// state is one run's: the tail of its sequence of calls and the counters of
+// the periods.
+type state struct {
+	opts Options // the rule's
 
 	// The last opts.MaxPeriod calls, a ring: tail[(start+i)%len(tail)] is
 	// the i-th oldest of the n held.
@@ -144,25 +149,26 @@ type Detector struct {
 	simRuns []int
 	pending []int // indexes of the proposed calls that are not ignored
 
-	verdict guard.Verdict
+	verdict rule.Verdict
 }
 
 var (
-	_ guard.Detector   = (*Detector)(nil)
-	_ guard.Bounded    = (*Detector)(nil)
-	_ guard.Summarizer = (*Detector)(nil)
+	_ rule.Rule       = (*Rule)(nil)
+	_ rule.Saver      = (*state)(nil)
+	_ rule.Bounded    = (*state)(nil)
+	_ rule.Summarizer = (*state)(nil)
 )
 
-// New returns a detector with these options, or an error (a
-// *guard.OptionError) for every invalid option.
-func New(o Options) (*Detector, error) {
+// New returns a rule with these options, or an error (a
+// *rule.OptionError) for every invalid option.
+func New(o Options) (*Rule, error) {
 	var errs []error
 	if o.MaxPeriod != 0 && (o.MaxPeriod < 2 || o.MaxPeriod > MaxMaxPeriod) {
-		errs = append(errs, &guard.OptionError{Detector: Name, Field: "MaxPeriod",
+		errs = append(errs, &rule.OptionError{Detector: Name, Field: "MaxPeriod",
 			Err: fmt.Errorf("must be 0 (the default, %d) or from 2 to %d, not %d", DefaultMaxPeriod, MaxMaxPeriod, o.MaxPeriod)})
 	}
 	if o.Repeats != 0 && o.Repeats < 2 {
-		errs = append(errs, &guard.OptionError{Detector: Name, Field: "Repeats",
+		errs = append(errs, &rule.OptionError{Detector: Name, Field: "Repeats",
 			Err: fmt.Errorf("must be 0 (the default, %d) or at least 2, not %d", DefaultRepeats, o.Repeats)})
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -174,33 +180,39 @@ func New(o Options) (*Detector, error) {
 	if o.Repeats == 0 {
 		o.Repeats = DefaultRepeats
 	}
-	return &Detector{
-		opts:    o,
-		tail:    make([]entry, o.MaxPeriod),
-		runs:    make([]int, o.MaxPeriod+1),
-		simRuns: make([]int, o.MaxPeriod+1),
-	}, nil
+	return &Rule{opts: o}, nil
+}
+
+// NewState returns the state of a fresh run: no call seen, with a tail and
+// counters of its own.
+func (d *Rule) NewState() rule.State {
+	return &state{
+		opts:    d.opts,
+		tail:    make([]entry, d.opts.MaxPeriod),
+		runs:    make([]int, d.opts.MaxPeriod+1),
+		simRuns: make([]int, d.opts.MaxPeriod+1),
+	}
 }
 
 // Name returns "oscillation".
-func (d *Detector) Name() string { return Name }
+func (d *Rule) Name() string { return Name }
 
-// Priority returns guard.PriorityOscillation.
-func (d *Detector) Priority() int { return guard.PriorityOscillation }
+// Priority returns rule.PriorityOscillation.
+func (d *Rule) Priority() int { return rule.PriorityOscillation }
 
 // Options returns the options with the defaults filled in.
-func (d *Detector) Options() any { return d.opts }
+func (d *Rule) Options() any { return d.opts }
 
 // at returns the i-th oldest call of the tail.
-func (d *Detector) at(i int) *entry { return &d.tail[(d.start+i)%len(d.tail)] }
+func (d *state) at(i int) *entry { return &d.tail[(d.start+i)%len(d.tail)] }
 
 // maxRun caps the counters, so that they never overflow.
 const maxRun = 1 << 62
 
 // Observe appends the step's calls to the sequence and, if it added any,
 // judges the tail.
-func (d *Detector) Observe(f *guard.Facts) {
-	d.verdict = guard.Verdict{}
+func (d *state) Observe(f *rule.Facts) {
+	d.verdict = rule.Verdict{}
 	added := false
 	for i := range f.Calls {
 		if c := &f.Calls[i]; !c.Ignored {
@@ -213,7 +225,7 @@ func (d *Detector) Observe(f *guard.Facts) {
 	}
 	if p, cycles := d.judge(d.runs); p > 0 {
 		cycle, tools := d.tailCycle(p)
-		d.verdict = d.stop(p, cycles, cycle, tools, guard.PhaseCheck)
+		d.verdict = d.stop(p, cycles, cycle, tools, rule.PhaseCheck)
 		return
 	}
 	if d.opts.Warn {
@@ -223,11 +235,11 @@ func (d *Detector) Observe(f *guard.Facts) {
 
 // tailCycle lists the last p calls, oldest first, as tool(argsPreview) and
 // as tool names.
-func (d *Detector) tailCycle(p int) (cycle, tools []string) {
+func (d *state) tailCycle(p int) (cycle, tools []string) {
 	cycle, tools = make([]string, p), make([]string, p)
 	for j := 0; j < p; j++ {
 		e := d.at(d.n - p + j)
-		tools[j] = guard.Clean(e.tool)
+		tools[j] = rule.Clean(e.tool)
 		cycle[j] = tools[j] + "(" + e.preview + ")"
 	}
 	return cycle, tools
@@ -237,7 +249,7 @@ func (d *Detector) tailCycle(p int) (cycle, tools []string) {
 // at the tail would stop the run: for the smallest period p whose counter is
 // one short of Repeats-1 full cycles, and whose last p calls are not all the
 // same call.
-func (d *Detector) warn() {
+func (d *state) warn() {
 	need := d.opts.Repeats - 1
 	for p := 2; p <= d.opts.MaxPeriod; p++ {
 		// runs[p]+1 reaches need*p, and runs[p] does not (judge
@@ -260,20 +272,20 @@ func (d *Detector) warn() {
 		// The detail names tools only: the oldest call of the cycle may
 		// have no preview yet (one is taken only for a call seen before).
 		_, tools := d.tailCycle(p)
-		w := guard.Warning{
+		w := rule.Warning{
 			Code: WarningCode, Metric: "cycleCalls", Value: float64(calls), Limit: float64(calls + 1),
 			Ratio: float64(calls) / float64(calls+1),
 			Detail: fmt.Sprintf("a cycle of %d calls (%s) is one call short of repeating %d times in a row",
 				p, strings.Join(tools, " -> "), d.opts.Repeats),
 		}
 		w.Feedback = feedback.ForWarning(w)
-		d.verdict.Warnings = []guard.Warning{w}
+		d.verdict.Warnings = []rule.Warning{w}
 		return
 	}
 }
 
 // push appends a call to the tail and updates the counters.
-func (d *Detector) push(c *guard.Call) {
+func (d *state) push(c *rule.Call) {
 	sig := c.Key
 	if d.opts.RequireIdenticalResults {
 		sig = c.Outcome
@@ -318,13 +330,13 @@ func (d *Detector) push(c *guard.Call) {
 // tail's last calls are keyAt(n-1), keyAt(n-2), ...: their keys, not their
 // signatures, since a cycle must hold two distinct calls, not two outcomes
 // of one call.
-func (d *Detector) judge(runs []int) (period, cycles int) {
+func (d *state) judge(runs []int) (period, cycles int) {
 	return d.judgeWith(runs, d.n, d.keyAt)
 }
 
-func (d *Detector) keyAt(i int) canonical.Sum { return d.at(i).key }
+func (d *state) keyAt(i int) canonical.Sum { return d.at(i).key }
 
-func (d *Detector) judgeWith(runs []int, n int, keyAt func(int) canonical.Sum) (period, cycles int) {
+func (d *state) judgeWith(runs []int, n int, keyAt func(int) canonical.Sum) (period, cycles int) {
 	for p := 2; p <= d.opts.MaxPeriod; p++ {
 		// (runs[p]+p)/p >= Repeats, written so as not to overflow.
 		if runs[p]/p < d.opts.Repeats-1 {
@@ -346,11 +358,11 @@ func (d *Detector) judgeWith(runs []int, n int, keyAt func(int) canonical.Sum) (
 }
 
 // stop builds a stop verdict.
-func (d *Detector) stop(p, cycles int, cycle, tools []string, phase guard.Phase) guard.Verdict {
+func (d *state) stop(p, cycles int, cycle, tools []string, phase rule.Phase) rule.Verdict {
 	ev := Evidence{Period: p, Repeats: cycles, Threshold: d.opts.Repeats, Cycle: cycle, Tools: tools}
-	v := guard.Verdict{
+	v := rule.Verdict{
 		Stop:   true,
-		Reason: guard.ReasonOscillation,
+		Reason: rule.ReasonOscillation,
 		Code:   Code,
 		Detail: fmt.Sprintf("a cycle of %d calls repeated %d times in a row (threshold %d): %s",
 			p, cycles, d.opts.Repeats, strings.Join(cycle, " -> ")),
@@ -361,15 +373,15 @@ func (d *Detector) stop(p, cycles int, cycle, tools []string, phase guard.Phase)
 }
 
 // Verdict returns the stop found by the last Observe, if any.
-func (d *Detector) Verdict() guard.Verdict { return d.verdict }
+func (d *state) Verdict() rule.Verdict { return d.verdict }
 
 // Preflight appends the proposed calls to a copy of the sequence and refuses
 // them when the tail then is a cycle that reaches the threshold. It changes
 // nothing. With RequireIdenticalResults it refuses nothing: results are not
 // known before the calls run.
-func (d *Detector) Preflight(f *guard.Facts) guard.Verdict {
+func (d *state) Preflight(f *rule.Facts) rule.Verdict {
 	if d.opts.RequireIdenticalResults {
-		return guard.Verdict{}
+		return rule.Verdict{}
 	}
 	d.pending = d.pending[:0]
 	for i := range f.Calls {
@@ -378,7 +390,7 @@ func (d *Detector) Preflight(f *guard.Facts) guard.Verdict {
 		}
 	}
 	if len(d.pending) == 0 {
-		return guard.Verdict{}
+		return rule.Verdict{}
 	}
 	// Position i of the simulated sequence is the tail's i-th call for
 	// i < d.n, then the proposed calls.
@@ -404,22 +416,22 @@ func (d *Detector) Preflight(f *guard.Facts) guard.Verdict {
 	}
 	p, cycles := d.judgeWith(runs, n, keyAt)
 	if p == 0 {
-		return guard.Verdict{}
+		return rule.Verdict{}
 	}
 	cycle, tools := make([]string, p), make([]string, p)
 	for j := 0; j < p; j++ {
 		i := n - p + j
 		if i < d.n {
 			e := d.at(i)
-			tools[j] = guard.Clean(e.tool)
+			tools[j] = rule.Clean(e.tool)
 			cycle[j] = tools[j] + "(" + e.preview + ")"
 			continue
 		}
 		c := &f.Calls[d.pending[i-d.n]]
-		tool := guard.Clean(cutName(c.Tool))
+		tool := rule.Clean(cutName(c.Tool))
 		cycle[j], tools[j] = tool+"("+c.Preview()+")", tool
 	}
-	return d.stop(p, cycles, cycle, tools, guard.PhasePreflight)
+	return d.stop(p, cycles, cycle, tools, rule.PhasePreflight)
 }
 
 // Summary describes the cycle at the tail of the sequence: how far the run
@@ -436,7 +448,7 @@ type Summary struct {
 }
 
 // Summary returns the cycle at the tail (a Summary). It changes nothing.
-func (d *Detector) Summary() any {
+func (d *state) Summary() any {
 	var s Summary
 	for p := 2; p <= d.opts.MaxPeriod && p <= d.n; p++ {
 		if d.runs[p] == 0 {
@@ -464,16 +476,16 @@ func (d *Detector) Summary() any {
 	return s
 }
 
-// Reset forgets the run.
-func (d *Detector) Reset() {
+// reset forgets the run.
+func (d *state) reset() {
 	clear(d.tail)
 	clear(d.runs)
 	d.start, d.n = 0, 0
-	d.verdict = guard.Verdict{}
+	d.verdict = rule.Verdict{}
 }
 
-// state is the JSON form of the detector's state.
-type state struct {
+// saved is the JSON form of a run's state.
+type saved struct {
 	// Calls are the tail's calls, oldest first.
 	Calls []callState `json:"calls"`
 	// Runs are the counters of the periods 2 to MaxPeriod.
@@ -490,13 +502,13 @@ type callState struct {
 }
 
 // Snapshot returns the tail and the counters as JSON, or null when no call
-// has been seen. Unless o.Previews is set, previews read guard.Redacted and
+// has been seen. Unless o.Previews is set, previews read rule.Redacted and
 // tool names are written with o.Name.
-func (d *Detector) Snapshot(o guard.SnapshotOptions) ([]byte, error) {
+func (d *state) Snapshot(o rule.SnapshotOptions) ([]byte, error) {
 	if d.n == 0 {
 		return []byte("null"), nil
 	}
-	s := state{Calls: make([]callState, d.n), Runs: append([]int(nil), d.runs[2:]...)}
+	s := saved{Calls: make([]callState, d.n), Runs: append([]int(nil), d.runs[2:]...)}
 	for i := range s.Calls {
 		e := d.at(i)
 		cs := callState{Key: e.key, Tool: e.tool, Preview: e.preview}
@@ -508,7 +520,7 @@ func (d *Detector) Snapshot(o guard.SnapshotOptions) ([]byte, error) {
 			cs.Outcome = &sig
 		}
 		if !o.Previews && cs.Preview != "" {
-			cs.Preview = guard.Redacted
+			cs.Preview = rule.Redacted
 		}
 		s.Calls[i] = cs
 	}
@@ -534,13 +546,13 @@ func cutName(s string) string {
 
 // Restore replaces the state by one that Snapshot returned. Besides the
 // shape, it checks that the counters agree with the calls held.
-func (d *Detector) Restore(data []byte) error {
-	var s *state
-	if err := guard.UnmarshalState(data, &s); err != nil {
+func (d *state) Restore(data []byte) error {
+	var s *saved
+	if err := rule.UnmarshalState(data, &s); err != nil {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
 	if s == nil {
-		d.Reset()
+		d.reset()
 		return nil
 	}
 	m := d.opts.MaxPeriod
@@ -566,7 +578,7 @@ func (d *Detector) Restore(data []byte) error {
 		if len(c.Tool) > MaxToolNameLen || !utf8.ValidString(c.Tool) {
 			return fmt.Errorf("%s: call %d: tool name too long or not UTF-8", Name, i)
 		}
-		if c.Preview != guard.Redacted && (!utf8.ValidString(c.Preview) || utf8.RuneCountInString(c.Preview) > guard.PreviewLen) {
+		if c.Preview != rule.Redacted && (!utf8.ValidString(c.Preview) || utf8.RuneCountInString(c.Preview) > rule.PreviewLen) {
 			return fmt.Errorf("%s: call %d: preview too long or not UTF-8", Name, i)
 		}
 	}
@@ -587,10 +599,10 @@ func (d *Detector) Restore(data []byte) error {
 			}
 		}
 	}
-	d.Reset()
+	d.reset()
 	for i, c := range s.Calls {
 		d.tail[i] = entry{key: c.Key, sig: sigs[i], tool: c.Tool, preview: c.Preview,
-			redacted: c.Preview == guard.Redacted, hashed: guard.IsHashedName(c.Tool)}
+			redacted: c.Preview == rule.Redacted, hashed: rule.IsHashedName(c.Tool)}
 	}
 	d.n = h
 	copy(d.runs[2:], s.Runs)
@@ -599,7 +611,7 @@ func (d *Detector) Restore(data []byte) error {
 
 // CheckBounds checks the restored tail against the guard's counters: the
 // calls held, and those each counter spans, are among the calls recorded.
-func (d *Detector) CheckBounds(c guard.Counters) error {
+func (d *state) CheckBounds(c rule.Counters) error {
 	if d.n > c.ToolCalls {
 		return fmt.Errorf("%s: %d calls held, but %d calls recorded", Name, d.n, c.ToolCalls)
 	}

@@ -1,6 +1,7 @@
 package oscillation_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,10 +13,12 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"pgregory.net/rapid"
 
+	"github.com/loopguard/loopguard/canonical"
 	"github.com/loopguard/loopguard/detector/oscillation"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/testutil"
+	"github.com/loopguard/loopguard/rule"
 )
 
 func call(tool, args string) guard.ToolCall {
@@ -60,7 +63,7 @@ func ev(period, repeats, threshold int, cycle ...string) oscillation.Evidence {
 }
 
 func stop(e oscillation.Evidence, phase guard.Phase) guard.Verdict {
-	v := guard.Verdict{Stop: true, Reason: guard.ReasonOscillation, Code: oscillation.Code, Evidence: e}
+	v := guard.Verdict{Stop: true, Reason: rule.ReasonOscillation, Code: oscillation.Code, Evidence: e}
 	v.Feedback = feedback.For(v, phase)
 	v.Detector = oscillation.Name
 	return v
@@ -71,25 +74,107 @@ var ignoreDetail = cmpopts.IgnoreFields(guard.Verdict{}, "Detail")
 type tb interface {
 	Helper()
 	Fatal(args ...any)
+	Fatalf(format string, args ...any)
 }
 
-func newGuard(t tb, o oscillation.Options, g guard.Options) *guard.Guard {
+func newRule(t tb, o oscillation.Options) *oscillation.Rule {
 	t.Helper()
-	d, err := oscillation.New(o)
+	r, err := oscillation.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gd, err := g.New(d)
+	return r
+}
+
+// runState is what an oscillation state is.
+type runState interface {
+	rule.State
+	rule.Saver
+	rule.Bounded
+	rule.Summarizer
+}
+
+// newState returns a fresh state of the rule with these options.
+func newState(t tb, o oscillation.Options) runState {
+	t.Helper()
+	st, ok := newRule(t, o).NewState().(runState)
+	if !ok {
+		t.Fatal("the oscillation state is not a Saver, Bounded and Summarizer")
+	}
+	return st
+}
+
+// newGuard returns a guard with options g and the rule with options o.
+func newGuard(t tb, o oscillation.Options, g guard.Config) *guard.Guard {
+	t.Helper()
+	g.Rules = []rule.Rule{newRule(t, o)}
+	gd, err := guard.New(g)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return gd
 }
 
-func run(g *guard.Guard, steps []guard.Step) []guard.Verdict {
+// check, preflight and summary are testutil's for a tb (rapid's T too); a
+// guard in memory never fails.
+func check(t tb, g *guard.Guard, s guard.Step) guard.Verdict {
+	t.Helper()
+	v, err := g.Check(context.Background(), s)
+	if err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	return v
+}
+
+func preflight(t tb, g *guard.Guard, calls ...guard.ToolCall) guard.Decision {
+	t.Helper()
+	d, err := g.Preflight(context.Background(), calls...)
+	if err != nil {
+		t.Fatalf("Preflight: %v", err)
+	}
+	return d
+}
+
+func summary(t tb, g *guard.Guard) guard.Summary {
+	t.Helper()
+	s, err := g.Summary(context.Background())
+	if err != nil {
+		t.Fatalf("Summary: %v", err)
+	}
+	return s
+}
+
+// snap is g.Snapshot with a background context.
+func snap(g *guard.Guard, o guard.SnapshotOptions) ([]byte, error) {
+	return g.Snapshot(context.Background(), o)
+}
+
+// stateOf returns the state of the oscillation rule in a snapshot.
+func stateOf(t tb, data []byte) []byte {
+	t.Helper()
+	var env struct {
+		Detectors []struct {
+			Name  string          `json:"name"`
+			State json.RawMessage `json:"state"`
+		} `json:"detectors"`
+	}
+	if err := json.Unmarshal(data, &env); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range env.Detectors {
+		if d.Name == oscillation.Name {
+			return d.State
+		}
+	}
+	t.Fatalf("no %s state in %s", oscillation.Name, data)
+	return nil
+}
+
+func run(t tb, g *guard.Guard, steps []guard.Step) []guard.Verdict {
+	t.Helper()
 	out := make([]guard.Verdict, len(steps))
 	for i, s := range steps {
-		out[i] = g.Check(s)
+		out[i] = check(t, g, s)
 	}
 	return out
 }
@@ -111,7 +196,7 @@ func TestCheck(t *testing.T) {
 	tests := []struct {
 		name  string
 		opts  oscillation.Options
-		gopts guard.Options
+		gopts guard.Config
 		steps []guard.Step
 		want  []guard.Verdict
 	}{
@@ -203,7 +288,7 @@ func TestCheck(t *testing.T) {
 		},
 		{
 			name:  "ignored calls neither break a cycle nor fire again",
-			gopts: guard.Options{Ignore: []string{"think"}},
+			gopts: guard.Config{Ignore: []string{"think"}},
 			steps: []guard.Step{step(a, think), step(b), step(think, a, think), step(b), step(a), step(think, b), step(think)},
 			want:  cat(goOn(5), one(stop(ev(2, 3, 3, sa, sb), check)), goOn(1)),
 		},
@@ -211,7 +296,7 @@ func TestCheck(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := newGuard(t, tt.opts, tt.gopts)
-			if diff := cmp.Diff(tt.want, run(g, tt.steps), ignoreDetail); diff != "" {
+			if diff := cmp.Diff(tt.want, run(t, g, tt.steps), ignoreDetail); diff != "" {
 				t.Errorf("verdicts (-want +got):\n%s", diff)
 			}
 		})
@@ -219,8 +304,8 @@ func TestCheck(t *testing.T) {
 }
 
 func TestDetail(t *testing.T) {
-	g := newGuard(t, oscillation.Options{}, guard.Options{})
-	v := run(g, steps(a, b, a, b, a, b))[5]
+	g := newGuard(t, oscillation.Options{}, guard.Config{})
+	v := run(t, g, steps(a, b, a, b, a, b))[5]
 	want := `a cycle of 2 calls repeated 3 times in a row (threshold 3): search({"q":"a"}) -> read({"path":"/x"})`
 	if v.Detail != want {
 		t.Errorf("detail = %q, want %q", v.Detail, want)
@@ -235,7 +320,7 @@ func TestPreflight(t *testing.T) {
 	tests := []struct {
 		name  string
 		opts  oscillation.Options
-		gopts guard.Options
+		gopts guard.Config
 		steps []guard.Step
 		calls []guard.ToolCall
 		want  guard.Verdict
@@ -284,14 +369,14 @@ func TestPreflight(t *testing.T) {
 		},
 		{
 			name:  "ignored calls are skipped",
-			gopts: guard.Options{Ignore: []string{"think"}},
+			gopts: guard.Config{Ignore: []string{"think"}},
 			steps: []guard.Step{step(a, think), step(b), step(a, b), step(a)},
 			calls: []guard.ToolCall{think, b, think},
 			want:  stop(ev(2, 3, 3, sa, sb), pre),
 		},
 		{
 			name:  "only ignored calls",
-			gopts: guard.Options{Ignore: []string{"think"}},
+			gopts: guard.Config{Ignore: []string{"think"}},
 			steps: steps(a, b, a, b, a, b),
 			calls: []guard.ToolCall{think},
 		},
@@ -299,13 +384,13 @@ func TestPreflight(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := newGuard(t, tt.opts, tt.gopts)
-			run(g, tt.steps)
-			before, _ := g.Snapshot(guard.SnapshotOptions{})
-			got := g.Preflight(tt.calls...)
+			run(t, g, tt.steps)
+			before, _ := snap(g, guard.SnapshotOptions{})
+			got := preflight(t, g, tt.calls...)
 			if diff := cmp.Diff(tt.want, got.Verdict(), ignoreDetail); diff != "" {
 				t.Errorf("preflight (-want +got):\n%s", diff)
 			}
-			after, _ := g.Snapshot(guard.SnapshotOptions{})
+			after, _ := snap(g, guard.SnapshotOptions{})
 			if diff := cmp.Diff(string(before), string(after)); diff != "" {
 				t.Errorf("preflight changed the state (-before +after):\n%s", diff)
 			}
@@ -414,7 +499,7 @@ func TestAgainstModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		opts := oscillation.Options{MaxPeriod: rapid.IntRange(2, 5).Draw(t, "maxPeriod"), Repeats: rapid.IntRange(2, 4).Draw(t, "repeats"),
 			RequireIdenticalResults: rapid.Bool().Draw(t, "identical"), Warn: rapid.Bool().Draw(t, "warn")}
-		gopts := guard.Options{Ignore: []string{"think"}}
+		gopts := guard.Config{Ignore: []string{"think"}}
 		g := newGuard(t, opts, gopts)
 		m := &model{maxPeriod: opts.MaxPeriod, repeats: opts.Repeats, identical: opts.RequireIdenticalResults}
 		redacted := false // whether previews before a restore read [redacted]
@@ -422,12 +507,13 @@ func TestAgainstModel(t *testing.T) {
 			calls := rapid.SliceOfN(rapid.SampledFrom(pool), 0, 4).Draw(t, fmt.Sprintf("calls%d", i))
 			if rapid.IntRange(0, 9).Draw(t, fmt.Sprintf("restore%d", i)) == 0 {
 				redact := rapid.Bool().Draw(t, fmt.Sprintf("redact%d", i))
-				data, err := g.Snapshot(guard.SnapshotOptions{Previews: !redact})
+				data, err := snap(g, guard.SnapshotOptions{Previews: !redact})
 				if err != nil {
 					t.Fatal(err)
 				}
-				d, _ := oscillation.New(opts)
-				if g, err = gopts.Restore(data, d); err != nil {
+				cfg := gopts
+				cfg.Rules = []rule.Rule{newRule(t, opts)}
+				if g, err = guard.Restore(data, cfg); err != nil {
 					t.Fatalf("restore: %v\n%s", err, data)
 				}
 				redacted = redacted || redact
@@ -458,7 +544,7 @@ func TestAgainstModel(t *testing.T) {
 					}
 					// Without previews, a name that is not an
 					// identifier is saved as its hash.
-					if cut := w.Tools[j][:min(len(w.Tools[j]), 256)]; redacted && j < len(e.Tools) && !guard.PlainName(cut) && e.Tools[j] == guard.HashName(cut) {
+					if cut := w.Tools[j][:min(len(w.Tools[j]), 256)]; redacted && j < len(e.Tools) && !rule.PlainName(cut) && e.Tools[j] == rule.HashName(cut) {
 						w.Cycle[j] = strings.Replace(w.Cycle[j], w.Tools[j], e.Tools[j], 1)
 						w.Tools[j] = e.Tools[j]
 					}
@@ -470,9 +556,9 @@ func TestAgainstModel(t *testing.T) {
 					t.Fatalf("step %d %s evidence (-model +got):\n%s", i, what, diff)
 				}
 			}
-			d := g.Preflight(calls...)
+			d := preflight(t, g, calls...)
 			checkEvidence("preflight", !d.Allow, d.Evidence)
-			v := g.Check(step(calls...))
+			v := check(t, g, step(calls...))
 			checkEvidence("check", v.Stop, v.Evidence)
 			m.add(calls)
 			var wantWarn []float64
@@ -491,46 +577,41 @@ func TestAgainstModel(t *testing.T) {
 }
 
 func TestRedact(t *testing.T) {
-	g := newGuard(t, oscillation.Options{}, guard.Options{})
-	run(g, steps(a, b, a, b, a))
-	data, err := g.Snapshot(guard.SnapshotOptions{})
+	g := newGuard(t, oscillation.Options{}, guard.Config{})
+	run(t, g, steps(a, b, a, b, a))
+	data, err := snap(g, guard.SnapshotOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(string(data), `\"q\"`) || strings.Contains(string(data), "/x") {
 		t.Errorf("redacted snapshot holds a preview: %s", data)
 	}
-	d, _ := oscillation.New(oscillation.Options{})
-	g, err = guard.Restore(data, d)
+	g, err = guard.Restore(data, guard.Config{Rules: []rule.Rule{newRule(t, oscillation.Options{})}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := stop(ev(2, 3, 3, `search([redacted])`, sb), guard.PhasePreflight)
-	if diff := cmp.Diff(want, g.Preflight(b).Verdict(), ignoreDetail); diff != "" {
+	if diff := cmp.Diff(want, preflight(t, g, b).Verdict(), ignoreDetail); diff != "" {
 		t.Errorf("preflight after a redacted restore (-want +got):\n%s", diff)
 	}
 	want = stop(ev(2, 3, 3, `search([redacted])`, sb), guard.PhaseCheck)
-	if diff := cmp.Diff(want, g.Check(step(b)), ignoreDetail); diff != "" {
+	if diff := cmp.Diff(want, check(t, g, step(b)), ignoreDetail); diff != "" {
 		t.Errorf("check after a redacted restore (-want +got):\n%s", diff)
 	}
 	want = stop(ev(2, 3, 3, sb, sa), guard.PhaseCheck)
-	if diff := cmp.Diff(want, g.Check(step(a)), ignoreDetail); diff != "" {
+	if diff := cmp.Diff(want, check(t, g, step(a)), ignoreDetail); diff != "" {
 		t.Errorf("next check (-want +got):\n%s", diff)
 	}
 }
 
 func TestSnapshotState(t *testing.T) {
-	d, _ := oscillation.New(oscillation.Options{})
-	g, _ := guard.New(d)
-	if s, err := d.Snapshot(guard.SnapshotOptions{}); err != nil || string(s) != "null" {
-		t.Errorf("fresh state = %s, %v; want null", s, err)
+	g := newGuard(t, oscillation.Options{}, guard.Config{})
+	if s := stateOf(t, testutil.Snapshot(t, g, guard.SnapshotOptions{})); string(s) != "null" {
+		t.Errorf("fresh state = %s; want null", s)
 	}
 	long := call(strings.Repeat("x", 300), `{}`)
-	run(g, steps(long, a, b, a))
-	s, err := d.Snapshot(guard.SnapshotOptions{Previews: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	run(t, g, steps(long, a, b, a))
+	s := stateOf(t, testutil.Snapshot(t, g, guard.SnapshotOptions{Previews: true}))
 	var got struct {
 		Calls []struct{ Key, Tool, Preview string }
 		Runs  []int
@@ -553,17 +634,25 @@ func TestSnapshotState(t *testing.T) {
 	}
 
 	// A long tool name is cut in the snapshot.
-	g.Reset()
-	run(g, steps(long, long))
-	s, _ = d.Snapshot(guard.SnapshotOptions{Previews: true})
+	if err := g.Reset(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	run(t, g, steps(long, long))
+	s = stateOf(t, testutil.Snapshot(t, g, guard.SnapshotOptions{Previews: true}))
 	if strings.Contains(string(s), strings.Repeat("x", 257)) || !strings.Contains(string(s), strings.Repeat("x", 256)) {
 		t.Errorf("snapshot does not cut the tool name to 256 bytes: %s", s)
 	}
 	// Without previews, the name (no identifier) is hashed, as cut.
-	s, _ = d.Snapshot(guard.SnapshotOptions{})
-	if strings.Contains(string(s), "xxx") || !strings.Contains(string(s), guard.HashName(strings.Repeat("x", 256))) {
+	s = stateOf(t, testutil.Snapshot(t, g, guard.SnapshotOptions{}))
+	if strings.Contains(string(s), "xxx") || !strings.Contains(string(s), rule.HashName(strings.Repeat("x", 256))) {
 		t.Errorf("snapshot without previews holds the tool name: %s", s)
 	}
+}
+
+// keyed returns the facts of step i with one call of key k.
+func keyed(i int, k string) *rule.Facts {
+	sum := canonical.HashString(k)
+	return &rule.Facts{Index: i, Steps: i + 1, Calls: []rule.Call{{Tool: "search", Key: sum, Outcome: sum}}}
 }
 
 func TestRestoreRejects(t *testing.T) {
@@ -595,13 +684,14 @@ func TestRestoreRejects(t *testing.T) {
 		`{"calls":[{"key":"` + key("a") + `","tool":"\xff"}],"runs":[0,0]}`,
 	}
 	for _, s := range bad {
-		d, _ := oscillation.New(oscillation.Options{})
-		g, _ := guard.New(d)
-		run(g, steps(a, b, a, b, a))
+		d := newState(t, oscillation.Options{})
+		for i, k := range "ababa" {
+			d.Observe(keyed(i, string(k)))
+		}
 		if err := d.Restore([]byte(s)); err == nil {
 			t.Errorf("Restore(%s) succeeded", s)
 		}
-		if !g.Check(step(b)).Stop {
+		if d.Observe(keyed(5, "b")); !d.Verdict().Stop {
 			t.Errorf("after Restore(%s) failed, the state was lost", s)
 		}
 	}
@@ -609,14 +699,14 @@ func TestRestoreRejects(t *testing.T) {
 		`{"calls":[` + ca + `,` + cb + `,` + ca + `],"runs":[1,0]}`,
 		// A full tail may stand for a longer sequence.
 		`{"calls":[` + ca + `,` + cb + `,` + ca + `],"runs":[7,0]}`,
-		`{"calls":[` + callJSON("a", "search", guard.Redacted) + `],"runs":[0,0]}`,
+		`{"calls":[` + callJSON("a", "search", rule.Redacted) + `],"runs":[0,0]}`,
 	}
 	for _, s := range good {
-		d, _ := oscillation.New(oscillation.Options{})
+		d := newState(t, oscillation.Options{})
 		if err := d.Restore([]byte(s)); err != nil {
 			t.Errorf("Restore(%s): %v", s, err)
 		}
-		if got, _ := d.Snapshot(guard.SnapshotOptions{}); string(got) != s {
+		if got, _ := d.Snapshot(rule.SnapshotOptions{}); string(got) != s {
 			t.Errorf("snapshot after restore = %s, want %s", got, s)
 		}
 	}
@@ -624,23 +714,35 @@ func TestRestoreRejects(t *testing.T) {
 
 func TestRestoreNullAndResetAreFresh(t *testing.T) {
 	seq := steps(a, b, a, b, a, b, c, a, c, a, c, a)
-	fresh := run(newGuard(t, oscillation.Options{}, guard.Options{}), seq)
+	fresh := run(t, newGuard(t, oscillation.Options{}, guard.Config{}), seq)
 
-	g := newGuard(t, oscillation.Options{}, guard.Options{})
-	run(g, seq)
-	g.Reset()
-	if diff := cmp.Diff(fresh, run(g, seq)); diff != "" {
+	g := newGuard(t, oscillation.Options{}, guard.Config{})
+	run(t, g, seq)
+	if err := g.Reset(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(fresh, run(t, g, seq)); diff != "" {
 		t.Errorf("after Reset (-fresh +got):\n%s", diff)
 	}
 
-	d, _ := oscillation.New(oscillation.Options{})
-	g, _ = guard.New(d)
-	run(g, seq)
+	// A state restored from null is fresh, facts by facts.
+	const keys = "ababab"
+	d, want := newState(t, oscillation.Options{}), newState(t, oscillation.Options{})
+	for i, k := range keys {
+		d.Observe(keyed(i, string(k)))
+	}
 	if err := d.Restore([]byte("null")); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(fresh, run(g, seq)); diff != "" {
-		t.Errorf("after Restore(null) (-fresh +got):\n%s", diff)
+	for i, k := range keys {
+		d.Observe(keyed(i, string(k)))
+		want.Observe(keyed(i, string(k)))
+		if diff := cmp.Diff(want.Verdict(), d.Verdict()); diff != "" {
+			t.Errorf("step %d after Restore(null) (-fresh +got):\n%s", i, diff)
+		}
+	}
+	if !d.Verdict().Stop {
+		t.Error("the steps after Restore(null) never stop: the test proves little")
 	}
 }
 
@@ -675,7 +777,7 @@ func TestOptions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return guard.Fingerprint(d).String()
+		return rule.Fingerprint(d).String()
 	}
 	if fp(oscillation.Options{}) != fp(oscillation.Options{MaxPeriod: 3, Repeats: 3}) {
 		t.Error("the zero options and the explicit defaults fingerprint differently")
@@ -687,7 +789,7 @@ func TestOptions(t *testing.T) {
 	if diff := cmp.Diff(oscillation.Options{MaxPeriod: 3, Repeats: 3}, d.Options()); diff != "" {
 		t.Errorf("Options (-want +got):\n%s", diff)
 	}
-	if d.Name() != "oscillation" || d.Priority() != guard.PriorityOscillation {
+	if d.Name() != "oscillation" || d.Priority() != rule.PriorityOscillation {
 		t.Errorf("Name, Priority = %q, %d", d.Name(), d.Priority())
 	}
 }
@@ -697,15 +799,16 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	g, err := guard.New(d)
+	g, err := guard.New(guard.Config{Rules: []rule.Rule{d}})
 	if err != nil {
 		panic(err)
 	}
+	ctx := context.Background() // a guard in memory never returns an error
 	search := guard.ToolCall{Name: "search", Args: json.RawMessage(`{"q": "flights"}`)}
 	open := guard.ToolCall{Name: "open", Args: json.RawMessage(`{"url": "https://example.com"}`)}
 	for i := 0; i < 3; i++ {
-		g.Check(guard.Step{ToolCalls: []guard.ToolCall{search}})
-		v := g.Check(guard.Step{ToolCalls: []guard.ToolCall{open}})
+		g.Check(ctx, guard.Step{ToolCalls: []guard.ToolCall{search}})
+		v, _ := g.Check(ctx, guard.Step{ToolCalls: []guard.ToolCall{open}})
 		if v.Stop {
 			ev := v.Evidence.(oscillation.Evidence)
 			fmt.Println(v.Code, ev.Period, ev.Repeats, ev.Cycle)
@@ -718,21 +821,14 @@ func ExampleNew() {
 // A tool name that is not UTF-8 is kept as a snapshot writes it, so that
 // Snapshot, Restore, Snapshot gives the same bytes (found by FuzzCheck).
 func TestToolNameNotUTF8RoundTrips(t *testing.T) {
-	d, err := oscillation.New(oscillation.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, _ := guard.New(d)
-	g.Check(guard.Step{ToolCalls: []guard.ToolCall{{Name: "bad\xff\xfe", Args: json.RawMessage(`{}`)}}})
-	first, err := d.Snapshot(guard.SnapshotOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, _ := oscillation.New(oscillation.Options{})
+	g := newGuard(t, oscillation.Options{}, guard.Config{})
+	check(t, g, guard.Step{ToolCalls: []guard.ToolCall{{Name: "bad\xff\xfe", Args: json.RawMessage(`{}`)}}})
+	first := stateOf(t, testutil.Snapshot(t, g, guard.SnapshotOptions{}))
+	r := newState(t, oscillation.Options{})
 	if err := r.Restore(first); err != nil {
 		t.Fatal(err)
 	}
-	second, _ := r.Snapshot(guard.SnapshotOptions{})
+	second, _ := r.Snapshot(rule.SnapshotOptions{})
 	if string(first) != string(second) {
 		t.Errorf("snapshot changed across a restore:\n%s\n%s", first, second)
 	}
@@ -742,15 +838,15 @@ func TestToolNameNotUTF8RoundTrips(t *testing.T) {
 // calls that follow the cycle at the tail, and reaches Repeats rounds at the
 // step that stops.
 func TestSummaryRounds(t *testing.T) {
-	g := newGuard(t, oscillation.Options{}, guard.Options{})
+	g := newGuard(t, oscillation.Options{}, guard.Config{})
 	type row struct {
 		summary oscillation.Summary
 		stop    bool
 	}
 	var got []row
 	for _, c := range []guard.ToolCall{a, b, a, b, a, b, a, c} {
-		v := g.Check(step(c))
-		got = append(got, row{g.Summary().Detectors[oscillation.Name].(oscillation.Summary), v.Stop})
+		v := check(t, g, step(c))
+		got = append(got, row{summary(t, g).Detectors[oscillation.Name].(oscillation.Summary), v.Stop})
 	}
 	want := []row{
 		{oscillation.Summary{}, false},
@@ -773,11 +869,11 @@ func TestSummaryRounds(t *testing.T) {
 func TestSummaryAgreesWithStops(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		opts := oscillation.Options{MaxPeriod: rapid.IntRange(2, 5).Draw(t, "maxPeriod"), Repeats: rapid.IntRange(2, 4).Draw(t, "repeats")}
-		g := newGuard(t, opts, guard.Options{Ignore: []string{"think"}})
+		g := newGuard(t, opts, guard.Config{Ignore: []string{"think"}})
 		for i := range rapid.IntRange(1, 40).Draw(t, "steps") {
 			calls := rapid.SliceOfN(rapid.SampledFrom([]guard.ToolCall{a, b, c, think}), 0, 3).Draw(t, fmt.Sprintf("calls%d", i))
-			v := g.Check(step(calls...))
-			s := g.Summary().Detectors[oscillation.Name].(oscillation.Summary)
+			v := check(t, g, step(calls...))
+			s := summary(t, g).Detectors[oscillation.Name].(oscillation.Summary)
 			added := slices.ContainsFunc(calls, func(c guard.ToolCall) bool { return c.Name != "think" })
 			reached := s.Period > 0 && s.Calls >= opts.Repeats*s.Period
 			if added && reached != v.Stop {
@@ -785,4 +881,42 @@ func TestSummaryAgreesWithStops(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestGuardsOfOneRuleAreIndependent runs two guards made from one rule: the
+// first stops at its k-th identical step (each goes once round a cycle), the
+// second has seen none of its calls and stops at exactly its own k-th, and
+// the first's cycle went on.
+func TestGuardsOfOneRuleAreIndependent(t *testing.T) {
+	for _, tt := range []struct {
+		opts  oscillation.Options
+		calls []guard.ToolCall // one step
+		k     int
+	}{
+		{oscillation.Options{}, []guard.ToolCall{a, b}, 3},
+		{oscillation.Options{Repeats: 2, Warn: true}, []guard.ToolCall{a, b}, 2},
+		{oscillation.Options{Repeats: 4}, []guard.ToolCall{a, b, c}, 4},
+	} {
+		r := newRule(t, tt.opts)
+		g1, g2 := testutil.New(t, r), testutil.New(t, r)
+		ss := make([]guard.Step, tt.k)
+		for i := range ss {
+			ss[i] = step(tt.calls...)
+		}
+		for n, g := range []*guard.Guard{g1, g2} {
+			vs := run(t, g, ss)
+			for i, v := range vs[:tt.k-1] {
+				if v.Stop {
+					t.Errorf("%+v, guard %d: step %d of %d stops: %v", tt.opts, n+1, i+1, tt.k, v)
+				}
+			}
+			if e, ok := vs[tt.k-1].Evidence.(oscillation.Evidence); !ok || e.Period != len(tt.calls) || e.Repeats != e.Threshold {
+				t.Errorf("%+v, guard %d: step %d = %v, want a stop at the threshold", tt.opts, n+1, tt.k, vs[tt.k-1])
+			}
+		}
+		v := check(t, g1, step(tt.calls...))
+		if e, ok := v.Evidence.(oscillation.Evidence); !ok || e.Repeats != e.Threshold+1 {
+			t.Errorf("%+v: guard 1 after guard 2's run: %v, want a stop one round past the threshold", tt.opts, v)
+		}
+	}
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/loopguard/loopguard/detector/oscillation"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/testutil"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // identical are the options that compare results.
@@ -71,8 +73,8 @@ func TestIdenticalResults(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := newGuard(t, tt.opts, guard.Options{})
-			if diff := cmp.Diff(tt.want, run(g, tt.steps), ignoreDetail); diff != "" {
+			g := newGuard(t, tt.opts, guard.Config{})
+			if diff := cmp.Diff(tt.want, run(t, g, tt.steps), ignoreDetail); diff != "" {
 				t.Errorf("verdicts (-want +got):\n%s", diff)
 			}
 		})
@@ -88,25 +90,23 @@ func failedCall(c guard.ToolCall, msg string) guard.ToolCall {
 // the option never refuses, even the call that Check then stops on.
 func TestIdenticalResultsPreflight(t *testing.T) {
 	a1, b1 := withResult(a, `1`), withResult(b, `1`)
-	g := newGuard(t, identical, guard.Options{})
-	run(g, steps(a1, b1, a1, b1, a1))
-	if d := g.Preflight(b); !d.Allow {
+	g := newGuard(t, identical, guard.Config{})
+	run(t, g, steps(a1, b1, a1, b1, a1))
+	if d := preflight(t, g, b); !d.Allow {
 		t.Errorf("preflight refused: %v", d.Verdict())
 	}
-	if v := g.Check(step(b1)); !v.Stop {
+	if v := check(t, g, step(b1)); !v.Stop {
 		t.Errorf("check went on: %v", v)
 	}
 }
 
 func TestIdenticalResultsSnapshot(t *testing.T) {
 	a1, b1 := withResult(a, `1`), withResult(b, `1`)
-	d, _ := oscillation.New(identical)
-	g, _ := guard.New(d)
-	run(g, steps(a1, b, a1))
-	data, err := d.Snapshot(guard.SnapshotOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newRule(t, identical)
+	g := testutil.New(t, r)
+	run(t, g, steps(a1, b, a1))
+	snapshot := testutil.Snapshot(t, g, guard.SnapshotOptions{})
+	data := stateOf(t, snapshot)
 	var s struct {
 		Calls []struct {
 			Key     string
@@ -121,20 +121,19 @@ func TestIdenticalResultsSnapshot(t *testing.T) {
 	}
 	// The outcomes are what the cycle compares: restored, a1 b1 goes on
 	// (b had no result before), a1 b then a1 stops.
-	d2, _ := oscillation.New(identical)
-	g2, _ := guard.New(d2)
-	if err := d2.Restore(data); err != nil {
+	g2, err := guard.Restore(snapshot, guard.Config{Rules: []rule.Rule{r}})
+	if err != nil {
 		t.Fatal(err)
 	}
 	got := []bool{}
-	for _, v := range run(g2, steps(b1, a1, b1, a1, b1, a1)) {
+	for _, v := range run(t, g2, steps(b1, a1, b1, a1, b1, a1)) {
 		got = append(got, v.Stop)
 	}
 	if diff := cmp.Diff([]bool{false, false, false, false, true, true}, got); diff != "" {
 		t.Errorf("stops after restore (-want +got):\n%s", diff)
 	}
 	// Options that do not compare outcomes refuse such a state.
-	plain, _ := oscillation.New(oscillation.Options{})
+	plain := newState(t, oscillation.Options{})
 	if err := plain.Restore(data); err == nil {
 		t.Error("a state with outcomes restored under options that do not compare them")
 	}
@@ -146,7 +145,7 @@ func TestIdenticalResultsSnapshot(t *testing.T) {
 		`{"calls":[{"key":"` + k + `","outcome":"` + strings.Repeat("1", 32) + `","tool":"search"},{"key":"` + strings.Repeat("2", 32) + `","tool":"read"},{"key":"` + k + `","tool":"search"}],"runs":[1,0]}`,
 		`{"calls":[{"key":"` + k + `","outcome":"nope","tool":"search"}],"runs":[0,0]}`,
 	} {
-		d3, _ := oscillation.New(identical)
+		d3 := newState(t, identical)
 		if err := d3.Restore([]byte(bad)); err == nil {
 			t.Errorf("Restore(%s) succeeded", bad)
 		}
@@ -167,7 +166,7 @@ func TestWarn(t *testing.T) {
 	tests := []struct {
 		name  string
 		opts  oscillation.Options
-		gopts guard.Options
+		gopts guard.Config
 		steps []guard.Step
 		want  []guard.Verdict
 	}{
@@ -218,7 +217,7 @@ func TestWarn(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := newGuard(t, tt.opts, tt.gopts)
-			if diff := cmp.Diff(tt.want, run(g, tt.steps), ignoreDetail); diff != "" {
+			if diff := cmp.Diff(tt.want, run(t, g, tt.steps), ignoreDetail); diff != "" {
 				t.Errorf("verdicts (-want +got):\n%s", diff)
 			}
 		})
@@ -231,11 +230,11 @@ func TestWarnChangesNoStop(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		opts := oscillation.Options{MaxPeriod: rapid.IntRange(2, 4).Draw(t, "maxPeriod"), Repeats: rapid.IntRange(2, 3).Draw(t, "repeats"),
 			RequireIdenticalResults: rapid.Bool().Draw(t, "identical")}
-		plain := newGuard(t, opts, guard.Options{Ignore: []string{"think"}})
+		plain := newGuard(t, opts, guard.Config{Ignore: []string{"think"}})
 		opts.Warn = true
-		warned := newGuard(t, opts, guard.Options{Ignore: []string{"think"}})
+		warned := newGuard(t, opts, guard.Config{Ignore: []string{"think"}})
 		for i, calls := range rapid.SliceOfN(rapid.SliceOfN(rapid.SampledFrom(pool), 0, 3), 1, 30).Draw(t, "steps") {
-			p, w := plain.Check(step(calls...)), warned.Check(step(calls...))
+			p, w := check(t, plain, step(calls...)), check(t, warned, step(calls...))
 			w.Warnings = nil
 			if diff := cmp.Diff(p, w); diff != "" {
 				t.Fatalf("step %d: warnings changed the verdict (-without +with):\n%s", i, diff)
@@ -250,7 +249,7 @@ func TestOptionsBeyond(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return guard.Fingerprint(d).String()
+		return rule.Fingerprint(d).String()
 	}
 	base := fp(oscillation.Options{})
 	if fp(identical) == base || fp(oscillation.Options{Warn: true}) == base || fp(identical) == fp(oscillation.Options{Warn: true}) {
@@ -266,19 +265,18 @@ func TestOptionsBeyond(t *testing.T) {
 // a snapshot keeps is reported alike before and after a restore: cut.
 func TestLongToolNames(t *testing.T) {
 	long := call(strings.Repeat("t", 300), `{}`)
-	g := newGuard(t, oscillation.Options{Warn: true}, guard.Options{})
-	run(g, steps(long, b, long, b))
-	data, err := g.Snapshot(guard.SnapshotOptions{})
+	g := newGuard(t, oscillation.Options{Warn: true}, guard.Config{})
+	run(t, g, steps(long, b, long, b))
+	data, err := snap(g, guard.SnapshotOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, _ := oscillation.New(oscillation.Options{Warn: true})
-	restored, err := guard.Restore(data, d)
+	restored, err := guard.Restore(data, guard.Config{Rules: []rule.Rule{newRule(t, oscillation.Options{Warn: true})}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range steps(long, b) {
-		want, got := g.Check(s), restored.Check(s)
+		want, got := check(t, g, s), check(t, restored, s)
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("restored guard (-original +restored):\n%s", diff)
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/loopguard/loopguard/canonical"
+	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/repeat"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/testutil"
@@ -55,8 +56,8 @@ func BenchmarkPreflight(b *testing.B) {
 	d, _ := repeat.New(repeat.Options{})
 	g := testutil.New(b, d)
 	ctx := context.Background()
-	check(g, step(a))
-	check(g, step(a))
+	ruletest.Check(b, g, step(a))
+	ruletest.Check(b, g, step(a))
 	b.ReportAllocs()
 	for b.Loop() {
 		if dec, _ := g.Preflight(ctx, bCall); !dec.Allow {

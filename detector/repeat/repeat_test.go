@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"pgregory.net/rapid"
 
+	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/repeat"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
@@ -59,7 +60,7 @@ var ignoreDetail = cmpopts.IgnoreFields(guard.Verdict{}, "Detail")
 
 // tb is what newGuard needs of a *testing.T or a *rapid.T.
 type tb interface {
-	Helper()
+	ruletest.TB
 	Fatal(args ...any)
 }
 
@@ -77,30 +78,12 @@ func newGuard(t tb, o repeat.Options, g guard.Config) *guard.Guard {
 	return gd
 }
 
-// check is g.Check for tests and rapid's properties alike: a guard in memory
-// never returns an error, so one is a panic.
-func check(g *guard.Guard, s guard.Step) guard.Verdict {
-	v, err := g.Check(context.Background(), s)
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
-
-// preflight is g.Preflight as check is g.Check.
-func preflight(g *guard.Guard, calls ...guard.ToolCall) guard.Decision {
-	d, err := g.Preflight(context.Background(), calls...)
-	if err != nil {
-		panic(err)
-	}
-	return d
-}
-
 // run checks the steps in order and returns the verdicts.
-func run(g *guard.Guard, steps []guard.Step) []guard.Verdict {
+func run(t ruletest.TB, g *guard.Guard, steps []guard.Step) []guard.Verdict {
+	t.Helper()
 	out := make([]guard.Verdict, len(steps))
 	for i, s := range steps {
-		out[i] = check(g, s)
+		out[i] = ruletest.Check(t, g, s)
 	}
 	return out
 }
@@ -292,7 +275,7 @@ func TestCheck(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := newGuard(t, tt.opts, tt.gopts)
-			got := run(g, tt.steps)
+			got := run(t, g, tt.steps)
 			if diff := cmp.Diff(tt.want, got, ignoreDetail); diff != "" {
 				t.Errorf("verdicts (-want +got):\n%s", diff)
 			}
@@ -304,7 +287,7 @@ func TestStepIndexesKeepTheNewest(t *testing.T) {
 	g := newGuard(t, repeat.Options{Threshold: 100}, guard.Config{})
 	var v guard.Verdict
 	for i := 0; i < 99; i++ {
-		if v = check(g, step(a)); v.Stop {
+		if v = ruletest.Check(t, g, step(a)); v.Stop {
 			t.Fatalf("step %d: stop", i)
 		}
 	}
@@ -312,11 +295,11 @@ func TestStepIndexesKeepTheNewest(t *testing.T) {
 	for i := 100 - repeat.MaxStepIndexes; i < 100; i++ {
 		want = append(want, i)
 	}
-	d := preflight(g, a)
+	d := ruletest.Preflight(t, g, a)
 	if got := d.Evidence.(repeat.Evidence).StepIndexes; !cmp.Equal(want, got) {
 		t.Errorf("preflight stepIndexes (-want +got):\n%s", cmp.Diff(want, got))
 	}
-	v = check(g, step(a))
+	v = ruletest.Check(t, g, step(a))
 	if got := v.Evidence.(repeat.Evidence).StepIndexes; !cmp.Equal(want, got) {
 		t.Errorf("check stepIndexes (-want +got):\n%s", cmp.Diff(want, got))
 	}
@@ -324,14 +307,14 @@ func TestStepIndexesKeepTheNewest(t *testing.T) {
 
 func TestDetail(t *testing.T) {
 	g := newGuard(t, repeat.Options{}, guard.Config{})
-	run(g, []guard.Step{step(a), step(a)})
-	v := check(g, step(a))
+	run(t, g, []guard.Step{step(a), step(a)})
+	v := ruletest.Check(t, g, step(a))
 	if want := `tool "search" called 3 times in a row with the same arguments {"q":"a"} (threshold 3)`; v.Detail != want {
 		t.Errorf("detail = %q, want %q", v.Detail, want)
 	}
 	g = newGuard(t, repeat.Options{RequireIdenticalResults: true}, guard.Config{})
-	run(g, []guard.Step{step(a), step(a)})
-	v = check(g, step(a))
+	run(t, g, []guard.Step{step(a), step(a)})
+	v = ruletest.Check(t, g, step(a))
 	if want := `tool "search" called 3 times in a row with the same arguments and the same outcome {"q":"a"} (threshold 3)`; v.Detail != want {
 		t.Errorf("detail = %q, want %q", v.Detail, want)
 	}
@@ -449,12 +432,12 @@ func TestPreflight(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := newGuard(t, tt.opts, tt.gopts)
-			run(g, tt.steps)
+			run(t, g, tt.steps)
 			before, err := g.Snapshot(context.Background(), guard.SnapshotOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := preflight(g, tt.calls...)
+			got := ruletest.Preflight(t, g, tt.calls...)
 			if diff := cmp.Diff(tt.want, got.Verdict(), ignoreDetail); diff != "" {
 				t.Errorf("preflight (-want +got):\n%s", diff)
 			}
@@ -478,11 +461,11 @@ func TestPreflightAgreesWithCheck(t *testing.T) {
 		pool := []guard.ToolCall{a, b, c, think, failed(a)}
 		steps := rapid.SliceOfN(rapid.SliceOfN(rapid.SampledFrom(pool), 0, 3), 0, 8).Draw(t, "steps")
 		for _, s := range steps {
-			check(g, step(s...))
+			ruletest.Check(t, g, step(s...))
 		}
 		proposal := rapid.SliceOfN(rapid.SampledFrom(pool[:4]), 1, 4).Draw(t, "proposal")
-		d := preflight(g, proposal...)
-		v := check(g, step(proposal...))
+		d := ruletest.Preflight(t, g, proposal...)
+		v := ruletest.Check(t, g, step(proposal...))
 		if d.Allow {
 			if v.Stop {
 				t.Fatalf("preflight allowed calls that Check stops: %v", v)
@@ -513,7 +496,7 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 		redact := rapid.Bool().Draw(t, "redact")
 		orig := newGuard(t, opts, gopts)
 		for _, s := range steps[:cut] {
-			check(orig, step(s...))
+			ruletest.Check(t, orig, step(s...))
 		}
 		data, err := orig.Snapshot(context.Background(), guard.SnapshotOptions{Previews: !redact})
 		if err != nil {
@@ -533,11 +516,11 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 			t.Fatalf("snapshot of the restored guard (-saved +restored):\n%s", diff)
 		}
 		for i, s := range steps[cut:] {
-			want, got := preflight(orig, s...), preflight(restored, s...)
+			want, got := ruletest.Preflight(t, orig, s...), ruletest.Preflight(t, restored, s...)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Fatalf("preflight before step %d (-original +restored):\n%s", cut+i, diff)
 			}
-			if diff := cmp.Diff(check(orig, step(s...)), check(restored, step(s...))); diff != "" {
+			if diff := cmp.Diff(ruletest.Check(t, orig, step(s...)), ruletest.Check(t, restored, step(s...))); diff != "" {
 				t.Fatalf("step %d (-original +restored):\n%s", cut+i, diff)
 			}
 		}
@@ -546,7 +529,7 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 
 func TestStepIndexesContinueAcrossRestore(t *testing.T) {
 	g := newGuard(t, repeat.Options{}, guard.Config{})
-	run(g, []guard.Step{step(a), {}, step(a)})
+	run(t, g, []guard.Step{step(a), {}, step(a)})
 	data, err := g.Snapshot(context.Background(), guard.SnapshotOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -557,7 +540,7 @@ func TestStepIndexesContinueAcrossRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := stop(ev("search", `{"q":"a"}`, 3, 3, 0, 2, 3), guard.PhaseCheck)
-	if diff := cmp.Diff(want, check(g, step(a)), ignoreDetail); diff != "" {
+	if diff := cmp.Diff(want, ruletest.Check(t, g, step(a)), ignoreDetail); diff != "" {
 		t.Errorf("verdict after restore (-want +got):\n%s", diff)
 	}
 }
@@ -565,16 +548,16 @@ func TestStepIndexesContinueAcrossRestore(t *testing.T) {
 func TestSnapshotState(t *testing.T) {
 	d, _ := repeat.New(repeat.Options{})
 	g := testutil.New(t, d)
-	state, err := saver(d).Snapshot(guard.SnapshotOptions{})
+	state, err := ruletest.Saver(t, d).Snapshot(guard.SnapshotOptions{})
 	if err != nil || string(state) != "null" {
 		t.Errorf("fresh state = %s, %v; want null", state, err)
 	}
-	if got := stateOf(t, g, guard.SnapshotOptions{}); got != "null" {
+	if got := ruletest.StateOf(t, g, repeat.Name, guard.SnapshotOptions{}); got != "null" {
 		t.Errorf("fresh guard's state = %s; want null", got)
 	}
-	run(g, []guard.Step{step(a), {}, step(a, a, a)})
-	state = []byte(stateOf(t, g, guard.SnapshotOptions{Previews: true}))
-	redacted := stateOf(t, g, guard.SnapshotOptions{})
+	run(t, g, []guard.Step{step(a), {}, step(a, a, a)})
+	state = []byte(ruletest.StateOf(t, g, repeat.Name, guard.SnapshotOptions{Previews: true}))
+	redacted := ruletest.StateOf(t, g, repeat.Name, guard.SnapshotOptions{})
 	var got struct {
 		Sig   string
 		Count int
@@ -621,7 +604,7 @@ func TestRestoreRejects(t *testing.T) {
 	d, _ := repeat.New(repeat.Options{})
 	good := `{"sig":` + sig + `,"count":2,"steps":[4,7]}`
 	for _, s := range bad {
-		st := saver(d)
+		st := ruletest.Saver(t, d)
 		if err := st.Restore([]byte(good)); err != nil {
 			t.Fatalf("Restore(%s): %v", good, err)
 		}
@@ -633,7 +616,7 @@ func TestRestoreRejects(t *testing.T) {
 			t.Errorf("after Restore(%s) failed, the state is %s, want %s", s, got, good)
 		}
 	}
-	st := saver(d)
+	st := ruletest.Saver(t, d)
 	if err := st.Restore([]byte(good)); err != nil {
 		t.Errorf("Restore(%s): %v", good, err)
 	}
@@ -642,49 +625,25 @@ func TestRestoreRejects(t *testing.T) {
 	}
 }
 
-// saver returns a new state of d, which keeps a run and so is a Saver.
-func saver(d *repeat.Rule) rule.Saver { return d.NewState().(rule.Saver) }
-
-// stateOf returns the state of the repeat rule in g's snapshot.
-func stateOf(t *testing.T, g *guard.Guard, o guard.SnapshotOptions) string {
-	t.Helper()
-	var env struct {
-		Detectors []struct {
-			Name  string          `json:"name"`
-			State json.RawMessage `json:"state"`
-		} `json:"detectors"`
-	}
-	if err := json.Unmarshal(testutil.Snapshot(t, g, o), &env); err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range env.Detectors {
-		if r.Name == repeat.Name {
-			return string(r.State)
-		}
-	}
-	t.Fatalf("no state of %s in the snapshot", repeat.Name)
-	return ""
-}
-
 func TestRestoreNullAndResetAreFresh(t *testing.T) {
 	steps := []guard.Step{step(a), step(a), step(a), step(b, b), step(b)}
-	fresh := run(newGuard(t, repeat.Options{}, guard.Config{}), steps)
+	fresh := run(t, newGuard(t, repeat.Options{}, guard.Config{}), steps)
 
 	g := newGuard(t, repeat.Options{}, guard.Config{})
-	run(g, steps)
+	run(t, g, steps)
 	if err := g.Reset(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(fresh, run(g, steps)); diff != "" {
+	if diff := cmp.Diff(fresh, run(t, g, steps)); diff != "" {
 		t.Errorf("after Reset (-fresh +got):\n%s", diff)
 	}
 
 	// A state restored from a run, then from null, is a fresh state.
 	d, _ := repeat.New(repeat.Options{})
 	g = testutil.New(t, d)
-	run(g, steps)
-	st := saver(d)
-	if err := st.Restore([]byte(stateOf(t, g, guard.SnapshotOptions{}))); err != nil {
+	run(t, g, steps)
+	st := ruletest.Saver(t, d)
+	if err := st.Restore([]byte(ruletest.StateOf(t, g, repeat.Name, guard.SnapshotOptions{}))); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Restore([]byte("null")); err != nil {
@@ -710,12 +669,12 @@ func TestGuardsOfOneRuleAreIndependent(t *testing.T) {
 	}
 	var got1, got2 []bool
 	for range 2 {
-		got1 = append(got1, check(g1, step(a)).Stop)
+		got1 = append(got1, ruletest.Check(t, g1, step(a)).Stop)
 	}
 	for range 3 {
-		got2 = append(got2, check(g2, step(b)).Stop)
+		got2 = append(got2, ruletest.Check(t, g2, step(b)).Stop)
 	}
-	got1 = append(got1, check(g1, step(a)).Stop)
+	got1 = append(got1, ruletest.Check(t, g1, step(a)).Stop)
 	if diff := cmp.Diff([]bool{false, false, true}, got1); diff != "" {
 		t.Errorf("first guard's stops (-want +got):\n%s", diff)
 	}
@@ -801,7 +760,7 @@ func TestOptionsFingerprint(t *testing.T) {
 
 func TestSummary(t *testing.T) {
 	g := newGuard(t, repeat.Options{}, guard.Config{})
-	run(g, []guard.Step{step(b), step(a), {}, step(a)})
+	run(t, g, []guard.Step{step(b), step(a), {}, step(a)})
 	got := testutil.Summary(t, g).Detectors[repeat.Name]
 	want := repeat.Summary{Count: 2, StepIndexes: []int{1, 3}}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
 
+	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/repeat"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
@@ -96,7 +97,7 @@ func TestWarn(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := newGuard(t, tt.opts, tt.gopts)
-			if diff := cmp.Diff(tt.want, run(g, tt.steps), ignoreDetail); diff != "" {
+			if diff := cmp.Diff(tt.want, run(t, g, tt.steps), ignoreDetail); diff != "" {
 				t.Errorf("verdicts (-want +got):\n%s", diff)
 			}
 		})
@@ -116,7 +117,7 @@ func TestWarnChangesNoStop(t *testing.T) {
 		opts.Warn = true
 		warned := newGuard(t, opts, gopts)
 		for i, calls := range rapid.SliceOfN(rapid.SliceOfN(rapid.SampledFrom(pool), 0, 3), 1, 30).Draw(t, "steps") {
-			p, w := check(plain, step(calls...)), check(warned, step(calls...))
+			p, w := ruletest.Check(t, plain, step(calls...)), ruletest.Check(t, warned, step(calls...))
 			if w.Stop && len(w.Warnings) > 0 {
 				t.Fatalf("step %d: a stop with a warning", i)
 			}

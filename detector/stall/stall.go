@@ -8,18 +8,18 @@
 // runs, and the model apologises in new words, eight or nine turns in a row.
 //
 // A step is stalled when none of its tool outcomes (a call's arguments plus
-// its result or error, guard.Call.Outcome) is new in this run. A step without
+// its result or error, rule.Call.Outcome) is new in this run. A step without
 // calls is stalled, and so is one that only calls ignored tools (see
-// guard.Options.Ignore). A step that brings new input other than tool
-// results (guard.Step.Input, such as a user's reply; the JSON step field
+// rule.Options.Ignore). A step that brings new input other than tool
+// results (rule.Step.Input, such as a user's reply; the JSON step field
 // userReply is read into it) is progress: a conversational agent learns from
 // its user, not only from tools. Set Step.Input in such agents, or a long
 // exchange of text-only turns is a stall.
 //
-// The detector stops after Options.Threshold stalled steps in a row, and
+// The rule stops after Options.Threshold stalled steps in a row, and
 // again on every later stalled step, with a growing count. A step with a new
 // outcome or new input starts the count again. A step in which the guard
-// refused a call (guard.Step.Refused), and that brings nothing new, neither
+// refused a call (rule.Step.Refused), and that brings nothing new, neither
 // counts nor starts the count again: a model that keeps asking for a refused
 // call is package refusal's case.
 //
@@ -32,9 +32,9 @@
 // threshold carries a STALL_WARNING (from a count of 2, so that a single
 // text-only step never warns).
 //
-// The detector is not in detector.Defaults: it goes beyond the reference.
+// The rule is not in detector.Defaults: it goes beyond the reference.
 // Switch it on with "stall": true (or {"threshold": N, "warn": true}) in the
-// options document, or pass it to guard.New.
+// options document, or pass it to rule.New.
 package stall
 
 import (
@@ -43,27 +43,27 @@ import (
 	"strconv"
 
 	"github.com/loopguard/loopguard/feedback"
-	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/outcomes"
+	"github.com/loopguard/loopguard/rule"
 )
 
-// Name is the detector's name: the key of its state in snapshots.
+// Name is the rule's name: the key of its state in snapshots.
 const Name = "stall"
 
-// Code is the code of the detector's stops, and WarningCode that of its
+// Code is the code of the rule's stops, and WarningCode that of its
 // warnings.
 const (
 	Code        = feedback.CodeStall
 	WarningCode = feedback.CodeStallWarning
 )
 
-// ReasonStall is the reason of the detector's stops.
-const ReasonStall guard.Reason = "stall"
+// ReasonStall is the reason of the rule's stops.
+const ReasonStall rule.Reason = "stall"
 
-// Priority is the detector's priority: after the built-in rules (no progress
-// is guard.PriorityNoProgress), before custom ones, so that a stall with the
+// Priority is the rule's priority: after the built-in rules (no progress
+// is rule.PriorityNoProgress), before custom ones, so that a stall with the
 // same text is reported as no progress.
-const Priority = guard.PriorityNoProgress + 50
+const Priority = rule.PriorityNoProgress + 50
 
 // Defaults of the options, and the largest window.
 //
@@ -79,7 +79,7 @@ const (
 	MaxWindow        = 1 << 20
 )
 
-// Options tune the detector. The zero value stops after 5 stalled steps and
+// Options tune the rule. The zero value stops after 5 stalled steps and
 // remembers the newest 1024 distinct outcomes.
 type Options struct {
 	// Threshold is how many stalled steps in a row stop the run: 0 means
@@ -101,32 +101,37 @@ type Evidence struct {
 	Threshold int `json:"threshold"`
 }
 
-// A Detector counts stalled steps. Create it with New.
-type Detector struct {
-	guard.Owned // one guard at a time
+// A Rule counts stalled steps: validated options, never changed after New,
+// so that one Rule serves any number of guards at once. Create it with New.
+type Rule struct {
+	opts Options
+}
 
-	opts    Options
+// state is one run's: the remembered outcomes and the stalled steps.
+type state struct {
+	r       *Rule
 	seen    outcomes.Set
 	stalled int // stalled steps in a row
-	verdict guard.Verdict
+	verdict rule.Verdict
 }
 
 var (
-	_ guard.Detector   = (*Detector)(nil)
-	_ guard.Bounded    = (*Detector)(nil)
-	_ guard.Summarizer = (*Detector)(nil)
+	_ rule.Rule       = (*Rule)(nil)
+	_ rule.Saver      = (*state)(nil)
+	_ rule.Bounded    = (*state)(nil)
+	_ rule.Summarizer = (*state)(nil)
 )
 
-// New returns a detector with these options, or an error (a
-// *guard.OptionError) for every invalid option.
-func New(o Options) (*Detector, error) {
+// New returns a rule with these options, or an error (a
+// *rule.OptionError) for every invalid option.
+func New(o Options) (*Rule, error) {
 	var errs []error
 	if o.Threshold != 0 && o.Threshold < 2 {
-		errs = append(errs, &guard.OptionError{Detector: Name, Field: "Threshold",
+		errs = append(errs, &rule.OptionError{Detector: Name, Field: "Threshold",
 			Err: fmt.Errorf("must be 0 (the default, %d) or at least 2, not %d", DefaultThreshold, o.Threshold)})
 	}
 	if o.Window < 0 || o.Window > MaxWindow {
-		errs = append(errs, &guard.OptionError{Detector: Name, Field: "Window",
+		errs = append(errs, &rule.OptionError{Detector: Name, Field: "Window",
 			Err: fmt.Errorf("must be 0 (the default, %d) or from 1 to %d, not %d", DefaultWindow, MaxWindow, o.Window)})
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -138,82 +143,87 @@ func New(o Options) (*Detector, error) {
 	if o.Window == 0 {
 		o.Window = DefaultWindow
 	}
-	d := &Detector{opts: o}
-	d.seen.Init(o.Window)
-	return d, nil
+	return &Rule{opts: o}, nil
+}
+
+// NewState returns the state of a fresh run: no outcome remembered yet.
+func (d *Rule) NewState() rule.State {
+	s := &state{r: d}
+	s.seen.Init(d.opts.Window)
+	return s
 }
 
 // Name returns "stall".
-func (d *Detector) Name() string { return Name }
+func (d *Rule) Name() string { return Name }
 
 // Priority returns Priority.
-func (d *Detector) Priority() int { return Priority }
+func (d *Rule) Priority() int { return Priority }
 
 // Options returns the options with the defaults filled in.
-func (d *Detector) Options() any { return d.opts }
+func (d *Rule) Options() any { return d.opts }
 
 // maxStalled caps the count, so that it never overflows.
 const maxStalled = 1 << 62
 
 // Observe records the step's outcomes and counts it if it is stalled.
-func (d *Detector) Observe(f *guard.Facts) {
-	d.verdict = guard.Verdict{}
+func (s *state) Observe(f *rule.Facts) {
+	s.verdict = rule.Verdict{}
 	stalled := !f.NewInput
 	for i := range f.Calls {
 		c := &f.Calls[i]
-		if !c.Ignored && d.seen.Add(c.Outcome) {
+		if !c.Ignored && s.seen.Add(c.Outcome) {
 			stalled = false
 		}
 	}
 	if !stalled {
-		d.stalled = 0
+		s.stalled = 0
 		return
 	}
 	if len(f.Refused) > 0 {
 		return // the refusal rule's case: neither a stalled step nor progress
 	}
-	if d.stalled < maxStalled {
-		d.stalled++
+	if s.stalled < maxStalled {
+		s.stalled++
 	}
-	t := d.opts.Threshold
+	t := s.r.opts.Threshold
 	switch {
-	case d.stalled >= t:
-		ev := Evidence{Steps: d.stalled, Threshold: t}
-		v := guard.Verdict{
+	case s.stalled >= t:
+		ev := Evidence{Steps: s.stalled, Threshold: t}
+		v := rule.Verdict{
 			Stop:     true,
 			Reason:   ReasonStall,
 			Code:     Code,
 			Detail:   fmt.Sprintf("%d steps in a row brought no new tool outcome and no new input (threshold %d)", ev.Steps, t),
 			Evidence: ev,
 		}
-		v.Feedback = feedback.For(v, guard.PhaseCheck)
-		d.verdict = v
-	case d.opts.Warn && d.stalled == t-1 && d.stalled >= 2:
-		w := guard.Warning{
-			Code: WarningCode, Metric: "stalledSteps", Value: float64(d.stalled), Limit: float64(t),
-			Ratio:  float64(d.stalled) / float64(t),
-			Detail: fmt.Sprintf("%d steps in a row brought no new tool outcome and no new input; %d stop the run", d.stalled, t),
+		v.Feedback = feedback.For(v, rule.PhaseCheck)
+		s.verdict = v
+	case s.r.opts.Warn && s.stalled == t-1 && s.stalled >= 2:
+		w := rule.Warning{
+			Code: WarningCode, Metric: "stalledSteps", Value: float64(s.stalled), Limit: float64(t),
+			Ratio:  float64(s.stalled) / float64(t),
+			Detail: fmt.Sprintf("%d steps in a row brought no new tool outcome and no new input; %d stop the run", s.stalled, t),
 		}
 		w.Feedback = feedback.ForWarning(w)
-		d.verdict.Warnings = []guard.Warning{w}
+		s.verdict.Warnings = []rule.Warning{w}
 	}
 }
 
 // Verdict returns the stop (or warning) found by the last Observe, if any.
-func (d *Detector) Verdict() guard.Verdict { return d.verdict }
+func (s *state) Verdict() rule.Verdict { return s.verdict }
 
 // Preflight judges nothing: the rule needs finished steps.
-func (d *Detector) Preflight(*guard.Facts) guard.Verdict { return guard.Verdict{} }
+func (s *state) Preflight(*rule.Facts) rule.Verdict { return rule.Verdict{} }
 
-// Reset forgets the run.
-func (d *Detector) Reset() {
-	d.seen.Reset()
-	d.stalled = 0
-	d.verdict = guard.Verdict{}
+// reset forgets the run, for a Restore of null.
+func (s *state) reset() {
+	s.seen.Reset()
+	s.stalled = 0
+	s.verdict = rule.Verdict{}
 }
 
-// state is the JSON form of the detector's state.
-type state struct {
+// saved is the JSON form of a run's state.
+type saved struct {
 	// Stalled is the number of stalled steps in a row.
 	Stalled int `json:"stalled"`
 	// Outcomes are the remembered outcomes, oldest first: their 16-byte
@@ -223,48 +233,48 @@ type state struct {
 
 // Snapshot returns the count and the remembered outcomes as JSON, or null for
 // a fresh state. The state holds no preview, so redaction changes nothing.
-func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
-	if d.stalled == 0 && d.seen.Len() == 0 {
+func (s *state) Snapshot(rule.SnapshotOptions) ([]byte, error) {
+	if s.stalled == 0 && s.seen.Len() == 0 {
 		return []byte("null"), nil
 	}
-	// The JSON of state, written by hand as in package noprogress: base64
+	// The JSON of saved, written by hand as in package noprogress: base64
 	// has nothing to escape. TestSnapshotIsStateJSON holds the two equal.
-	b := make([]byte, 0, 48+(16*d.seen.Len()*4+2)/3)
+	b := make([]byte, 0, 48+(16*s.seen.Len()*4+2)/3)
 	b = append(b, `{"stalled":`...)
-	b = strconv.AppendInt(b, int64(d.stalled), 10)
+	b = strconv.AppendInt(b, int64(s.stalled), 10)
 	b = append(b, `,"outcomes":"`...)
-	b = d.seen.AppendEncode(b)
+	b = s.seen.AppendEncode(b)
 	return append(b, `"}`...), nil
 }
 
 // Restore replaces the state by one that Snapshot returned: the outcomes
 // must be whole sums, at most Window of them, without duplicates.
-func (d *Detector) Restore(data []byte) error {
-	var s *state
-	if err := guard.UnmarshalState(data, &s); err != nil {
+func (s *state) Restore(data []byte) error {
+	var in *saved
+	if err := rule.UnmarshalState(data, &in); err != nil {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
-	if s == nil {
-		d.Reset()
+	if in == nil {
+		s.reset()
 		return nil
 	}
-	if s.Stalled < 0 || s.Stalled > maxStalled {
-		return fmt.Errorf("%s: stalled count %d out of range", Name, s.Stalled)
+	if in.Stalled < 0 || in.Stalled > maxStalled {
+		return fmt.Errorf("%s: stalled count %d out of range", Name, in.Stalled)
 	}
-	if s.Stalled == 0 && s.Outcomes == "" {
+	if in.Stalled == 0 && in.Outcomes == "" {
 		return fmt.Errorf("%s: an empty state (a fresh state is null)", Name)
 	}
 	var seen outcomes.Set
-	seen.Init(d.opts.Window)
-	if err := seen.Decode(s.Outcomes); err != nil {
+	seen.Init(s.r.opts.Window)
+	if err := seen.Decode(in.Outcomes); err != nil {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
-	d.Reset()
-	d.seen, d.stalled = seen, s.Stalled
+	s.reset()
+	s.seen, s.stalled = seen, in.Stalled
 	return nil
 }
 
-// Summary describes the detector's state.
+// Summary describes the rule's state.
 type Summary struct {
 	// StalledSteps is the number of stalled steps in a row.
 	StalledSteps int `json:"stalledSteps"`
@@ -272,19 +282,19 @@ type Summary struct {
 	Outcomes int `json:"outcomes"`
 }
 
-// Summary returns the detector's state (a Summary).
-func (d *Detector) Summary() any {
-	return Summary{StalledSteps: d.stalled, Outcomes: d.seen.Len()}
+// Summary returns the rule's state (a Summary).
+func (s *state) Summary() any {
+	return Summary{StalledSteps: s.stalled, Outcomes: s.seen.Len()}
 }
 
 // CheckBounds checks the restored state against the guard's counters: the
 // stalled steps are among the steps recorded, and the outcomes come from
 // calls recorded.
-func (d *Detector) CheckBounds(c guard.Counters) error {
-	if d.stalled > c.Steps {
-		return fmt.Errorf("%s: %d stalled steps, but %d steps recorded", Name, d.stalled, c.Steps)
+func (s *state) CheckBounds(c rule.Counters) error {
+	if s.stalled > c.Steps {
+		return fmt.Errorf("%s: %d stalled steps, but %d steps recorded", Name, s.stalled, c.Steps)
 	}
-	if n := d.seen.Len(); n > c.ToolCalls {
+	if n := s.seen.Len(); n > c.ToolCalls {
 		return fmt.Errorf("%s: %d outcomes, but %d calls recorded", Name, n, c.ToolCalls)
 	}
 	return nil

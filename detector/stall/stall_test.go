@@ -2,6 +2,7 @@ package stall_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -14,11 +15,13 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"pgregory.net/rapid"
 
+	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/noprogress"
 	"github.com/loopguard/loopguard/detector/stall"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/testutil"
+	"github.com/loopguard/loopguard/rule"
 )
 
 func call(tool, args string) guard.ToolCall {
@@ -76,27 +79,29 @@ var ignoreDetail = cmp.Options{
 }
 
 type tb interface {
-	Helper()
+	ruletest.TB
 	Fatal(args ...any)
 }
 
-func newGuard(t tb, o stall.Options, g guard.Options) *guard.Guard {
+func newGuard(t tb, o stall.Options, g guard.Config) *guard.Guard {
 	t.Helper()
 	d, err := stall.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gd, err := g.New(d)
+	g.Rules = []rule.Rule{d}
+	gd, err := guard.New(g)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return gd
 }
 
-func run(g *guard.Guard, steps []guard.Step) []guard.Verdict {
+func run(t ruletest.TB, g *guard.Guard, steps []guard.Step) []guard.Verdict {
+	t.Helper()
 	out := make([]guard.Verdict, len(steps))
 	for i, s := range steps {
-		out[i] = g.Check(s)
+		out[i] = ruletest.Check(t, g, s)
 	}
 	return out
 }
@@ -133,7 +138,7 @@ func TestCheck(t *testing.T) {
 	tests := []struct {
 		name  string
 		opts  stall.Options
-		gopts guard.Options
+		gopts guard.Config
 		steps []guard.Step
 		want  []guard.Verdict
 	}{
@@ -203,7 +208,7 @@ func TestCheck(t *testing.T) {
 		{
 			name:  "ignored calls are not outcomes",
 			opts:  stall.Options{Threshold: 3},
-			gopts: guard.Options{Ignore: []string{"think"}},
+			gopts: guard.Config{Ignore: []string{"think"}},
 			steps: []guard.Step{step("", think), step("", withResult(think, `1`)), step("", withResult(think, `2`))},
 			want:  cat(goOn(2), one(stop(3, 3))),
 		},
@@ -223,7 +228,7 @@ func TestCheck(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := newGuard(t, tt.opts, tt.gopts)
-			if diff := cmp.Diff(tt.want, run(g, tt.steps), ignoreDetail); diff != "" {
+			if diff := cmp.Diff(tt.want, run(t, g, tt.steps), ignoreDetail); diff != "" {
 				t.Errorf("verdicts (-want +got):\n%s", diff)
 			}
 		})
@@ -263,8 +268,8 @@ func TestWarn(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := newGuard(t, tt.opts, guard.Options{})
-			if diff := cmp.Diff(tt.want, run(g, tt.steps), ignoreDetail); diff != "" {
+			g := newGuard(t, tt.opts, guard.Config{})
+			if diff := cmp.Diff(tt.want, run(t, g, tt.steps), ignoreDetail); diff != "" {
 				t.Errorf("verdicts (-want +got):\n%s", diff)
 			}
 		})
@@ -277,10 +282,10 @@ func TestWarnChangesNoStop(t *testing.T) {
 	pool := []guard.Step{step("x", a), step("y", a2), step("", b), step("z"), {}, {Input: "hi"}, distinct(0), distinct(1)}
 	rapid.Check(t, func(t *rapid.T) {
 		th := rapid.IntRange(2, 5).Draw(t, "threshold")
-		plain := newGuard(t, stall.Options{Threshold: th}, guard.Options{})
-		warned := newGuard(t, stall.Options{Threshold: th, Warn: true}, guard.Options{})
+		plain := newGuard(t, stall.Options{Threshold: th}, guard.Config{})
+		warned := newGuard(t, stall.Options{Threshold: th, Warn: true}, guard.Config{})
 		for i, s := range rapid.SliceOfN(rapid.SampledFrom(pool), 1, 30).Draw(t, "steps") {
-			p, w := plain.Check(s), warned.Check(s)
+			p, w := ruletest.Check(t, plain, s), ruletest.Check(t, warned, s)
 			w.Warnings = nil
 			if diff := cmp.Diff(p, w); diff != "" {
 				t.Fatalf("step %d: warnings changed the verdict (-without +with):\n%s", i, diff)
@@ -290,13 +295,13 @@ func TestWarnChangesNoStop(t *testing.T) {
 }
 
 func TestDetail(t *testing.T) {
-	g := newGuard(t, stall.Options{Threshold: 2, Warn: true}, guard.Options{})
-	v := run(g, talks(0, 2))[1]
+	g := newGuard(t, stall.Options{Threshold: 2, Warn: true}, guard.Config{})
+	v := run(t, g, talks(0, 2))[1]
 	if want := `2 steps in a row brought no new tool outcome and no new input (threshold 2)`; v.Detail != want {
 		t.Errorf("detail = %q, want %q", v.Detail, want)
 	}
-	g = newGuard(t, stall.Options{Threshold: 3, Warn: true}, guard.Options{})
-	v = run(g, talks(0, 2))[1]
+	g = newGuard(t, stall.Options{Threshold: 3, Warn: true}, guard.Config{})
+	v = run(t, g, talks(0, 2))[1]
 	if len(v.Warnings) != 1 || v.Warnings[0].Detail != "2 steps in a row brought no new tool outcome and no new input; 3 stop the run" {
 		t.Errorf("warnings = %+v", v.Warnings)
 	}
@@ -304,13 +309,13 @@ func TestDetail(t *testing.T) {
 
 // TestUserReply checks that the JSON field userReply is new input.
 func TestUserReply(t *testing.T) {
-	g := newGuard(t, stall.Options{Threshold: 2}, guard.Options{})
+	g := newGuard(t, stall.Options{Threshold: 2}, guard.Config{})
 	for i := range 6 {
 		var s guard.Step
 		if err := json.Unmarshal(fmt.Appendf(nil, `{"text": "Anything else? (%d)", "toolCalls": [], "userReply": "yes, %d more"}`, i, i), &s); err != nil {
 			t.Fatal(err)
 		}
-		if v := g.Check(s); v.Stop {
+		if v := ruletest.Check(t, g, s); v.Stop {
 			t.Fatalf("step %d stopped: %v", i, v)
 		}
 	}
@@ -321,23 +326,23 @@ func TestUserReply(t *testing.T) {
 func TestNoProgressFirst(t *testing.T) {
 	np, _ := noprogress.New(noprogress.Options{})
 	st, _ := stall.New(stall.Options{Threshold: 3})
-	g, err := guard.New(st, np)
+	g, err := guard.New(guard.Config{Rules: []rule.Rule{st, np}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := run(g, []guard.Step{step("again"), step("again"), step("again")})[2]
-	if v.Reason != guard.ReasonNoProgress {
+	v := run(t, g, []guard.Step{step("again"), step("again"), step("again")})[2]
+	if v.Reason != rule.ReasonNoProgress {
 		t.Errorf("reason = %s, want no-progress", v.Reason)
 	}
-	if st.Priority() <= np.Priority() || st.Priority() >= guard.PriorityCustom {
+	if st.Priority() <= np.Priority() || st.Priority() >= rule.PriorityCustom {
 		t.Errorf("priority %d is not between no progress and custom", st.Priority())
 	}
 }
 
 func TestPreflightJudgesNothing(t *testing.T) {
-	g := newGuard(t, stall.Options{Threshold: 2}, guard.Options{})
-	run(g, talks(0, 5))
-	if d := g.Preflight(a); !d.Allow || d.Warnings != nil {
+	g := newGuard(t, stall.Options{Threshold: 2}, guard.Config{})
+	run(t, g, talks(0, 5))
+	if d := ruletest.Preflight(t, g, a); !d.Allow || d.Warnings != nil {
 		t.Errorf("preflight: %+v", d)
 	}
 }
@@ -350,25 +355,26 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		opts := stall.Options{Window: rapid.IntRange(1, 4).Draw(t, "window"), Threshold: rapid.IntRange(2, 4).Draw(t, "threshold"),
 			Warn: rapid.Bool().Draw(t, "warn")}
-		gopts := guard.Options{Ignore: []string{"think"}}
+		gopts := guard.Config{Ignore: []string{"think"}}
 		steps := rapid.SliceOfN(rapid.SampledFrom(pool), 1, 30).Draw(t, "steps")
 		cut := rapid.IntRange(0, len(steps)).Draw(t, "cut")
 		orig := newGuard(t, opts, gopts)
-		run(orig, steps[:cut])
-		data, err := orig.Snapshot(guard.SnapshotOptions{Previews: rapid.Bool().Draw(t, "previews")})
+		run(t, orig, steps[:cut])
+		data, err := orig.Snapshot(context.Background(), guard.SnapshotOptions{Previews: rapid.Bool().Draw(t, "previews")})
 		if err != nil {
 			t.Fatal(err)
 		}
 		d, _ := stall.New(opts)
-		restored, err := gopts.Restore(data, d)
+		gopts.Rules = []rule.Rule{d}
+		restored, err := guard.Restore(data, gopts)
 		if err != nil {
 			t.Fatalf("restore: %v\n%s", err, data)
 		}
-		again, _ := restored.Snapshot(guard.SnapshotOptions{})
+		again, _ := restored.Snapshot(context.Background(), guard.SnapshotOptions{})
 		if diff := cmp.Diff(string(data), string(again)); diff != "" {
 			t.Fatalf("snapshot of the restored guard (-saved +restored):\n%s", diff)
 		}
-		if diff := cmp.Diff(run(orig, steps[cut:]), run(restored, steps[cut:])); diff != "" {
+		if diff := cmp.Diff(run(t, orig, steps[cut:]), run(t, restored, steps[cut:])); diff != "" {
 			t.Fatalf("verdicts after the cut (-original +restored):\n%s", diff)
 		}
 	})
@@ -376,15 +382,15 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 
 func TestSnapshotState(t *testing.T) {
 	d, _ := stall.New(stall.Options{Window: 2})
-	g, _ := guard.New(d)
-	if s, err := d.Snapshot(guard.SnapshotOptions{}); err != nil || string(s) != "null" {
+	g := testutil.New(t, d)
+	if s, err := ruletest.Saver(t, d).Snapshot(guard.SnapshotOptions{}); err != nil || string(s) != "null" {
 		t.Errorf("fresh state = %s, %v; want null", s, err)
 	}
-	run(g, []guard.Step{distinct(0), distinct(1), distinct(2), distinct(1), talk(0)})
-	s, err := d.Snapshot(guard.SnapshotOptions{})
-	if err != nil {
-		t.Fatal(err)
+	if s := ruletest.StateOf(t, g, stall.Name, guard.SnapshotOptions{}); s != "null" {
+		t.Errorf("fresh guard's state = %s; want null", s)
 	}
+	run(t, g, []guard.Step{distinct(0), distinct(1), distinct(2), distinct(1), talk(0)})
+	s := []byte(ruletest.StateOf(t, g, stall.Name, guard.SnapshotOptions{Previews: true}))
 	var got struct {
 		Stalled  int
 		Outcomes string
@@ -396,10 +402,10 @@ func TestSnapshotState(t *testing.T) {
 	if got.Stalled != 2 || err != nil || len(raw) != 32 {
 		t.Errorf("state = %s", s)
 	}
-	if r, _ := d.Snapshot(guard.SnapshotOptions{}); string(r) != string(s) {
+	if r := ruletest.StateOf(t, g, stall.Name, guard.SnapshotOptions{}); r != string(s) {
 		t.Errorf("redacted state %s differs from %s, but holds no preview", r, s)
 	}
-	if diff := cmp.Diff(stall.Summary{StalledSteps: 2, Outcomes: 2}, g.Summary().Detectors[stall.Name]); diff != "" {
+	if diff := cmp.Diff(stall.Summary{StalledSteps: 2, Outcomes: 2}, testutil.Summary(t, g).Detectors[stall.Name]); diff != "" {
 		t.Errorf("summary (-want +got):\n%s", diff)
 	}
 }
@@ -416,15 +422,20 @@ func TestRestoreRejects(t *testing.T) {
 		`{"stalled":0,"outcomes":"***"}`,
 		`{"stalled":0,"outcomes":5}`,
 	}
+	d, _ := stall.New(stall.Options{Threshold: 3, Window: 3})
+	g := testutil.New(t, d)
+	run(t, g, talks(0, 2))
+	running := ruletest.StateOf(t, g, stall.Name, guard.SnapshotOptions{})
 	for _, s := range bad {
-		d, _ := stall.New(stall.Options{Threshold: 3, Window: 3})
-		g, _ := guard.New(d)
-		run(g, talks(0, 2))
-		if err := d.Restore([]byte(s)); err == nil {
+		st := ruletest.Saver(t, d)
+		if err := st.Restore([]byte(running)); err != nil {
+			t.Fatalf("Restore(%s): %v", running, err)
+		}
+		if err := st.Restore([]byte(s)); err == nil {
 			t.Errorf("Restore(%s) succeeded", s)
 		}
-		if !g.Check(talk(9)).Stop {
-			t.Errorf("after Restore(%s) failed, the state was lost", s)
+		if got, _ := st.Snapshot(guard.SnapshotOptions{}); string(got) != running {
+			t.Errorf("after Restore(%s) failed, the state is %s, want %s", s, got, running)
 		}
 	}
 	good := []string{
@@ -434,10 +445,11 @@ func TestRestoreRejects(t *testing.T) {
 	}
 	for _, s := range good {
 		d, _ := stall.New(stall.Options{Window: 3})
-		if err := d.Restore([]byte(s)); err != nil {
+		st := ruletest.Saver(t, d)
+		if err := st.Restore([]byte(s)); err != nil {
 			t.Errorf("Restore(%s): %v", s, err)
 		}
-		if got, _ := d.Snapshot(guard.SnapshotOptions{}); string(got) != s {
+		if got, _ := st.Snapshot(guard.SnapshotOptions{}); string(got) != s {
 			t.Errorf("snapshot after restore = %s, want %s", got, s)
 		}
 	}
@@ -446,22 +458,60 @@ func TestRestoreRejects(t *testing.T) {
 func TestRestoreNullAndResetAreFresh(t *testing.T) {
 	seq := steps([]guard.Step{step("", a)}, talks(0, 2), []guard.Step{step("", a)}, talks(2, 3), []guard.Step{step("", b), step("", a)})
 	opts := stall.Options{Threshold: 3, Warn: true}
-	fresh := run(newGuard(t, opts, guard.Options{}), seq)
+	fresh := run(t, newGuard(t, opts, guard.Config{}), seq)
 
-	g := newGuard(t, opts, guard.Options{})
-	run(g, seq)
-	g.Reset()
-	if diff := cmp.Diff(fresh, run(g, seq)); diff != "" {
-		t.Errorf("after Reset (-fresh +got):\n%s", diff)
-	}
-	d, _ := stall.New(opts)
-	g, _ = guard.New(d)
-	run(g, seq)
-	if err := d.Restore([]byte("null")); err != nil {
+	g := newGuard(t, opts, guard.Config{})
+	run(t, g, seq)
+	if err := g.Reset(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(fresh, run(g, seq)); diff != "" {
-		t.Errorf("after Restore(null) (-fresh +got):\n%s", diff)
+	if diff := cmp.Diff(fresh, run(t, g, seq)); diff != "" {
+		t.Errorf("after Reset (-fresh +got):\n%s", diff)
+	}
+	// A state restored from a run, then from null, is a fresh state.
+	d, _ := stall.New(opts)
+	g = testutil.New(t, d)
+	run(t, g, seq)
+	st := ruletest.Saver(t, d)
+	if err := st.Restore([]byte(ruletest.StateOf(t, g, stall.Name, guard.SnapshotOptions{}))); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Restore([]byte("null")); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.Snapshot(guard.SnapshotOptions{}); string(got) != "null" {
+		t.Errorf("after Restore(null), the state is %s, want null", got)
+	}
+}
+
+// TestGuardsOfOneRuleAreIndependent runs two guards of one Rule, steps
+// interleaved: the second guard's new outcomes are not the first's, so each
+// stops at its own third stalled step, and not before.
+func TestGuardsOfOneRuleAreIndependent(t *testing.T) {
+	d, _ := stall.New(stall.Options{Threshold: 3})
+	cfg := guard.Config{Rules: []rule.Rule{d}}
+	g1, err := guard.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g2, err := guard.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got1, got2 []bool
+	for i := range 3 {
+		got1 = append(got1, ruletest.Check(t, g1, step("", a)).Stop) // new once, then stalled
+		got2 = append(got2, ruletest.Check(t, g2, distinct(i)).Stop) // new every time
+	}
+	got1 = append(got1, ruletest.Check(t, g1, step("", a)).Stop)
+	for range 3 {
+		got2 = append(got2, ruletest.Check(t, g2, distinct(0)).Stop)
+	}
+	if diff := cmp.Diff([]bool{false, false, false, true}, got1); diff != "" {
+		t.Errorf("first guard's stops (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]bool{false, false, false, false, false, true}, got2); diff != "" {
+		t.Errorf("second guard's stops (-want +got):\n%s", diff)
 	}
 }
 
@@ -496,7 +546,7 @@ func TestOptions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return guard.Fingerprint(d).String()
+		return rule.Fingerprint(d).String()
 	}
 	if fp(stall.Options{}) != fp(stall.Options{Threshold: stall.DefaultThreshold, Window: stall.DefaultWindow}) {
 		t.Error("the zero options and the explicit defaults fingerprint differently")
@@ -539,7 +589,7 @@ func TestRealTraces(t *testing.T) {
 	healthy := 0
 	for _, m := range manifest {
 		got := 0
-		g := newGuard(t, stall.Options{}, guard.Options{})
+		g := newGuard(t, stall.Options{}, guard.Config{})
 		f, err := os.Open(filepath.Join(dir, m.File))
 		if err != nil {
 			t.Fatal(err)
@@ -551,7 +601,7 @@ func TestRealTraces(t *testing.T) {
 			if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
 				t.Fatalf("%s:%d: %v", m.File, line, err)
 			}
-			if g.Check(s).Stop && got == 0 {
+			if ruletest.Check(t, g, s).Stop && got == 0 {
 				got = line
 			}
 		}
@@ -582,13 +632,13 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	g, err := guard.New(d)
+	g, err := guard.New(guard.Config{Rules: []rule.Rule{d}})
 	if err != nil {
 		panic(err)
 	}
 	// The harness rejects the model's output each time; the text differs.
 	for i, text := range []string{"Sorry, one action:", "Here is the single action:", "Trying again:", "Once more:"} {
-		v := g.Check(guard.Step{Text: text})
+		v, _ := g.Check(context.Background(), guard.Step{Text: text})
 		fmt.Printf("step %d: %v\n", i, v)
 	}
 	// Output:

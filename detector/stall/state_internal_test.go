@@ -1,36 +1,35 @@
 package stall
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/canonical"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // TestSnapshotIsStateJSON: the state Snapshot writes by hand is what
-// json.Marshal writes of state, fresh, going on, stalled, and with a full
+// json.Marshal writes of saved, fresh, going on, stalled, and with a full
 // window.
 func TestSnapshotIsStateJSON(t *testing.T) {
 	d, err := New(Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := guard.New(d)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := d.NewState().(*state)
 	check := func(when string) {
 		t.Helper()
-		got, err := d.Snapshot(guard.SnapshotOptions{})
+		got, err := st.Snapshot(rule.SnapshotOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := []byte("null")
-		if d.stalled != 0 || d.seen.Len() != 0 {
-			if want, err = json.Marshal(state{Stalled: d.stalled, Outcomes: d.seen.Encode()}); err != nil {
+		if st.stalled != 0 || st.seen.Len() != 0 {
+			if want, err = json.Marshal(saved{Stalled: st.stalled, Outcomes: st.seen.Encode()}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -38,16 +37,21 @@ func TestSnapshotIsStateJSON(t *testing.T) {
 			t.Errorf("%s: Snapshot (-json.Marshal +by hand):\n%s", when, diff)
 		}
 	}
+	outcome := func(i int) *rule.Facts {
+		var buf [8]byte
+		binary.LittleEndian.PutUint64(buf[:], uint64(i))
+		return &rule.Facts{Index: i, Calls: []rule.Call{{Tool: "search", Outcome: canonical.HashBytes(buf[:])}}}
+	}
 	check("fresh")
 	for i := range 3 {
-		g.Check(guard.Step{Text: "same", ToolCalls: []guard.ToolCall{{Name: "search", Args: `{"q":1}`, Result: "r"}}})
+		st.Observe(outcome(0))
 		check(fmt.Sprintf("stalled, step %d", i))
 	}
-	if d.stalled == 0 {
+	if st.stalled == 0 {
 		t.Fatal("three identical steps did not stall: the test never sees a stalled state")
 	}
 	for i := range DefaultWindow + 5 {
-		g.Check(guard.Step{ToolCalls: []guard.ToolCall{{Name: "search", Args: fmt.Sprintf(`{"q":%d}`, i), Result: "r"}}})
+		st.Observe(outcome(i + 1))
 	}
 	check("a full window")
 }

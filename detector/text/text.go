@@ -6,13 +6,13 @@
 //
 // The no-progress rule (package noprogress) stops only on steps in a row that
 // bring no new tool outcome; this rule looks at the text within a window of
-// steps. It keeps the normalised text (guard.Facts.TextHash: lower-cased,
+// steps. It keeps the normalised text (rule.Facts.TextHash: lower-cased,
 // white space collapsed, trimmed) of the last Options.Window steps, and stops
 // when a step's text is the same as that of Options.Threshold of them, itself
 // included.
 //
 // Only steps that bring nothing new count. A step whose successful calls
-// bring a tool outcome (guard.Call.Outcome) that no other step in the window
+// bring a tool outcome (rule.Call.Outcome) that no other step in the window
 // had is progress: the same sentence there is narration ("Run the tests.",
 // "Let me search for more information." before each new search), not a loop.
 // An outcome holds the call's arguments: the same reply in the step of each
@@ -32,7 +32,7 @@
 // input is no progress, still stops a run of identical steps that call no
 // tool, whatever the input). A text that goes on stops again.
 //
-// To know what a step brought, the detector remembers the outcomes of up to
+// To know what a step brought, the rule remembers the outcomes of up to
 // MaxStepOutcomes successful calls of each step in the window.
 //
 // In labelled real runs, a healthy agent writes the same text on at most two
@@ -56,25 +56,25 @@ import (
 
 	"github.com/loopguard/loopguard/canonical"
 	"github.com/loopguard/loopguard/feedback"
-	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
-// Name is the detector's name: the key of its state in snapshots.
+// Name is the rule's name: the key of its state in snapshots.
 const Name = "text"
 
-// Code is the code of the detector's stops, and WarningCode that of its
+// Code is the code of the rule's stops, and WarningCode that of its
 // warnings.
 const (
 	Code        = feedback.CodeRepeatedText
 	WarningCode = feedback.CodeRepeatedTextWarning
 )
 
-// ReasonRepeatedText is the reason of the detector's stops.
-const ReasonRepeatedText guard.Reason = "repeated-text"
+// ReasonRepeatedText is the reason of the rule's stops.
+const ReasonRepeatedText rule.Reason = "repeated-text"
 
-// Priority is the detector's priority: after the no-progress rule, which
+// Priority is the rule's priority: after the no-progress rule, which
 // reports steps in a row with the same text and no new outcome first.
-const Priority = guard.PriorityNoProgress + 25
+const Priority = rule.PriorityNoProgress + 25
 
 // Defaults of the options, and the largest window.
 const (
@@ -83,7 +83,7 @@ const (
 	MaxWindow        = 256
 )
 
-// MaxStepOutcomes is how many outcomes of successful calls the detector
+// MaxStepOutcomes is how many outcomes of successful calls the rule
 // remembers per step: a later call with one of them brings nothing new. The
 // outcomes that the window had not seen are remembered first, then those it
 // had; an outcome not remembered (a fifth new outcome in one step) counts
@@ -93,7 +93,7 @@ const MaxStepOutcomes = 4
 // maxLabel is the longest name (in bytes) of a speaker label.
 const maxLabel = 32
 
-// Options tune the detector. The zero value is the default: the third same
+// Options tune the rule. The zero value is the default: the third same
 // text within the last 10 steps stops the run.
 type Options struct {
 	// Threshold is how many steps with the same text within the window
@@ -142,31 +142,36 @@ func (e *entry) has(o canonical.Sum) bool {
 	return false
 }
 
-// A Detector finds a text said too often among the newest steps. Create it
-// with New.
-type Detector struct {
-	guard.Owned // one guard at a time
+// A Rule finds a text said too often among the newest steps: validated
+// options, never changed after New, so that one Rule serves any number of
+// guards at once. Create it with New.
+type Rule struct {
+	opts Options
+}
 
-	opts      Options
+// state is one run's: the window of its newest steps.
+type state struct {
+	r         *Rule
 	ring      []entry
 	start, n  int
 	lastInput canonical.Sum // the previous step's input hash
 
-	verdict guard.Verdict
+	verdict rule.Verdict
 }
 
 var (
-	_ guard.Detector   = (*Detector)(nil)
-	_ guard.Summarizer = (*Detector)(nil)
-	_ guard.Bounded    = (*Detector)(nil)
+	_ rule.Rule       = (*Rule)(nil)
+	_ rule.Saver      = (*state)(nil)
+	_ rule.Summarizer = (*state)(nil)
+	_ rule.Bounded    = (*state)(nil)
 )
 
 // New returns a detector with these options, or an error (a
-// *guard.OptionError) for every invalid option.
-func New(o Options) (*Detector, error) {
+// *rule.OptionError) for every invalid option.
+func New(o Options) (*Rule, error) {
 	var errs []error
 	bad := func(field, format string, args ...any) {
-		errs = append(errs, &guard.OptionError{Detector: Name, Field: field, Err: fmt.Errorf(format, args...)})
+		errs = append(errs, &rule.OptionError{Detector: Name, Field: field, Err: fmt.Errorf(format, args...)})
 	}
 	if o.Window != 0 && (o.Window < 2 || o.Window > MaxWindow) {
 		bad("Window", "must be 0 (the default, %d) or from 2 to %d, not %d", DefaultWindow, MaxWindow, o.Window)
@@ -188,40 +193,45 @@ func New(o Options) (*Detector, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return &Detector{opts: o, ring: make([]entry, o.Window)}, nil
+	return &Rule{opts: o}, nil
+}
+
+// NewState returns the state of a fresh run: an empty window.
+func (d *Rule) NewState() rule.State {
+	return &state{r: d, ring: make([]entry, d.opts.Window)}
 }
 
 // Name returns "text".
-func (d *Detector) Name() string { return Name }
+func (d *Rule) Name() string { return Name }
 
 // Priority returns Priority.
-func (d *Detector) Priority() int { return Priority }
+func (d *Rule) Priority() int { return Priority }
 
 // Options returns the options with the defaults filled in.
-func (d *Detector) Options() any { return d.opts }
+func (d *Rule) Options() any { return d.opts }
 
-func (d *Detector) at(i int) entry { return d.ring[(d.start+i)%len(d.ring)] }
+func (s *state) at(i int) entry { return s.ring[(s.start+i)%len(s.ring)] }
 
-func (d *Detector) push(e entry) {
-	if d.n < len(d.ring) {
-		d.ring[(d.start+d.n)%len(d.ring)] = e
-		d.n++
+func (s *state) push(e entry) {
+	if s.n < len(s.ring) {
+		s.ring[(s.start+s.n)%len(s.ring)] = e
+		s.n++
 		return
 	}
-	d.ring[d.start] = e
-	d.start = (d.start + 1) % len(d.ring)
+	s.ring[s.start] = e
+	s.start = (s.start + 1) % len(s.ring)
 }
 
 // seen reports whether a step in the window, other than the oldest when
 // the window is full (the step that the next one pushes out), brought
 // outcome o.
-func (d *Detector) seen(o canonical.Sum) bool {
+func (s *state) seen(o canonical.Sum) bool {
 	from := 0
-	if d.n == len(d.ring) {
+	if s.n == len(s.ring) {
 		from = 1
 	}
-	for i := from; i < d.n; i++ {
-		if e := &d.ring[(d.start+i)%len(d.ring)]; e.has(o) {
+	for i := from; i < s.n; i++ {
+		if e := &s.ring[(s.start+i)%len(s.ring)]; e.has(o) {
 			return true
 		}
 	}
@@ -249,10 +259,10 @@ func isLabel(s string) bool {
 	return true
 }
 
-func (d *Detector) count(text canonical.Sum) int {
+func (s *state) count(text canonical.Sum) int {
 	n := 0
-	for i := 0; i < d.n; i++ {
-		if d.ring[i].text == text {
+	for i := 0; i < s.n; i++ {
+		if s.ring[i].text == text {
 			n++
 		}
 	}
@@ -260,10 +270,10 @@ func (d *Detector) count(text canonical.Sum) int {
 }
 
 // Observe pushes the step's text onto the window and judges it.
-func (d *Detector) Observe(f *guard.Facts) {
-	d.verdict = guard.Verdict{}
-	sameInput := f.NewInput && f.InputHash == d.lastInput
-	d.lastInput = f.InputHash
+func (s *state) Observe(f *rule.Facts) {
+	s.verdict = rule.Verdict{}
+	sameInput := f.NewInput && f.InputHash == s.lastInput
+	s.lastInput = f.InputHash
 	e := entry{step: f.Index}
 	// The outcomes that the window has not seen are kept first, then the
 	// seen ones while there is room: a step of more than MaxStepOutcomes
@@ -275,7 +285,7 @@ func (d *Detector) Observe(f *guard.Facts) {
 		if c.Ignored || c.Failed {
 			continue
 		}
-		if d.seen(c.Outcome) {
+		if s.seen(c.Outcome) {
 			seenAny = true
 			continue
 		}
@@ -294,21 +304,21 @@ func (d *Detector) Observe(f *guard.Facts) {
 		}
 	}
 	if !f.HasText || sameInput || progress || len(f.Refused) > 0 || f.Step() != nil && isLabel(f.Step().Text) {
-		d.push(e)
+		s.push(e)
 		return
 	}
 	e.text = f.TextHash
-	d.push(e)
-	count := d.count(f.TextHash)
+	s.push(e)
+	count := s.count(f.TextHash)
 	switch {
-	case count >= d.opts.Threshold:
-		ev := Evidence{Count: count, Threshold: d.opts.Threshold, Window: d.opts.Window, TextPreview: f.TextPreview()}
-		for i := 0; i < d.n; i++ {
-			if e := d.at(i); e.text == f.TextHash {
+	case count >= s.r.opts.Threshold:
+		ev := Evidence{Count: count, Threshold: s.r.opts.Threshold, Window: s.r.opts.Window, TextPreview: f.TextPreview()}
+		for i := 0; i < s.n; i++ {
+			if e := s.at(i); e.text == f.TextHash {
 				ev.StepIndexes = append(ev.StepIndexes, e.step)
 			}
 		}
-		v := guard.Verdict{
+		v := rule.Verdict{
 			Stop:   true,
 			Reason: ReasonRepeatedText,
 			Code:   Code,
@@ -316,37 +326,37 @@ func (d *Detector) Observe(f *guard.Facts) {
 				ev.TextPreview, ev.Count, ev.Window, ev.Threshold),
 			Evidence: ev,
 		}
-		v.Feedback = feedback.For(v, guard.PhaseCheck)
-		d.verdict = v
-	case d.opts.Warn && count == d.opts.Threshold-1 && count >= 2:
-		w := guard.Warning{
-			Code: WarningCode, Metric: "sameTextSteps", Value: float64(count), Limit: float64(d.opts.Threshold),
-			Ratio: float64(count) / float64(d.opts.Threshold),
+		v.Feedback = feedback.For(v, rule.PhaseCheck)
+		s.verdict = v
+	case s.r.opts.Warn && count == s.r.opts.Threshold-1 && count >= 2:
+		w := rule.Warning{
+			Code: WarningCode, Metric: "sameTextSteps", Value: float64(count), Limit: float64(s.r.opts.Threshold),
+			Ratio: float64(count) / float64(s.r.opts.Threshold),
 			Detail: fmt.Sprintf("the same text %q in %d of the last %d steps; once more stops the run (threshold %d)",
-				f.TextPreview(), count, d.opts.Window, d.opts.Threshold),
+				f.TextPreview(), count, s.r.opts.Window, s.r.opts.Threshold),
 		}
 		w.Feedback = feedback.ForWarning(w)
-		d.verdict.Warnings = []guard.Warning{w}
+		s.verdict.Warnings = []rule.Warning{w}
 	}
 }
 
 // Verdict returns the stop (or warning) found by the last Observe, if any.
-func (d *Detector) Verdict() guard.Verdict { return d.verdict }
+func (s *state) Verdict() rule.Verdict { return s.verdict }
 
 // Preflight judges nothing: the rule needs finished steps.
-func (d *Detector) Preflight(*guard.Facts) guard.Verdict { return guard.Verdict{} }
+func (s *state) Preflight(*rule.Facts) rule.Verdict { return rule.Verdict{} }
 
-// Reset forgets the run.
-func (d *Detector) Reset() {
-	clear(d.ring)
-	d.start, d.n = 0, 0
-	d.lastInput = canonical.Sum{}
-	d.verdict = guard.Verdict{}
+// reset forgets the run, for a Restore of null.
+func (s *state) reset() {
+	clear(s.ring)
+	s.start, s.n = 0, 0
+	s.lastInput = canonical.Sum{}
+	s.verdict = rule.Verdict{}
 }
 
-// state is the JSON form of the detector's state: the steps in the window,
+// saved is the JSON form of the rule's state: the steps in the window,
 // oldest first.
-type state struct {
+type saved struct {
 	// Texts are the steps' text hashes; null for a step that does not
 	// count.
 	Texts []*canonical.Sum `json:"texts"`
@@ -363,88 +373,88 @@ type state struct {
 
 // Snapshot returns the window as JSON, or null when it is empty. It holds
 // hashes, never text.
-func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
-	if d.n == 0 {
+func (s *state) Snapshot(rule.SnapshotOptions) ([]byte, error) {
+	if s.n == 0 {
 		return []byte("null"), nil
 	}
-	s := state{Texts: make([]*canonical.Sum, d.n), Steps: make([]int, d.n)}
-	if d.lastInput != (canonical.Sum{}) {
-		in := d.lastInput
-		s.LastInput = &in
+	out := saved{Texts: make([]*canonical.Sum, s.n), Steps: make([]int, s.n)}
+	if s.lastInput != (canonical.Sum{}) {
+		in := s.lastInput
+		out.LastInput = &in
 	}
-	for i := range d.n {
-		e := d.at(i)
+	for i := range s.n {
+		e := s.at(i)
 		if e.text != (canonical.Sum{}) {
 			sum := e.text
-			s.Texts[i] = &sum
+			out.Texts[i] = &sum
 		}
-		s.Steps[i] = e.step
+		out.Steps[i] = e.step
 		if e.nOut > 0 {
-			if s.Outcomes == nil {
-				s.Outcomes = make([]string, d.n)
+			if out.Outcomes == nil {
+				out.Outcomes = make([]string, s.n)
 			}
 			var b []byte
 			for _, o := range e.outs[:e.nOut] {
 				b = append(b, o[:]...)
 			}
-			s.Outcomes[i] = base64.RawStdEncoding.EncodeToString(b)
+			out.Outcomes[i] = base64.RawStdEncoding.EncodeToString(b)
 		}
 	}
-	return json.Marshal(s)
+	return json.Marshal(out)
 }
 
 // Restore replaces the state by one that Snapshot returned: at most Window
 // steps, as many indexes as texts, not negative and never decreasing (they
 // repeat only once the step count has saturated).
-func (d *Detector) Restore(data []byte) error {
-	var s *state
-	if err := guard.UnmarshalState(data, &s); err != nil {
+func (s *state) Restore(data []byte) error {
+	var in *saved
+	if err := rule.UnmarshalState(data, &in); err != nil {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
-	if s == nil {
-		d.Reset()
+	if in == nil {
+		s.reset()
 		return nil
 	}
 	switch {
-	case len(s.Texts) == 0:
+	case len(in.Texts) == 0:
 		return fmt.Errorf("%s: a state without steps (a fresh state is null)", Name)
-	case len(s.Texts) > d.opts.Window:
-		return fmt.Errorf("%s: %d steps in a window of %d", Name, len(s.Texts), d.opts.Window)
-	case len(s.Steps) != len(s.Texts):
-		return fmt.Errorf("%s: %d step indexes for %d texts", Name, len(s.Steps), len(s.Texts))
-	case s.Outcomes != nil && len(s.Outcomes) != len(s.Texts):
-		return fmt.Errorf("%s: %d outcome lists for %d texts", Name, len(s.Outcomes), len(s.Texts))
+	case len(in.Texts) > s.r.opts.Window:
+		return fmt.Errorf("%s: %d steps in a window of %d", Name, len(in.Texts), s.r.opts.Window)
+	case len(in.Steps) != len(in.Texts):
+		return fmt.Errorf("%s: %d step indexes for %d texts", Name, len(in.Steps), len(in.Texts))
+	case in.Outcomes != nil && len(in.Outcomes) != len(in.Texts):
+		return fmt.Errorf("%s: %d outcome lists for %d texts", Name, len(in.Outcomes), len(in.Texts))
 	}
-	entries := make([]entry, len(s.Texts))
-	for i, step := range s.Steps {
-		if step < 0 || i > 0 && step < s.Steps[i-1] {
-			return fmt.Errorf("%s: step indexes must not be negative nor decrease (%v)", Name, s.Steps)
+	entries := make([]entry, len(in.Texts))
+	for i, step := range in.Steps {
+		if step < 0 || i > 0 && step < in.Steps[i-1] {
+			return fmt.Errorf("%s: step indexes must not be negative nor decrease (%v)", Name, in.Steps)
 		}
-		if t := s.Texts[i]; t != nil && *t == (canonical.Sum{}) {
+		if t := in.Texts[i]; t != nil && *t == (canonical.Sum{}) {
 			return fmt.Errorf("%s: a zero text hash", Name)
 		}
 		entries[i] = entry{step: step}
-		if t := s.Texts[i]; t != nil {
+		if t := in.Texts[i]; t != nil {
 			entries[i].text = *t
 		}
-		if s.Outcomes != nil {
-			if err := entries[i].decode(s.Outcomes[i]); err != nil {
+		if in.Outcomes != nil {
+			if err := entries[i].decode(in.Outcomes[i]); err != nil {
 				return fmt.Errorf("%s: step %d: %w", Name, step, err)
 			}
 		}
 	}
-	if s.Outcomes != nil && !slices.ContainsFunc(entries, func(e entry) bool { return e.nOut > 0 }) {
+	if in.Outcomes != nil && !slices.ContainsFunc(entries, func(e entry) bool { return e.nOut > 0 }) {
 		return fmt.Errorf("%s: outcome lists that are all empty (they are absent then)", Name)
 	}
-	if s.LastInput != nil && *s.LastInput == (canonical.Sum{}) {
+	if in.LastInput != nil && *in.LastInput == (canonical.Sum{}) {
 		return fmt.Errorf("%s: a zero input hash", Name)
 	}
-	d.Reset()
-	if s.LastInput != nil {
-		d.lastInput = *s.LastInput
+	s.reset()
+	if in.LastInput != nil {
+		s.lastInput = *in.LastInput
 	}
 	for _, e := range entries {
-		d.push(e)
+		s.push(e)
 	}
 	return nil
 }
@@ -473,16 +483,16 @@ func (e *entry) decode(s string) error {
 
 // CheckBounds checks the restored window against the guard's counters: no
 // more steps in it than were recorded, and no step index beyond them.
-func (d *Detector) CheckBounds(c guard.Counters) error {
-	if d.n > c.Steps {
-		return fmt.Errorf("%s: %d steps in the window, but %d steps recorded", Name, d.n, c.Steps)
+func (s *state) CheckBounds(c rule.Counters) error {
+	if s.n > c.Steps {
+		return fmt.Errorf("%s: %d steps in the window, but %d steps recorded", Name, s.n, c.Steps)
 	}
 	outs := 0
-	for i := 0; i < d.n; i++ {
-		if s := d.ring[i].step; s >= c.Steps {
+	for i := 0; i < s.n; i++ {
+		if s := s.ring[i].step; s >= c.Steps {
 			return fmt.Errorf("%s: step index %d, but %d steps recorded", Name, s, c.Steps)
 		}
-		outs += d.ring[i].nOut
+		outs += s.ring[i].nOut
 	}
 	if outs > c.ToolCalls {
 		return fmt.Errorf("%s: %d outcomes in the window, but %d calls recorded", Name, outs, c.ToolCalls)
@@ -500,12 +510,12 @@ type Summary struct {
 
 // Summary returns the window's size and the count of its most repeated text
 // (a Summary).
-func (d *Detector) Summary() any {
-	s := Summary{Steps: d.n}
-	for i := 0; i < d.n; i++ {
-		if t := d.ring[i].text; t != (canonical.Sum{}) {
-			s.MaxCount = max(s.MaxCount, d.count(t))
+func (s *state) Summary() any {
+	sum := Summary{Steps: s.n}
+	for i := 0; i < s.n; i++ {
+		if t := s.ring[i].text; t != (canonical.Sum{}) {
+			sum.MaxCount = max(sum.MaxCount, s.count(t))
 		}
 	}
-	return s
+	return sum
 }

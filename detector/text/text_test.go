@@ -1,6 +1,7 @@
 package text_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,19 +10,20 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
 
+	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/text"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
-	"github.com/loopguard/loopguard/guardtest"
 	"github.com/loopguard/loopguard/internal/testutil"
+	"github.com/loopguard/loopguard/rule"
 )
 
 type tb interface {
-	Helper()
+	ruletest.TB
 	Fatal(args ...any)
 }
 
-func newDetector(t tb, o text.Options) *text.Detector {
+func newDetector(t tb, o text.Options) *text.Rule {
 	t.Helper()
 	d, err := text.New(o)
 	if err != nil {
@@ -57,10 +59,21 @@ func refused(s string) guard.Step {
 	return guard.Step{Text: s, Refused: []guard.ToolCall{{Name: "search", Args: map[string]string{"q": "loopguard"}}}}
 }
 
-func run(g *guard.Guard, ss ...guard.Step) []string {
+// newGuard returns a guard with only r.
+func newGuard(t tb, r rule.Rule) *guard.Guard {
+	t.Helper()
+	g, err := guard.New(guard.Config{Rules: []rule.Rule{r}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func run(t ruletest.TB, g *guard.Guard, ss ...guard.Step) []string {
+	t.Helper()
 	out := make([]string, len(ss))
 	for i, s := range ss {
-		if v := g.Check(s); v.Stop {
+		if v := ruletest.Check(t, g, s); v.Stop {
 			out[i] = fmt.Sprintf("%s %d", v.Code, v.Evidence.(text.Evidence).Count)
 		}
 	}
@@ -169,8 +182,8 @@ func TestCheck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g, _ := guard.New(newDetector(t, tt.opts))
-			if diff := cmp.Diff(tt.want, run(g, tt.steps...)); diff != "" {
+			g := newGuard(t, newDetector(t, tt.opts))
+			if diff := cmp.Diff(tt.want, run(t, g, tt.steps...)); diff != "" {
 				t.Errorf("stops (-want +got):\n%s", diff)
 			}
 		})
@@ -178,9 +191,9 @@ func TestCheck(t *testing.T) {
 }
 
 func TestVerdictAndWarning(t *testing.T) {
-	g, _ := guard.New(newDetector(t, text.Options{Warn: true}))
+	g := newGuard(t, newDetector(t, text.Options{Warn: true}))
 	secret := "My password is hunter2."
-	vs := []guard.Verdict{g.Check(say(secret)), g.Check(fail(secret, 1)), g.Check(say(secret))}
+	vs := []guard.Verdict{ruletest.Check(t, g, say(secret)), ruletest.Check(t, g, fail(secret, 1)), ruletest.Check(t, g, say(secret))}
 	if len(vs[0].Warnings) != 0 {
 		t.Errorf("first: %v", vs[0])
 	}
@@ -200,7 +213,7 @@ func TestVerdictAndWarning(t *testing.T) {
 			t.Errorf("feedback %q repeats the text", w)
 		}
 	}
-	if g.Preflight(guard.ToolCall{Name: "x"}).Allow != true {
+	if ruletest.Preflight(t, g, guard.ToolCall{Name: "x"}).Allow != true {
 		t.Error("preflight refused")
 	}
 }
@@ -240,27 +253,33 @@ func TestOptionsAndRestore(t *testing.T) {
 		`{"texts":[null],"steps":[0],"outcomes":["` + testutil.Sums(1, 2, 3, 4, 5) + `"]}`, `{"texts":[null],"steps":[0],"outcomes":["` + testutil.Sums(0) + `"]}`,
 		`{"texts":[null],"steps":[0],"outcomes":["` + testutil.Sums(1, 1) + `"]}`} {
 		d := newDetector(t, text.Options{Window: 3, Threshold: 2})
-		g, _ := guard.New(d)
-		g.Check(say("x"))
-		if err := d.Restore([]byte(s)); err == nil {
+		g := newGuard(t, d)
+		ruletest.Check(t, g, say("x"))
+		running := ruletest.StateOf(t, g, text.Name, guard.SnapshotOptions{})
+		st := ruletest.Saver(t, d)
+		if err := st.Restore([]byte(running)); err != nil {
+			t.Fatalf("Restore(%s): %v", running, err)
+		}
+		if err := st.Restore([]byte(s)); err == nil {
 			t.Errorf("Restore(%s) succeeded", s)
 		}
-		if v := g.Check(say("x")); !v.Stop {
-			t.Errorf("after Restore(%s) failed, the state was lost", s)
+		if got, _ := st.Snapshot(guard.SnapshotOptions{}); string(got) != running {
+			t.Errorf("after Restore(%s) failed, the state is %s, want %s", s, got, running)
 		}
 	}
+	st := ruletest.Saver(t, d)
 	good := `{"texts":[null,` + k + `],"steps":[4,7],"lastInput":` + k + `}`
-	if err := d.Restore([]byte(good)); err != nil {
+	if err := st.Restore([]byte(good)); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := d.Snapshot(guard.SnapshotOptions{}); string(got) != good {
+	if got, _ := st.Snapshot(guard.SnapshotOptions{}); string(got) != good {
 		t.Errorf("snapshot after restore = %s", got)
 	}
 	withOutcomes := `{"texts":[null,` + k + `],"steps":[4,7],"outcomes":["` + testutil.Sums(1, 2, 3, 4) + `",""],"lastInput":` + k + `}`
-	if err := d.Restore([]byte(withOutcomes)); err != nil {
+	if err := st.Restore([]byte(withOutcomes)); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := d.Snapshot(guard.SnapshotOptions{}); string(got) != withOutcomes {
+	if got, _ := st.Snapshot(guard.SnapshotOptions{}); string(got) != withOutcomes {
 		t.Errorf("snapshot after restore = %s", got)
 	}
 }
@@ -274,17 +293,17 @@ func TestStateOfTheFirstVersionRestores(t *testing.T) {
 		`"totals":{"inputTokens":0,"outputTokens":0,"totalTokens":0,"costUsd":0,"durationMs":0},"guard":"418af69d41a280aa7509df06d719688c",` +
 		`"detectors":[{"name":"text","fingerprint":"55baedf12c06aab9cd5595c35d1e351e",` +
 		`"state":{"texts":["ce7dff4f68a3334048f343a2c4ae1744","ce7dff4f68a3334048f343a2c4ae1744"],"steps":[0,1]}}]}`
-	g, err := guard.Restore([]byte(v1), newDetector(t, text.Options{}))
+	g, err := guard.Restore([]byte(v1), guard.Config{Rules: []rule.Rule{newDetector(t, text.Options{})}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := g.Snapshot(guard.SnapshotOptions{}); string(got) != v1 {
+	if got := testutil.Snapshot(t, g, guard.SnapshotOptions{}); string(got) != v1 {
 		t.Errorf("snapshot after restore:\n got %s\nwant %s", got, v1)
 	}
-	if v := g.Check(act("Let me try again.", 1)); v.Stop {
+	if v := ruletest.Check(t, g, act("Let me try again.", 1)); v.Stop {
 		t.Errorf("a new outcome after the restore stopped: %v", v)
 	}
-	if v := g.Check(act("Let me try again.", 1)); !v.Stop {
+	if v := ruletest.Check(t, g, act("Let me try again.", 1)); !v.Stop {
 		t.Errorf("the text a third time, with an outcome the window holds, went on: %v", v)
 	}
 }
@@ -298,43 +317,31 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 		opts := text.Options{Window: w, Threshold: rapid.IntRange(2, w).Draw(t, "threshold"), Warn: rapid.Bool().Draw(t, "warn")}
 		ss := rapid.SliceOfN(rapid.SampledFrom(pool), 1, 25).Draw(t, "steps")
 		cut := rapid.IntRange(0, len(ss)).Draw(t, "cut")
-		orig, _ := guard.New(newDetector(t, opts))
-		run(orig, ss[:cut]...)
-		data, err := orig.Snapshot(guard.SnapshotOptions{})
+		orig := newGuard(t, newDetector(t, opts))
+		run(t, orig, ss[:cut]...)
+		data, err := orig.Snapshot(context.Background(), guard.SnapshotOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		restored, err := guard.Restore(data, newDetector(t, opts))
+		restored, err := guard.Restore(data, guard.Config{Rules: []rule.Rule{newDetector(t, opts)}})
 		if err != nil {
 			t.Fatalf("restore: %v\n%s", err, data)
 		}
-		if diff := cmp.Diff(run(orig, ss[cut:]...), run(restored, ss[cut:]...)); diff != "" {
+		if diff := cmp.Diff(run(t, orig, ss[cut:]...), run(t, restored, ss[cut:]...)); diff != "" {
 			t.Fatalf("after restore (-orig +restored):\n%s", diff)
 		}
 	})
-}
-
-func TestConformance(t *testing.T) {
-	build := func(o text.Options) func() guard.Detector {
-		return func() guard.Detector { return newDetector(t, o) }
-	}
-	checks := guardtest.WithChecks(100)
-	if raceEnabled || testing.Short() {
-		checks = guardtest.WithChecks(15)
-	}
-	guardtest.Run(t, build(text.Options{}), guardtest.WithOtherOptions(build(text.Options{Threshold: 4})), checks)
-	guardtest.Run(t, build(text.Options{Window: 4, Threshold: 2, Warn: true}), guardtest.WithOtherOptions(build(text.Options{Window: 4, Threshold: 2})), checks)
 }
 
 // TestWarnsOneStepBefore: with Warn, the second counted step warns and the
 // third stops; a step with the text that brings a new outcome neither warns
 // nor stops, and does not bring the stop nearer.
 func TestWarnsOneStepBefore(t *testing.T) {
-	g, _ := guard.New(newDetector(t, text.Options{Warn: true}))
+	g := newGuard(t, newDetector(t, text.Options{Warn: true}))
 	const s = "Let me try again."
 	var got []string
 	for _, st := range []guard.Step{say(s), act(s, 1), act(s, 2), say(s), act(s, 3), say(s)} {
-		v := g.Check(st)
+		v := ruletest.Check(t, g, st)
 		switch {
 		case v.Stop:
 			got = append(got, v.Code)
@@ -347,5 +354,33 @@ func TestWarnsOneStepBefore(t *testing.T) {
 	want := []string{"", "", "", text.WarningCode, "", text.Code}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("verdicts (-want +got):\n%s", diff)
+	}
+}
+
+// TestGuardsOfOneRuleAreIndependent runs two guards of one Rule, steps
+// interleaved: each counts its own texts, and stops at its own third.
+func TestGuardsOfOneRuleAreIndependent(t *testing.T) {
+	d := newDetector(t, text.Options{})
+	cfg := guard.Config{Rules: []rule.Rule{d}}
+	g1, err := guard.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g2, err := guard.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got1, got2 []string
+	for range 2 {
+		got1 = append(got1, run(t, g1, say("Let me try again."))...)
+		got2 = append(got2, run(t, g2, say("Let me try again."))...)
+	}
+	got1 = append(got1, run(t, g1, say("Let me try again."))...)
+	got2 = append(got2, run(t, g2, say("Something else."))...)
+	if diff := cmp.Diff([]string{"", "", "REPEATED_TEXT 3"}, got1); diff != "" {
+		t.Errorf("first guard's stops (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"", "", ""}, got2); diff != "" {
+		t.Errorf("second guard's stops (-want +got):\n%s", diff)
 	}
 }

@@ -1,5 +1,5 @@
 // Package storetest checks that a [snapshot.Store] keeps the contract that
-// [snapshot.Runs] relies on: versioned compare-and-set, the seen-version
+// the guards of [snapshot.Runs] rely on: versioned compare-and-set, the seen-version
 // shortcut of Load, copies rather than shared memory, expiry, independent
 // keys, contexts honoured, and no lost update under concurrent writers.
 package storetest
@@ -212,7 +212,8 @@ func wantLoad(t *testing.T, s snapshot.Store, key string, seen snapshot.Version,
 // reported them from every worker, against g, a fresh guard of the same
 // options in this process: it orders the commits by their versions (each
 // one's Old is the New of the one before, from 0), replays their steps into g,
-// and checks that every verdict a worker got has g's stop, code and feedback
+// (resetting g where a commit reset the run), and checks that every verdict
+// a worker got has g's stop, code and feedback
 // (previews differ: stored snapshots are redacted). It returns the number of
 // steps replayed, or an error that names the first difference, a break in the
 // chain, or a commit left over.
@@ -224,6 +225,7 @@ func CheckCommits(commits []snapshot.Commit, g *guard.Guard) (int, error) {
 		}
 		next[c.Old] = c
 	}
+	ctx := context.Background()
 	steps := 0
 	for v, n := snapshot.Version(0), 0; n < len(commits); n++ {
 		c, ok := next[v]
@@ -233,8 +235,17 @@ func CheckCommits(commits []snapshot.Commit, g *guard.Guard) (int, error) {
 		if len(c.Steps) != len(c.Verdicts) {
 			return steps, fmt.Errorf("commit %d: %d steps, %d verdicts", n, len(c.Steps), len(c.Verdicts))
 		}
+		if c.Reset {
+			if err := g.Reset(ctx); err != nil {
+				return steps, err
+			}
+		}
 		for i, s := range c.Steps {
-			want, got := g.Check(s), c.Verdicts[i]
+			want, err := g.Check(ctx, s)
+			if err != nil {
+				return steps, err
+			}
+			got := c.Verdicts[i]
 			if want.Stop != got.Stop || want.Code != got.Code || want.Feedback != got.Feedback {
 				return steps, fmt.Errorf("step %d (commit %d): a single guard says stop=%v %s %q, the worker got stop=%v %s %q",
 					steps, n, want.Stop, want.Code, want.Feedback, got.Stop, got.Code, got.Feedback)
