@@ -41,25 +41,18 @@ func TestPanickingToolIsAFailedCall(t *testing.T) {
 					runs.Add(1)
 					panic("boom")
 				})
-			var summary func() guard.Summary
+			var g *guard.Guard // the run's guard, the same path for both doors
 			switch door {
 			case "Middleware":
-				g := newGuard(t)
+				g = newGuard(t)
 				s.AddReceivingMiddleware(lgmcp.Middleware(g))
-				summary = g.Summary
 			case "Keyed":
 				keyed, err := lgmcp.NewKeyed(lgmcp.KeyedOptions{Key: func(context.Context, *sdk.CallToolRequest) (string, error) { return "one", nil }})
 				if err != nil {
 					t.Fatal(err)
 				}
 				s.AddReceivingMiddleware(keyed.Middleware())
-				summary = func() guard.Summary {
-					sum, err := keyed.Runs().Summary(ctx, "one")
-					if err != nil {
-						t.Fatal(err)
-					}
-					return sum
-				}
+				g = keyed.Runs().Guard("one")
 			}
 			s.AddReceivingMiddleware(recovering) // outside the guard
 			_, cs := connect(t, s, nil)
@@ -68,7 +61,7 @@ func TestPanickingToolIsAFailedCall(t *testing.T) {
 					t.Fatalf("call %d of the panicking tool did not fail", i)
 				}
 			}
-			if sum := summary(); sum.Steps != 2 || sum.FailedToolCalls != 2 {
+			if sum := summary(t, g); sum.Steps != 2 || sum.FailedToolCalls != 2 {
 				t.Errorf("summary: %d steps, %d failed calls; want 2, 2 (the calls were left running)", sum.Steps, sum.FailedToolCalls)
 			}
 			// Recorded, the panicking call repeats like any failing call:

@@ -20,28 +20,20 @@ import (
 // every later preflight, and a Keyed run with one is never dropped from
 // memory.
 func TestPanickingToolIsAFailedCall(t *testing.T) {
-	ctx := context.Background()
 	for _, door := range []string{"Middleware", "Keyed"} {
 		t.Run(door, func(t *testing.T) {
 			var mw server.ToolHandlerMiddleware
-			var summary func() guard.Summary
+			var g *guard.Guard // the run's guard, the same path for both doors
 			switch door {
 			case "Middleware":
-				g := newGuard(t)
-				mw, summary = mcpgo.Middleware(g), g.Summary
+				g = newGuard(t)
+				mw = mcpgo.Middleware(g)
 			case "Keyed":
 				keyed, err := mcpgo.NewKeyed(mcpgo.KeyedOptions{Key: func(context.Context, mcp.CallToolRequest) (string, error) { return "one", nil }})
 				if err != nil {
 					t.Fatal(err)
 				}
-				mw = keyed.Middleware()
-				summary = func() guard.Summary {
-					sum, err := keyed.Runs().Summary(ctx, "one")
-					if err != nil {
-						t.Fatal(err)
-					}
-					return sum
-				}
+				mw, g = keyed.Middleware(), keyed.Runs().Guard("one")
 			}
 			var runs atomic.Int32
 			s := newServer(&runs, server.WithRecovery(), server.WithToolHandlerMiddleware(mw))
@@ -56,7 +48,7 @@ func TestPanickingToolIsAFailedCall(t *testing.T) {
 					t.Fatalf("call %d of the panicking tool did not fail", i)
 				}
 			}
-			if sum := summary(); sum.Steps != 2 || sum.FailedToolCalls != 2 {
+			if sum := summary(t, g); sum.Steps != 2 || sum.FailedToolCalls != 2 {
 				t.Errorf("summary: %d steps, %d failed calls; want 2, 2 (the calls were left running)", sum.Steps, sum.FailedToolCalls)
 			}
 			// Recorded, the panicking call repeats like any failing call:
