@@ -14,14 +14,14 @@ import (
 // worker's guard cached: the CPU a save costs besides the store's round trip.
 func BenchmarkRunsCheck(b *testing.B) {
 	ctx := context.Background()
-	runs := newRuns(b, snapshot.NewMemory(nil), &defaults{}, snapshot.Options{})
+	g := newRuns(b, snapshot.NewMemory(nil), &defaults{}, snapshot.Options{}).Guard("run")
 	steps := make([]guard.Step, 64)
 	for i := range steps {
 		steps[i] = guard.Step{ToolCalls: []guard.ToolCall{{Name: "search", Args: fmt.Sprintf(`{"q":%d}`, i%7), Result: "r"}}}
 	}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		if _, err := runs.Check(ctx, "run", steps[i%len(steps)]); err != nil {
+		if _, err := g.Check(ctx, steps[i%len(steps)]); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -30,15 +30,16 @@ func BenchmarkRunsCheck(b *testing.B) {
 // BenchmarkGuardCheckSnapshot is the guard's part of it: Check, then
 // Snapshot.
 func BenchmarkGuardCheckSnapshot(b *testing.B) {
-	g, _ := (&defaults{}).New()
+	ctx := context.Background()
+	g, _ := guard.New((&defaults{}).config())
 	steps := make([]guard.Step, 64)
 	for i := range steps {
 		steps[i] = guard.Step{ToolCalls: []guard.ToolCall{{Name: "search", Args: fmt.Sprintf(`{"q":%d}`, i%7), Result: "r"}}}
 	}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		g.Check(steps[i%len(steps)])
-		if _, err := g.Snapshot(guard.SnapshotOptions{}); err != nil {
+		g.Check(ctx, steps[i%len(steps)])
+		if _, err := g.Snapshot(ctx, guard.SnapshotOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -53,7 +54,8 @@ func BenchmarkGuardCheckSnapshotLongRun(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	g, err := cfg.New()
+	ctx := context.Background()
+	g, err := guard.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -61,15 +63,15 @@ func BenchmarkGuardCheckSnapshotLongRun(b *testing.B) {
 		return guard.Step{ToolCalls: []guard.ToolCall{{Name: "search", Args: fmt.Sprintf(`{"q":%d}`, i), Result: fmt.Sprint("r", i)}}}
 	}
 	for i := range 2000 {
-		g.Check(step(i))
+		g.Check(ctx, step(i))
 	}
 	b.ReportAllocs()
 	size := 0
 	for i := 2000; b.Loop(); i++ {
-		if v := g.Check(step(i)); v.Stop {
+		if v, _ := g.Check(ctx, step(i)); v.Stop {
 			b.Fatal(guard.Explain(v))
 		}
-		data, err := g.Snapshot(guard.SnapshotOptions{})
+		data, err := g.Snapshot(ctx, guard.SnapshotOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -90,17 +92,18 @@ func BenchmarkRunsCheckLongRun(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	g := runs.Guard("run")
 	step := func(i int) guard.Step {
 		return guard.Step{ToolCalls: []guard.ToolCall{{Name: "search", Args: fmt.Sprintf(`{"q":%d}`, i), Result: fmt.Sprint("r", i)}}}
 	}
 	for i := range 1100 {
-		if _, err := runs.Check(ctx, "run", step(i)); err != nil {
+		if _, err := g.Check(ctx, step(i)); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportAllocs()
 	for i := 1100; b.Loop(); i++ {
-		if v, err := runs.Check(ctx, "run", step(i)); err != nil || v.Stop {
+		if v, err := g.Check(ctx, step(i)); err != nil || v.Stop {
 			b.Fatal(err, guard.Explain(v))
 		}
 	}

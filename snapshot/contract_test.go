@@ -12,16 +12,15 @@ import (
 	"github.com/loopguard/loopguard/snapshot"
 )
 
-// TestStartCallErrorMeansNoCall: StartCall's error is not nil only when it
-// returns no *Call. Under FailOpen with the store down it used to return a
-// live *Call together with the *StoreError: a caller following "a non-nil
-// error means no usable value" dropped the *Call without Abandon, and it
-// stayed among the run's running calls for ever (counted by every later
-// preflight, the run never evicted). Now the allowed call comes with a nil
-// error and Call.Err reports the store's; a caller that returns on err
-// finishes it, and the run counts it once: the third identical call, the
-// outage's first, is the one refused.
-func TestStartCallErrorMeansNoCall(t *testing.T) {
+// TestStartCallStoreErrorIsTold: StartCall's error is never the store's.
+// Under FailOpen with the store down it used to return a live call together
+// with the *StoreError: a caller following "a non-nil error means no usable
+// value" dropped the call without Abandon, and it stayed among the run's
+// running calls for ever (counted by every later preflight, the run never
+// evicted). Now the allowed call comes with a nil error and OnError is told
+// the store's; a caller that returns on err finishes it, and the run counts
+// it once: the third identical call, the outage's first, is the one refused.
+func TestStartCallStoreErrorIsTold(t *testing.T) {
 	ctx := context.Background()
 	for _, policy := range []snapshot.Policy{snapshot.FailOpen, snapshot.FailClosed} {
 		t.Run(policy.String(), func(t *testing.T) {
@@ -29,44 +28,43 @@ func TestStartCallErrorMeansNoCall(t *testing.T) {
 			runs := newRuns(t, store, &defaults{}, snapshot.Options{Policy: policy})
 			// call is a caller that follows the contract: on an error it
 			// returns, otherwise it runs an allowed call and finishes it.
-			call := func() (code string, callErr, err error) {
+			// It returns the decision's code and what OnError was told.
+			call := func() (code string, told error) {
 				t.Helper()
-				c, d, err := runs.StartCall(ctx, "run", testutil.Q("x"))
+				runs.take()
+				r, d, err := runs.Guard("run").StartCall(ctx, testutil.Q("x"))
 				if err != nil {
-					if c != nil {
-						t.Errorf("StartCall returned a *Call (allowed: %v) together with the error %v", d.Allow, err)
-					}
-					return d.Code, nil, err
+					t.Fatalf("StartCall returned the error %v: the store's go to OnError", err)
 				}
 				if !d.Allow {
-					if c != nil {
-						t.Error("StartCall refused and returned a *Call")
+					if r != nil {
+						t.Error("StartCall refused and returned a running call")
 					}
-					return d.Code, nil, nil
+					return d.Code, runs.take()
 				}
-				if _, ferr := c.Finish(ctx, "nothing", nil); ferr != nil && !errorsAs[*snapshot.StoreError](ferr) {
-					t.Fatal(ferr)
+				if _, err := r.Finish(ctx, "nothing", nil); err != nil {
+					t.Fatal(err)
 				}
-				return "", c.Err(), nil
+				return "", runs.take()
 			}
 			store.set(true, false)
-			code, callErr, err := call()
+			code, told := call()
 			switch policy {
 			case snapshot.FailOpen:
-				if err != nil || !errorsAs[*snapshot.StoreError](callErr) {
-					t.Fatalf("store down, fail-open: error %v, Call.Err %v; want nil and a *StoreError", err, callErr)
+				if code != "" || !errorsAs[*snapshot.StoreError](told) {
+					t.Fatalf("store down, fail-open: %q, told %v; want allowed and a *StoreError", code, told)
 				}
 			case snapshot.FailClosed:
-				if !errorsAs[*snapshot.StoreError](err) || code != snapshot.CodeStore {
-					t.Fatalf("store down, fail-closed: %s, %v; want %s and a *StoreError", code, err, snapshot.CodeStore)
+				if code != snapshot.CodeStore || !errorsAs[*snapshot.StoreError](told) {
+					t.Fatalf("store down, fail-closed: %q, told %v; want %s and a *StoreError", code, told, snapshot.CodeStore)
 				}
 			}
 			store.set(false, false)
 			var got []string
 			for range 3 {
-				code, callErr, err := call()
-				if err != nil || callErr != nil {
-					t.Fatalf("store back: %v, %v", err, callErr)
+				code, told := call()
+				if told != nil {
+					t.Fatalf("store back: told %v", told)
 				}
 				got = append(got, code)
 			}
@@ -93,9 +91,10 @@ func errorsAs[E error](err error) bool {
 // store was back, and the refusal rule counted them: a model that retried its
 // search twice during an outage, then searched twice more and was refused
 // once by a rule (the third identical search in a row), was stopped with
-// REPEATED_REFUSAL at that first rule's refusal. (Through Preflight then
-// Check, the caller leaves such refusals out of Step.Refused, as README's
-// example does: Runs.Check cannot tell them apart.)
+// REPEATED_REFUSAL at that first rule's refusal. A turn leaves the policy's
+// refusals (Decision.Detector snapshot.DetectorName) out of its step.
+// (Through Preflight then Check, the caller leaves them out of
+// Step.Refused, as README's example does: Check cannot tell them apart.)
 func TestPolicyRefusalsAreNoSteps(t *testing.T) {
 	ctx := context.Background()
 	store := &flaky{Store: snapshot.NewMemory(nil)}
@@ -103,10 +102,7 @@ func TestPolicyRefusalsAreNoSteps(t *testing.T) {
 	search := testutil.Q("status of order 7")
 	turn := func() guard.Verdict {
 		t.Helper()
-		turn, err := runs.Begin(ctx, "run")
-		if err != nil {
-			t.Fatal(err)
-		}
+		turn := runs.Guard("run").Begin()
 		turn.Run(ctx, search, func(context.Context) (any, error) { return "shipped", nil })
 		v, _ := turn.End(ctx, guard.Step{Text: "Let me check the order."})
 		return v
@@ -129,37 +125,38 @@ func TestPolicyRefusalsAreNoSteps(t *testing.T) {
 	}
 }
 
-// TestTurnEndStoreErrorIsTheTurns: under FailOpen, a healthy turn's End
+// TestTurnEndStoreErrorIsTold: under FailOpen, a healthy turn's End
 // returns a nil error while the store is down (it used to join the
 // *StoreError, so that `if err != nil` stopped a healthy agent over an
-// outage), and Turn.Err reports the store's error, whether the store went
-// down before Begin or between Begin and End. A stop still comes as a
-// *guard.StopError.
-func TestTurnEndStoreErrorIsTheTurns(t *testing.T) {
+// outage), and OnError is told the store's error, whether the store went
+// down before the turn's call was judged or between that and End. A stop
+// still comes as a *guard.StopError.
+func TestTurnEndStoreErrorIsTold(t *testing.T) {
 	ctx := context.Background()
-	for _, downAtBegin := range []bool{true, false} {
+	for _, downAtJudge := range []bool{true, false} {
 		store := &flaky{Store: snapshot.NewMemory(nil)}
 		runs := newRuns(t, store, &defaults{}, snapshot.Options{})
 		// The 3rd to 5th identical calls are refused; the 3rd refusal
 		// stops the run (REPEATED_REFUSAL).
 		for i := range 5 {
-			store.set(downAtBegin, false)
-			turn, err := runs.Begin(ctx, "run")
-			if err != nil {
-				t.Fatal(err)
-			}
+			runs.take()
+			store.set(downAtJudge, false)
+			turn := runs.Guard("run").Begin()
+			turn.Run(ctx, testutil.Q("x"), func(context.Context) (any, error) {
+				store.set(true, false)
+				return "same", nil
+			})
 			store.set(true, false)
-			turn.Run(ctx, testutil.Q("x"), func(context.Context) (any, error) { return "same", nil })
 			v, err := turn.End(ctx, guard.Step{Text: fmt.Sprint("try ", i)})
 			var stop *guard.StopError
 			switch {
 			case i < 4 && err != nil:
-				t.Errorf("down at Begin %v, step %d: End's error %v, want nil", downAtBegin, i, err)
+				t.Errorf("down at the judgement %v, step %d: End's error %v, want nil", downAtJudge, i, err)
 			case i == 4 && (!errors.As(err, &stop) || v.Code != "REPEATED_REFUSAL" || errorsAs[*snapshot.StoreError](err)):
-				t.Errorf("down at Begin %v, step %d: %s, %v; want REPEATED_REFUSAL and only a *guard.StopError", downAtBegin, i, v.Code, err)
+				t.Errorf("down at the judgement %v, step %d: %s, %v; want REPEATED_REFUSAL and only a *guard.StopError", downAtJudge, i, v.Code, err)
 			}
-			if !errorsAs[*snapshot.StoreError](turn.Err()) {
-				t.Errorf("down at Begin %v, step %d: Turn.Err() = %v, want a *StoreError", downAtBegin, i, turn.Err())
+			if told := runs.take(); !errorsAs[*snapshot.StoreError](told) {
+				t.Errorf("down at the judgement %v, step %d: OnError was told %v, want a *StoreError", downAtJudge, i, told)
 			}
 		}
 	}

@@ -35,41 +35,39 @@ func (downStore) Save(context.Context, string, snapshot.Version, snapshot.Versio
 func TestStoreNeverReached(t *testing.T) {
 	ctx := context.Background()
 	call := loop.ToolCalls[0]
-	doors := map[string]func(r *snapshot.Runs) (answer, error){
-		"Preflight then Check": func(r *snapshot.Runs) (answer, error) {
-			d, err := r.Preflight(ctx, "run", call)
+	// Each door returns the answer and what OnError was told.
+	doors := map[string]func(r *worker) (answer, error){
+		"Preflight then Check": func(r *worker) (answer, error) {
+			d, err := r.preflight(ctx, "run", call)
 			if d.Allow {
-				_, err = r.Check(ctx, "run", loop)
+				_, cerr := r.check(ctx, "run", loop)
+				err = errors.Join(err, cerr)
 			}
 			return decisionAnswer(d), err
 		},
-		"Begin then End": func(r *snapshot.Runs) (answer, error) {
-			turn, err := r.Begin(ctx, "run")
-			if err != nil {
-				return answer{}, fmt.Errorf("Begin: %w (a non-nil error must mean no turn, and the store is no reason)", err)
-			}
-			if turn.Err() == nil {
-				return answer{}, errors.New("Turn.Err is nil with the store down")
-			}
+		"Begin then End": func(r *worker) (answer, error) {
+			r.take()
+			turn := r.Guard("run").Begin()
 			var a answer
-			_, err = turn.Run(ctx, call, func(context.Context) (any, error) { return "nothing", nil })
+			_, err := turn.Run(ctx, call, func(context.Context) (any, error) { return "nothing", nil })
 			var refused *guard.RefusedError
 			if errors.As(err, &refused) {
 				a = decisionAnswer(refused.Decision)
 			} else if err != nil {
 				return answer{}, err
 			}
-			// The store's error is the turn's (Turn.Err), not End's: End's
-			// is nil or the stop.
+			// The store's error is told to OnError, not End's: End's is
+			// nil or the stop.
 			if _, err = turn.End(ctx, guard.Step{}); err != nil && !errors.As(err, new(*guard.StopError)) {
 				return answer{}, fmt.Errorf("End: %w (want nil or a *guard.StopError)", err)
 			}
-			return a, turn.Err()
+			return a, r.take()
 		},
-		"StartCall then Finish": func(r *snapshot.Runs) (answer, error) {
-			c, d, err := r.StartCall(ctx, "run", call)
+		"StartCall then Finish": func(r *worker) (answer, error) {
+			c, d, err := r.startCall(ctx, "run", call)
 			if c != nil {
-				_, err = c.Finish(ctx, "nothing", nil)
+				_, ferr := r.finish(ctx, c, "nothing", nil)
+				err = errors.Join(err, ferr)
 			}
 			return decisionAnswer(d), err
 		},
@@ -83,7 +81,7 @@ func TestStoreNeverReached(t *testing.T) {
 					a, err := door(runs)
 					var se *snapshot.StoreError
 					if !errors.As(err, &se) || !errors.Is(err, errDown) {
-						t.Fatalf("error = %v, want a *StoreError wrapping the store's", err)
+						t.Fatalf("told %v, want a *StoreError wrapping the store's", err)
 					}
 					got = append(got, answer{Stop: a.Stop, Code: a.Code})
 				}
@@ -97,8 +95,8 @@ func TestStoreNeverReached(t *testing.T) {
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Errorf("answers (-want +got):\n%s", diff)
 				}
-				if _, err := runs.Summary(ctx, "run"); !errors.Is(err, errDown) {
-					t.Errorf("Summary: %v, want the store's error", err)
+				if _, err := runs.summary(ctx, "run"); !errors.Is(err, errDown) {
+					t.Errorf("Summary: told %v, want the store's error", err)
 				}
 				if err := runs.Flush(ctx, "run"); policy == snapshot.FailOpen && !errors.Is(err, errDown) {
 					t.Errorf("Flush: %v, want the store's error", err)
@@ -131,7 +129,7 @@ func TestGarbageInTheStoreIsRefused(t *testing.T) {
 	key := []byte("secret")
 	// An envelope that a Runs without a key wrote.
 	mem := snapshot.NewMemory(nil)
-	if _, err := newRuns(t, mem, &defaults{}, snapshot.Options{}).Check(ctx, "run", loop); err != nil {
+	if _, err := newRuns(t, mem, &defaults{}, snapshot.Options{}).check(ctx, "run", loop); err != nil {
 		t.Fatal(err)
 	}
 	unsigned, v, err := mem.Load(ctx, "run", 0)
@@ -160,7 +158,7 @@ func TestGarbageInTheStoreIsRefused(t *testing.T) {
 				// A looping delete_db through fresh workers: never run.
 				for i := range 10 {
 					runs := newRuns(t, tt.s, &defaults{}, snapshot.Options{Policy: policy, Key: tt.key})
-					c, d, err := runs.StartCall(ctx, "run", testutil.Call("delete_db", `{}`))
+					c, d, err := runs.startCall(ctx, "run", testutil.Call("delete_db", `{}`))
 					if c != nil || d.Allow || d.Code != snapshot.CodeTampered {
 						t.Fatalf("worker %d: StartCall = %+v, want a refusal %s", i, d, snapshot.CodeTampered)
 					}
@@ -180,15 +178,11 @@ func TestGarbageInTheStoreIsRefused(t *testing.T) {
 	}
 }
 
-// panickyGuards makes guards of the default detectors and a panicky rule.
+// panickyGuards is the default rules and a panicky rule.
 type panickyGuards struct{ panics *atomic.Int32 }
 
-func (f panickyGuards) New() (*guard.Guard, error) {
-	return guard.New(append(detector.Defaults(), testutil.Panicky{Panics: f.panics})...)
-}
-
-func (f panickyGuards) Restore(data []byte) (*guard.Guard, error) {
-	return guard.Restore(data, append(detector.Defaults(), testutil.Panicky{Panics: f.panics})...)
+func (f panickyGuards) config() guard.Config {
+	return guard.Config{Rules: append(detector.Defaults(), testutil.Panicky{Panics: f.panics})}
 }
 
 // mustPanic runs fn and reports whether it panicked.
@@ -198,7 +192,8 @@ func mustPanic(fn func()) (panicked bool) {
 	return false
 }
 
-// TestPanickingRuleCountsNoStep makes a rule panic under Runs.Check. The
+// TestPanickingRuleCountsNoStep makes a rule panic under a store-backed
+// guard's Check (and Finish). The
 // panic must leave the stored run and the cached guard as they were: the step
 // is not recorded, and retrying it counts it once (it used to stay in the
 // backlog and be applied again onto the half-updated guard).
@@ -210,9 +205,9 @@ func TestPanickingRuleCountsNoStep(t *testing.T) {
 	step := func(i int) guard.Step {
 		return testutil.Calls(testutil.Done("search", fmt.Sprintf(`{"q":"%d"}`, i), "nothing"))
 	}
-	steps := func(runs *snapshot.Runs) int {
+	steps := func(runs *worker) int {
 		t.Helper()
-		s, err := runs.Summary(ctx, "run")
+		s, err := runs.summary(ctx, "run")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,14 +218,14 @@ func TestPanickingRuleCountsNoStep(t *testing.T) {
 	for i := range 10 {
 		if i == 4 {
 			panics.Store(1)
-			if !mustPanic(func() { runs.Check(ctx, "run", step(i)) }) {
+			if !mustPanic(func() { runs.check(ctx, "run", step(i)) }) {
 				t.Fatal("the rule did not panic")
 			}
 			if n := summary(); n != 4 {
 				t.Errorf("after the panic, the cached run has %d steps, want 4", n)
 			}
 		}
-		if _, err := runs.Check(ctx, "run", step(i)); err != nil {
+		if _, err := runs.check(ctx, "run", step(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -245,14 +240,14 @@ func TestPanickingRuleCountsNoStep(t *testing.T) {
 	// run is not poisoned, and it goes on once the rule stops.
 	panics.Store(-1)
 	for range 3 {
-		if !mustPanic(func() { runs.Check(ctx, "run", step(10)) }) {
+		if !mustPanic(func() { runs.check(ctx, "run", step(10)) }) {
 			t.Fatal("the rule did not panic")
 		}
-		if d, err := runs.Preflight(ctx, "run", testutil.Q("new")); err != nil || !d.Allow {
+		if d, err := runs.preflight(ctx, "run", testutil.Q("new")); err != nil || !d.Allow {
 			t.Errorf("Preflight after a panic = %+v, %v; want allowed", d, err)
 		}
 	}
-	if c, _, err := runs.StartCall(ctx, "run", testutil.Q("new")); err != nil || c == nil {
+	if c, _, err := runs.startCall(ctx, "run", testutil.Q("new")); err != nil || c == nil {
 		t.Fatalf("StartCall = %v, %v", c, err)
 	} else if !mustPanic(func() { c.Finish(ctx, "nothing", nil) }) {
 		t.Fatal("the rule did not panic in Finish")
@@ -261,7 +256,7 @@ func TestPanickingRuleCountsNoStep(t *testing.T) {
 		t.Errorf("after the rule panicked on every step: %d steps stored, want 10", n)
 	}
 	panics.Store(0)
-	if _, err := runs.Check(ctx, "run", step(10)); err != nil {
+	if _, err := runs.check(ctx, "run", step(10)); err != nil {
 		t.Fatal(err)
 	}
 	if n, m := stored(), summary(); n != 11 || m != 11 {
@@ -269,21 +264,17 @@ func TestPanickingRuleCountsNoStep(t *testing.T) {
 	}
 }
 
-// TestTurnEndStopError checks that snapshot.Turn.End reports a stop as
-// guard.Turn.End does: with a *guard.StopError.
+// TestTurnEndStopError checks that the End of a turn of a store-backed guard
+// reports a stop as one of a guard in memory does: with a *guard.StopError.
 func TestTurnEndStopError(t *testing.T) {
 	ctx := context.Background()
 	runs := newRuns(t, snapshot.NewMemory(nil), &defaults{}, snapshot.Options{})
-	twin, _ := guard.New(detector.Defaults()...)
+	twin, _ := guard.New(guard.Config{Rules: detector.Defaults()})
 	for i := range 3 {
-		turn, err := runs.Begin(ctx, "run")
-		if err != nil {
+		v, err := runs.Guard("run").Begin().End(ctx, loop)
+		if err := runs.take(); err != nil {
 			t.Fatal(err)
 		}
-		if err := turn.Err(); err != nil {
-			t.Fatal(err)
-		}
-		v, err := turn.End(ctx, loop)
 		wv, werr := twin.Begin().End(ctx, loop)
 		if v.Stop != wv.Stop || v.Code != wv.Code {
 			t.Errorf("step %d: verdict %+v, the guard's %+v", i, verdictAnswer(v), verdictAnswer(wv))
@@ -305,16 +296,16 @@ func TestTurnEndStopError(t *testing.T) {
 func TestStartCallRefusalEscalates(t *testing.T) {
 	ctx := context.Background()
 	runs := newRuns(t, snapshot.NewMemory(nil), &defaults{}, snapshot.Options{})
-	twin, _ := guard.New(detector.Defaults()...)
+	twin, _ := guard.New(guard.Config{Rules: detector.Defaults()})
 	for i := range 7 {
-		c, d, err := runs.StartCall(ctx, "run", testutil.Q("x"))
+		c, d, err := runs.startCall(ctx, "run", testutil.Q("x"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if c != nil {
 			c.Finish(ctx, "nothing", nil)
 		}
-		r, wd := twin.StartCall(ctx, testutil.Q("x"))
+		r, wd, _ := twin.StartCall(ctx, testutil.Q("x"))
 		if r != nil {
 			r.Finish(ctx, "nothing", nil)
 		}

@@ -14,7 +14,7 @@ import (
 // step, the third identical call is refused.
 func Example() {
 	ctx := context.Background()
-	cfg, err := detector.FromJSON([]byte(`{}`)) // the guards' options, once
+	cfg, err := detector.FromJSON([]byte(`{}`)) // the guards' configuration, once
 	if err != nil {
 		panic(err)
 	}
@@ -24,10 +24,10 @@ func Example() {
 
 	call := guard.ToolCall{Name: "search", Args: json.RawMessage(`{"q": "loopguard"}`)}
 	step := guard.Step{ToolCalls: []guard.ToolCall{{Name: call.Name, Args: call.Args, Result: "no results"}}}
-	workerA.Check(ctx, "run-42", step)
-	workerB.Check(ctx, "run-42", step)
+	workerA.Guard("run-42").Check(ctx, step)
+	workerB.Guard("run-42").Check(ctx, step)
 
-	d, err := workerA.Preflight(ctx, "run-42", call)
+	d, err := workerA.Guard("run-42").Preflight(ctx, call)
 	fmt.Println(d.Allow, d.Code, err)
 	// Output: false REPEATED_TOOL_CALL <nil>
 }

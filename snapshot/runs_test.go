@@ -16,30 +16,89 @@ import (
 	"github.com/loopguard/loopguard/detector"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/testutil"
+	"github.com/loopguard/loopguard/rule"
 	"github.com/loopguard/loopguard/snapshot"
 	"github.com/loopguard/loopguard/snapshot/storetest"
 )
 
-// A detector.Config is the Factory users pass.
-var _ snapshot.Factory = detector.Config{}
-
-// defaults is the Config of the default options ({}), counting restores.
+// defaults is the configuration of the default options ({}), with a rule
+// that counts restores.
 type defaults struct {
 	restores atomic.Int64
 }
 
-func (*defaults) config() detector.Config {
+func (f *defaults) config() guard.Config {
 	cfg, err := detector.FromJSON([]byte(`{}`))
 	if err != nil {
 		panic(err) // the default options always build
 	}
+	cfg.Rules = append(cfg.Rules, restoreCounter{&f.restores})
 	return cfg
 }
 
-func (f *defaults) New() (*guard.Guard, error) { return f.config().New() }
-func (f *defaults) Restore(data []byte) (*guard.Guard, error) {
-	f.restores.Add(1)
-	return f.config().Restore(data)
+// configs is what the tests make Runs of: the configuration of its guards.
+type configs interface{ config() guard.Config }
+
+// restoreCounter is a rule whose state keeps nothing and counts its
+// restores.
+type restoreCounter struct{ n *atomic.Int64 }
+
+func (restoreCounter) Name() string                                  { return "restores" }
+func (restoreCounter) Priority() int                                 { return rule.PriorityCustom }
+func (restoreCounter) Options() any                                  { return nil }
+func (c restoreCounter) NewState() rule.State                        { return c }
+func (restoreCounter) Observe(*rule.Facts)                           {}
+func (restoreCounter) Verdict() rule.Verdict                         { return rule.Verdict{} }
+func (restoreCounter) Preflight(*rule.Facts) rule.Verdict            { return rule.Verdict{} }
+func (restoreCounter) Snapshot(rule.SnapshotOptions) ([]byte, error) { return []byte("null"), nil }
+func (c restoreCounter) Restore([]byte) error                        { c.n.Add(1); return nil }
+
+// worker is a Runs whose store errors (Options.OnError) are collected, with
+// the operations of the old Runs API on top of Runs.Guard: each returns the
+// store's errors of the operation.
+type worker struct {
+	*snapshot.Runs
+	mu   sync.Mutex
+	errs []error
+}
+
+// take returns the errors told since the last take, joined.
+func (w *worker) take() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	err := errors.Join(w.errs...)
+	w.errs = nil
+	return err
+}
+
+func (w *worker) check(ctx context.Context, key string, s guard.Step) (guard.Verdict, error) {
+	w.take()
+	v, err := w.Guard(key).Check(ctx, s)
+	return v, errors.Join(err, w.take())
+}
+
+func (w *worker) preflight(ctx context.Context, key string, calls ...guard.ToolCall) (guard.Decision, error) {
+	w.take()
+	d, err := w.Guard(key).Preflight(ctx, calls...)
+	return d, errors.Join(err, w.take())
+}
+
+func (w *worker) summary(ctx context.Context, key string) (guard.Summary, error) {
+	w.take()
+	s, err := w.Guard(key).Summary(ctx)
+	return s, errors.Join(err, w.take())
+}
+
+func (w *worker) startCall(ctx context.Context, key string, call guard.ToolCall) (*guard.Running, guard.Decision, error) {
+	w.take()
+	r, d, err := w.Guard(key).StartCall(ctx, call)
+	return r, d, errors.Join(err, w.take())
+}
+
+func (w *worker) finish(ctx context.Context, r *guard.Running, result any, callErr error) (guard.Verdict, error) {
+	w.take()
+	v, err := r.Finish(ctx, result, callErr)
+	return v, errors.Join(err, w.take())
 }
 
 func TestMemoryStore(t *testing.T) {
@@ -62,13 +121,22 @@ func decisionAnswer(d guard.Decision) answer {
 func newRuns(t interface {
 	Helper()
 	Fatal(...any)
-}, s snapshot.Store, f snapshot.Factory, o snapshot.Options) *snapshot.Runs {
+}, s snapshot.Store, f configs, o snapshot.Options) *worker {
 	t.Helper()
-	r, err := snapshot.New(s, f, o)
+	w := &worker{}
+	if o.OnError == nil {
+		o.OnError = func(key string, err error) {
+			w.mu.Lock()
+			w.errs = append(w.errs, err)
+			w.mu.Unlock()
+		}
+	}
+	r, err := snapshot.New(s, f.config(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r
+	w.Runs = r
+	return w
 }
 
 // loop is the step of an agent that calls search with the same query.
@@ -78,19 +146,19 @@ func TestOneWorkerIsOneGuard(t *testing.T) {
 	ctx := context.Background()
 	f := &defaults{}
 	runs := newRuns(t, snapshot.NewMemory(nil), f, snapshot.Options{})
-	g, _ := guard.New(detector.Defaults()...)
+	g, _ := guard.New(guard.Config{Rules: detector.Defaults()})
 	steps := []guard.Step{testutil.Text("hi"), loop, loop, testutil.Calls(testutil.Q("a")), loop, loop, loop}
 	for i, s := range steps {
-		want := verdictAnswer(g.Check(s))
-		got, err := runs.Check(ctx, "run", s)
+		want := verdictAnswer(testutil.Check(t, g, s))
+		got, err := runs.check(ctx, "run", s)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(want, verdictAnswer(got)); diff != "" {
 			t.Errorf("step %d (-guard +runs):\n%s", i, diff)
 		}
-		wantD := decisionAnswer(g.Preflight(testutil.Call("search", `{"q":"x"}`)))
-		gotD, err := runs.Preflight(ctx, "run", testutil.Call("search", `{"q":"x"}`))
+		wantD := decisionAnswer(testutil.Preflight(t, g, testutil.Call("search", `{"q":"x"}`)))
+		gotD, err := runs.preflight(ctx, "run", testutil.Call("search", `{"q":"x"}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,14 +166,14 @@ func TestOneWorkerIsOneGuard(t *testing.T) {
 			t.Errorf("preflight after step %d (-guard +runs):\n%s", i, diff)
 		}
 	}
-	if lv := g.Summary().LastVerdict; lv == nil || !lv.Stop {
+	if lv := testutil.Summary(t, g).LastVerdict; lv == nil || !lv.Stop {
 		t.Fatal("the run should have stopped on the third identical call")
 	}
 	// One worker that saves every step never restores.
 	if n := f.restores.Load(); n != 0 {
 		t.Errorf("one worker restored %d times, want 0", n)
 	}
-	sum, err := runs.Summary(ctx, "run")
+	sum, err := runs.summary(ctx, "run")
 	if err != nil || sum.Steps != len(steps) {
 		t.Errorf("Summary = %d steps (%v), want %d", sum.Steps, err, len(steps))
 	}
@@ -170,7 +238,7 @@ func (f *flaky) Save(ctx context.Context, key string, old, next snapshot.Version
 func storedSteps(t *testing.T, s snapshot.Store, key string, o snapshot.Options) int {
 	t.Helper()
 	o.OnCommit = nil
-	sum, err := newRuns(t, s, &defaults{}, o).Summary(context.Background(), key)
+	sum, err := newRuns(t, s, &defaults{}, o).summary(context.Background(), key)
 	if err != nil {
 		t.Fatalf("Summary: %v", err)
 	}
@@ -182,7 +250,7 @@ func TestWorkersShareARun(t *testing.T) {
 		ctx := context.Background()
 		store := snapshot.NewMemory(nil)
 		f := &defaults{}
-		workers := make([]*snapshot.Runs, rapid.IntRange(1, 4).Draw(t, "workers"))
+		workers := make([]*worker, rapid.IntRange(1, 4).Draw(t, "workers"))
 		for i := range workers {
 			workers[i] = newRuns(t, store, f, snapshot.Options{CacheSize: rapid.IntRange(-1, 2).Draw(t, "cache")})
 		}
@@ -190,7 +258,7 @@ func TestWorkersShareARun(t *testing.T) {
 		twins := map[string]*guard.Guard{}
 		twin := func(k string) *guard.Guard {
 			if twins[k] == nil {
-				twins[k], _ = guard.New(detector.Defaults()...)
+				twins[k], _ = guard.New(guard.Config{Rules: detector.Defaults()})
 			}
 			return twins[k]
 		}
@@ -198,21 +266,23 @@ func TestWorkersShareARun(t *testing.T) {
 			w, k := workers[rapid.IntRange(0, len(workers)-1).Draw(t, "worker")], key.Draw(t, "key")
 			if rapid.IntRange(0, 3).Draw(t, "preflight") == 0 {
 				call := testutil.CallGen().Draw(t, "call")
-				got, err := w.Preflight(ctx, k, call)
+				got, err := w.preflight(ctx, k, call)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if diff := cmp.Diff(decisionAnswer(twin(k).Preflight(call)), decisionAnswer(got)); diff != "" {
+				want, _ := twin(k).Preflight(ctx, call)
+				if diff := cmp.Diff(decisionAnswer(want), decisionAnswer(got)); diff != "" {
 					t.Fatalf("op %d, preflight on %s (-guard +runs):\n%s", i, k, diff)
 				}
 				continue
 			}
 			s := testutil.StepGen().Draw(t, "step")
-			got, err := w.Check(ctx, k, s)
+			got, err := w.check(ctx, k, s)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(verdictAnswer(twin(k).Check(s)), verdictAnswer(got)); diff != "" {
+			want, _ := twin(k).Check(ctx, s)
+			if diff := cmp.Diff(verdictAnswer(want), verdictAnswer(got)); diff != "" {
 				t.Fatalf("op %d, check on %s (-guard +runs):\n%s", i, k, diff)
 			}
 		}
@@ -224,9 +294,9 @@ func TestRestoreOnlyWhenChanged(t *testing.T) {
 	store := &flaky{Store: snapshot.NewMemory(nil)}
 	f := &defaults{}
 	a, b := newRuns(t, store, f, snapshot.Options{}), newRuns(t, store, f, snapshot.Options{})
-	step := func(r *snapshot.Runs, q string) {
+	step := func(r *worker, q string) {
 		t.Helper()
-		if _, err := r.Check(ctx, "run", testutil.Calls(testutil.Q(q))); err != nil {
+		if _, err := r.check(ctx, "run", testutil.Calls(testutil.Q(q))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -250,7 +320,7 @@ func TestRestoreOnlyWhenChanged(t *testing.T) {
 	store.loadBytes = 0
 	store.mu.Unlock()
 	for range 5 {
-		if _, err := a.Preflight(ctx, "run", testutil.Q("7")); err != nil {
+		if _, err := a.preflight(ctx, "run", testutil.Q("7")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -268,14 +338,14 @@ func TestPreflightSavesNothing(t *testing.T) {
 	var commits atomic.Int64
 	runs := newRuns(t, snapshot.NewMemory(nil), &defaults{}, snapshot.Options{OnCommit: func(snapshot.Commit) { commits.Add(1) }})
 	for range 3 {
-		if _, err := runs.Preflight(ctx, "run", testutil.Q("x")); err != nil {
+		if _, err := runs.preflight(ctx, "run", testutil.Q("x")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := runs.Check(ctx, "run", loop); err != nil {
+	if _, err := runs.check(ctx, "run", loop); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := runs.Preflight(ctx, "run", testutil.Q("x")); err != nil {
+	if _, err := runs.preflight(ctx, "run", testutil.Q("x")); err != nil {
 		t.Fatal(err)
 	}
 	if n := commits.Load(); n != 1 {
@@ -293,7 +363,7 @@ func TestStoredSnapshotHoldsNoArgumentsResultsOrText(t *testing.T) {
 		testutil.Done("login", `{"password":"hunter2"}`, "secret-result"),
 	}}
 	for range 3 {
-		if _, err := runs.Check(ctx, "run", s); err != nil {
+		if _, err := runs.check(ctx, "run", s); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -315,7 +385,7 @@ func TestSignedSnapshots(t *testing.T) {
 		store := snapshot.NewMemory(nil)
 		runs := newRuns(t, store, &defaults{}, snapshot.Options{Key: key})
 		for range 2 {
-			if _, err := runs.Check(ctx, "run", loop); err != nil {
+			if _, err := runs.check(ctx, "run", loop); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -361,7 +431,7 @@ func TestSignedSnapshots(t *testing.T) {
 				tt.change(t, store, data)
 			}
 			runs := newRuns(t, store, &defaults{}, snapshot.Options{Key: tt.key, Policy: tt.policy})
-			v, err := runs.Check(ctx, tt.runKey, testutil.Text("next"))
+			v, err := runs.check(ctx, tt.runKey, testutil.Text("next"))
 			var se *snapshot.StateError
 			if !errors.As(err, &se) || !errors.Is(err, snapshot.ErrTampered) {
 				t.Fatalf("Check error = %v, want a *StateError wrapping ErrTampered", err)
@@ -369,7 +439,7 @@ func TestSignedSnapshots(t *testing.T) {
 			if !v.Stop || v.Code != snapshot.CodeTampered || !guard.IsFault(v) {
 				t.Errorf("verdict = %+v, want a %s stop", v, snapshot.CodeTampered)
 			}
-			d, err := runs.Preflight(ctx, tt.runKey, testutil.Q("y"))
+			d, err := runs.preflight(ctx, tt.runKey, testutil.Q("y"))
 			if d.Allow || d.Code != snapshot.CodeTampered || !errors.Is(err, snapshot.ErrTampered) {
 				t.Errorf("preflight = %+v, %v; want refused with %s", d, err, snapshot.CodeTampered)
 			}
@@ -385,12 +455,12 @@ func TestExpiry(t *testing.T) {
 	o := snapshot.Options{TTL: time.Hour, FinishedTTL: time.Minute}
 	runs := newRuns(t, store, &defaults{}, o)
 	for range 2 {
-		if _, err := runs.Check(ctx, "run", loop); err != nil {
+		if _, err := runs.check(ctx, "run", loop); err != nil {
 			t.Fatal(err)
 		}
 	}
 	clock.Advance(59 * time.Minute)
-	if v, err := runs.Check(ctx, "run", loop); err != nil || !v.Stop {
+	if v, err := runs.check(ctx, "run", loop); err != nil || !v.Stop {
 		t.Fatalf("third identical call: %+v, %v; want a stop", v, err)
 	}
 	if diff := cmp.Diff([]time.Duration{time.Hour, time.Hour, time.Minute}, store.ttls); diff != "" {
@@ -423,12 +493,12 @@ func TestStoreDown(t *testing.T) {
 			o := snapshot.Options{Policy: tt.policy}
 			runs := newRuns(t, store, &defaults{}, o)
 			for range 2 {
-				if v, err := runs.Check(ctx, "run", loop); err != nil || v.Stop {
+				if v, err := runs.check(ctx, "run", loop); err != nil || v.Stop {
 					t.Fatalf("Check = %+v, %v", v, err)
 				}
 			}
 			store.set(true, false)
-			d, err := runs.Preflight(ctx, "run", loop.ToolCalls[0])
+			d, err := runs.preflight(ctx, "run", loop.ToolCalls[0])
 			var se *snapshot.StoreError
 			if !errors.As(err, &se) || !errors.Is(err, errDown) || se.Op != "load" || se.Policy != tt.policy {
 				t.Fatalf("Preflight error = %v, want a load *StoreError wrapping the store's", err)
@@ -436,14 +506,14 @@ func TestStoreDown(t *testing.T) {
 			if got := decisionAnswer(d); got.Stop != tt.wantD.Stop || got.Code != tt.wantD.Code {
 				t.Errorf("Preflight = %+v, want %+v", got, tt.wantD)
 			}
-			v, err := runs.Check(ctx, "run", loop)
+			v, err := runs.check(ctx, "run", loop)
 			if !errors.As(err, &se) || !errors.Is(err, errDown) {
 				t.Fatalf("Check error = %v, want a *StoreError wrapping the store's", err)
 			}
 			if got := verdictAnswer(v); got.Stop != tt.want.Stop || got.Code != tt.want.Code {
 				t.Errorf("Check = %+v, want %+v", got, tt.want)
 			}
-			if _, err := runs.Check(ctx, "run", testutil.Text("after")); err == nil {
+			if _, err := runs.check(ctx, "run", testutil.Text("after")); err == nil {
 				t.Fatal("Check with the store down: no error")
 			}
 			if err := runs.Flush(ctx, "run"); err == nil {
@@ -468,14 +538,14 @@ func TestStoreDownBeforeFirstLoad(t *testing.T) {
 	// sees itself, and the store gets every step when it is back.
 	ctx := context.Background()
 	store := &flaky{Store: snapshot.NewMemory(nil)}
-	if _, err := newRuns(t, store, &defaults{}, snapshot.Options{}).Check(ctx, "run", testutil.Text("first")); err != nil {
+	if _, err := newRuns(t, store, &defaults{}, snapshot.Options{}).check(ctx, "run", testutil.Text("first")); err != nil {
 		t.Fatal(err)
 	}
 	store.set(true, false)
 	runs := newRuns(t, store, &defaults{}, snapshot.Options{})
 	var got []answer
 	for range 3 {
-		v, err := runs.Check(ctx, "run", loop)
+		v, err := runs.check(ctx, "run", loop)
 		if err == nil {
 			t.Fatal("no error with the store down")
 		}
@@ -485,7 +555,7 @@ func TestStoreDownBeforeFirstLoad(t *testing.T) {
 		t.Errorf("verdicts while down = %+v, want the third to stop on the repeat", got)
 	}
 	store.set(false, false)
-	v, err := runs.Check(ctx, "run", loop)
+	v, err := runs.check(ctx, "run", loop)
 	if err != nil || v.Code != "REPEATED_TOOL_CALL" {
 		t.Errorf("fourth identical call, store back: %+v, %v", v, err)
 	}
@@ -500,22 +570,22 @@ func TestLostAnswerIsNotCountedTwice(t *testing.T) {
 	var commits []snapshot.Commit
 	runs := newRuns(t, store, &defaults{}, snapshot.Options{OnCommit: func(c snapshot.Commit) { commits = append(commits, c) }})
 	other := newRuns(t, store, &defaults{}, snapshot.Options{})
-	if _, err := runs.Check(ctx, "run", testutil.Text("1")); err != nil {
+	if _, err := runs.check(ctx, "run", testutil.Text("1")); err != nil {
 		t.Fatal(err)
 	}
 	store.set(false, true) // saves happen, their answers are lost
 	for i := range 2 {
-		if _, err := runs.Check(ctx, "run", testutil.Text(fmt.Sprint(i+2))); err == nil {
+		if _, err := runs.check(ctx, "run", testutil.Text(fmt.Sprint(i+2))); err == nil {
 			t.Fatal("no error from a save whose answer was lost")
 		}
 	}
 	store.set(false, false)
 	// Another worker saves in between: the lost saves are found by the
 	// writer's mark, not by the version.
-	if _, err := other.Check(ctx, "run", testutil.Text("4")); err != nil {
+	if _, err := other.check(ctx, "run", testutil.Text("4")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := runs.Check(ctx, "run", testutil.Text("5")); err != nil {
+	if _, err := runs.check(ctx, "run", testutil.Text("5")); err != nil {
 		t.Fatal(err)
 	}
 	if n := storedSteps(t, store, "run", snapshot.Options{}); n != 5 {
@@ -527,7 +597,7 @@ func TestConflictsGiveUp(t *testing.T) {
 	ctx := context.Background()
 	store := &flaky{Store: snapshot.NewMemory(nil), conflict: true}
 	runs := newRuns(t, store, &defaults{}, snapshot.Options{Retry: snapshot.Retry{Attempts: 3, Initial: time.Microsecond}})
-	_, err := runs.Check(ctx, "run", loop)
+	_, err := runs.check(ctx, "run", loop)
 	var se *snapshot.StoreError
 	if !errors.As(err, &se) || !errors.Is(err, snapshot.ErrConflict) || se.Op != "save" {
 		t.Fatalf("error = %v, want a save *StoreError wrapping ErrConflict", err)
@@ -549,7 +619,7 @@ func TestBacklogIsBounded(t *testing.T) {
 	store := &flaky{Store: snapshot.NewMemory(nil), down: true}
 	runs := newRuns(t, store, &defaults{}, snapshot.Options{Backlog: 2})
 	for i := range 4 {
-		if _, err := runs.Check(ctx, "run", testutil.Text(fmt.Sprint(i))); err == nil {
+		if _, err := runs.check(ctx, "run", testutil.Text(fmt.Sprint(i))); err == nil {
 			t.Fatal("no error with the store down")
 		}
 	}
@@ -567,10 +637,10 @@ func TestBacklogIsBounded(t *testing.T) {
 	// The steps kept are the newest, "2" and "3": a third "3" in a row
 	// stops the run (the same text, no progress); with "0" and "1" kept,
 	// it would not.
-	if v, err := runs.Check(ctx, "run", testutil.Text("3")); err != nil || v.Stop {
+	if v, err := runs.check(ctx, "run", testutil.Text("3")); err != nil || v.Stop {
 		t.Fatalf("the second step of text 3: %v, %s", err, guard.Explain(v))
 	}
-	if v, err := runs.Check(ctx, "run", testutil.Text("3")); err != nil || !v.Stop {
+	if v, err := runs.check(ctx, "run", testutil.Text("3")); err != nil || !v.Stop {
 		t.Errorf("the third step of text 3 in a row: %v, %s; want a stop (the newest steps kept)", err, guard.Explain(v))
 	}
 
@@ -578,7 +648,7 @@ func TestBacklogIsBounded(t *testing.T) {
 	store = &flaky{Store: snapshot.NewMemory(nil), down: true}
 	runs = newRuns(t, store, &defaults{}, snapshot.Options{Backlog: 2})
 	for i := range 2 {
-		if _, err := runs.Check(ctx, "run", testutil.Text(fmt.Sprint(i))); err == nil {
+		if _, err := runs.check(ctx, "run", testutil.Text(fmt.Sprint(i))); err == nil {
 			t.Fatal("no error with the store down")
 		}
 	}
@@ -595,7 +665,7 @@ func TestTimeout(t *testing.T) {
 	ctx := context.Background()
 	runs := newRuns(t, slowStore{}, &defaults{}, snapshot.Options{Timeout: 10 * time.Millisecond, Policy: snapshot.FailClosed})
 	start := time.Now()
-	d, err := runs.Preflight(ctx, "run", testutil.Q("x"))
+	d, err := runs.preflight(ctx, "run", testutil.Q("x"))
 	if !errors.Is(err, context.DeadlineExceeded) || d.Allow || d.Code != snapshot.CodeStore {
 		t.Errorf("Preflight on a slow store = %+v, %v; want refused, deadline exceeded", d, err)
 	}
@@ -618,12 +688,12 @@ func (slowStore) Save(ctx context.Context, _ string, _, _ snapshot.Version, _ []
 }
 
 func TestOptionErrors(t *testing.T) {
-	_, err := snapshot.New(nil, nil, snapshot.Options{Policy: 7, TTL: -1, FinishedTTL: -1, Timeout: -1,
+	_, err := snapshot.New(nil, guard.Config{History: -1}, snapshot.Options{Policy: 7, TTL: -1, FinishedTTL: -1, Timeout: -1,
 		Retry: snapshot.Retry{Attempts: -1, Initial: -1, Max: -1}, Backlog: -1})
 	if !errors.Is(err, guard.ErrInvalidOption) {
 		t.Fatalf("error = %v, want ErrInvalidOption", err)
 	}
-	want := []string{"store", "guards", "Policy", "TTL", "FinishedTTL", "Timeout", "Retry.Initial", "Retry.Max", "Retry.Attempts", "Backlog"}
+	want := []string{"store", "History", "Policy", "TTL", "FinishedTTL", "Timeout", "Retry.Initial", "Retry.Max", "Retry.Attempts", "Backlog"}
 	if diff := cmp.Diff(want, testutil.OptionFields(t, err, "")); diff != "" {
 		t.Errorf("fields (-want +got):\n%s", diff)
 	}
@@ -633,16 +703,16 @@ func TestStartCall(t *testing.T) {
 	ctx := context.Background()
 	runs := newRuns(t, snapshot.NewMemory(nil), &defaults{}, snapshot.Options{})
 	call := testutil.Call("search", `{"q":"x"}`)
-	a, d, err := runs.StartCall(ctx, "run", call)
+	a, d, err := runs.startCall(ctx, "run", call)
 	if err != nil || !d.Allow {
 		t.Fatal(d, err)
 	}
-	b, d, err := runs.StartCall(ctx, "run", call)
+	b, d, err := runs.startCall(ctx, "run", call)
 	if err != nil || !d.Allow {
 		t.Fatal(d, err)
 	}
 	// Two identical calls running: a third at the same moment is refused.
-	c, d, err := runs.StartCall(ctx, "run", call)
+	c, d, err := runs.startCall(ctx, "run", call)
 	if err != nil || d.Allow || c != nil || d.Code != "REPEATED_TOOL_CALL" {
 		t.Fatalf("third call = %v, %+v, %v; want refused", c, d, err)
 	}
@@ -657,16 +727,16 @@ func TestStartCall(t *testing.T) {
 		t.Errorf("Finish after Abandon = %+v, %v; want the zero verdict", v, err)
 	}
 	// The refusal is a step of its own, as guard.StartCall records it.
-	twin, _ := guard.New(detector.Defaults()...)
-	ta, _ := twin.StartCall(ctx, call)
-	tb, _ := twin.StartCall(ctx, call)
-	if tc, _ := twin.StartCall(ctx, call); tc != nil {
+	twin, _ := guard.New(guard.Config{Rules: detector.Defaults()})
+	ta, _, _ := twin.StartCall(ctx, call)
+	tb, _, _ := twin.StartCall(ctx, call)
+	if tc, _, _ := twin.StartCall(ctx, call); tc != nil {
 		t.Fatal("the twin allowed the third call")
 	}
 	tb.Abandon()
 	ta.Finish(ctx, "r", nil)
-	sum, _ := runs.Summary(ctx, "run")
-	if want := twin.Summary().Steps; sum.Steps != want || want != 2 {
+	sum, _ := runs.summary(ctx, "run")
+	if want := testutil.Summary(t, twin).Steps; sum.Steps != want || want != 2 {
 		t.Errorf("steps = %d, the twin guard's %d, want 2 (the refusal, then a's call)", sum.Steps, want)
 	}
 }
@@ -684,7 +754,7 @@ func TestConcurrentWorkers(t *testing.T) {
 		commits = append(commits, c)
 		mu.Unlock()
 	}}
-	shared := []*snapshot.Runs{newRuns(t, store, &defaults{}, o), newRuns(t, store, &defaults{}, o)}
+	shared := []*worker{newRuns(t, store, &defaults{}, o), newRuns(t, store, &defaults{}, o)}
 	const goroutines, steps = 4, 40
 	var wg sync.WaitGroup
 	for w := range goroutines {
@@ -693,11 +763,11 @@ func TestConcurrentWorkers(t *testing.T) {
 			defer wg.Done()
 			for i := range steps {
 				s := testutil.Calls(testutil.Done("search", fmt.Sprintf(`{"q":%d}`, (w+i)%3), "r"))
-				if _, err := shared[w%2].Check(ctx, "run", s); err != nil {
+				if _, err := shared[w%2].check(ctx, "run", s); err != nil {
 					t.Error(err)
 					return
 				}
-				if _, err := shared[w%2].Preflight(ctx, "run", testutil.Q("p")); err != nil {
+				if _, err := shared[w%2].preflight(ctx, "run", testutil.Q("p")); err != nil {
 					t.Error(err)
 					return
 				}
@@ -705,7 +775,7 @@ func TestConcurrentWorkers(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	g, _ := guard.New(detector.Defaults()...)
+	g, _ := guard.New(guard.Config{Rules: detector.Defaults()})
 	n, err := storetest.CheckCommits(commits, g)
 	if err != nil {
 		t.Fatal(err)
@@ -726,7 +796,7 @@ func TestUncachedWorkerKeepsItsSteps(t *testing.T) {
 	runs := newRuns(t, snapshot.NewMemory(nil), &defaults{}, snapshot.Options{CacheSize: -1})
 	var got []answer
 	for range 3 {
-		v, err := runs.Check(ctx, "run", guard.Step{})
+		v, err := runs.check(ctx, "run", guard.Step{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -742,19 +812,16 @@ func TestTurn(t *testing.T) {
 	store := &flaky{Store: snapshot.NewMemory(nil)}
 	a, b := newRuns(t, store, &defaults{}, snapshot.Options{}), newRuns(t, store, &defaults{}, snapshot.Options{})
 	for range 2 {
-		if _, err := a.Check(ctx, "run", loop); err != nil {
+		if _, err := a.check(ctx, "run", loop); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Worker b takes the next turn: the third identical call is refused,
 	// another runs, and End saves the step with both.
-	turn, err := b.Begin(ctx, "run")
-	if err != nil {
-		t.Fatal(err)
-	}
+	turn := b.Guard("run").Begin()
 	ran := 0
 	run := func(ctx context.Context) (any, error) { ran++; return "nothing", nil }
-	_, err = turn.Run(ctx, loop.ToolCalls[0], run)
+	_, err := turn.Run(ctx, loop.ToolCalls[0], run)
 	var refused *guard.RefusedError
 	if !errors.As(err, &refused) || refused.Decision.Code != "REPEATED_TOOL_CALL" {
 		t.Fatalf("Run of the third identical call = %v, want a RefusedError", err)
@@ -772,19 +839,22 @@ func TestTurn(t *testing.T) {
 	if ran != 1 {
 		t.Errorf("the tool ran %d times, want 1", ran)
 	}
+	if err := b.take(); err != nil {
+		t.Errorf("store errors: %v", err)
+	}
 	// The same turn on one in-process guard.
-	twin, _ := guard.New(detector.Defaults()...)
-	twin.Check(loop)
-	twin.Check(loop)
+	twin, _ := guard.New(guard.Config{Rules: detector.Defaults()})
+	testutil.Check(t, twin, loop)
+	testutil.Check(t, twin, loop)
 	tt := twin.Begin()
 	tt.Run(ctx, loop.ToolCalls[0], run)
 	tt.Run(ctx, testutil.Call("search", `{"q":"other"}`), run)
 	tt.End(ctx, guard.Step{Text: "trying another query"})
-	sa, err := a.Summary(ctx, "run")
+	sa, err := a.summary(ctx, "run")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tw := twin.Summary()
+	tw := testutil.Summary(t, twin)
 	if sa.Steps != tw.Steps || sa.ToolCalls != tw.ToolCalls || sa.Steps != 3 || sa.ToolCalls != 3 {
 		t.Errorf("stored run: %d steps, %d calls; the twin guard: %d, %d; want 3, 3", sa.Steps, sa.ToolCalls, tw.Steps, tw.ToolCalls)
 	}
@@ -797,21 +867,18 @@ func TestTurnStoreDown(t *testing.T) {
 			store := &flaky{Store: snapshot.NewMemory(nil)}
 			runs := newRuns(t, store, &defaults{}, snapshot.Options{Policy: policy})
 			for range 2 {
-				if _, err := runs.Check(ctx, "run", loop); err != nil {
+				if _, err := runs.check(ctx, "run", loop); err != nil {
 					t.Fatal(err)
 				}
 			}
 			store.set(true, false)
-			turn, err := runs.Begin(ctx, "run")
-			if err != nil {
-				t.Fatalf("Begin = %v, want a turn that follows the policy", err)
-			}
-			if !errors.Is(turn.Err(), errDown) {
-				t.Fatalf("Turn.Err = %v, want the store's error", turn.Err())
-			}
+			turn := runs.Guard("run").Begin()
 			ds, err := turn.Preflight(ctx, loop.ToolCalls[0], testutil.Call("search", `{"q":"other"}`))
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("Preflight = %v, want decisions that follow the policy", err)
+			}
+			if err := runs.take(); !errors.Is(err, errDown) {
+				t.Fatalf("OnError was told %v, want the store's error", err)
 			}
 			want := []answer{{Stop: true, Code: "REPEATED_TOOL_CALL"}, {}} // fail open: the worker's own state
 			if policy == snapshot.FailClosed {

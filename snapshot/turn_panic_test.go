@@ -12,35 +12,27 @@ import (
 	"github.com/loopguard/loopguard/snapshot"
 )
 
-// preflightPanickyGuards makes guards of the default detectors and a rule
-// whose Preflight panics while *armed is above zero.
+// preflightPanickyGuards is the default rules and a rule whose Preflight
+// panics while *armed is above zero.
 type preflightPanickyGuards struct{ armed *atomic.Int32 }
 
-func (f preflightPanickyGuards) rules() []guard.Detector {
-	return append(detector.Defaults(),
-		testutil.PreflightPanicky{Panicky: testutil.Panicky{Panics: new(atomic.Int32)}, Armed: f.armed})
-}
-
-func (f preflightPanickyGuards) New() (*guard.Guard, error) { return guard.New(f.rules()...) }
-
-func (f preflightPanickyGuards) Restore(data []byte) (*guard.Guard, error) {
-	return guard.Restore(data, f.rules()...)
+func (f preflightPanickyGuards) config() guard.Config {
+	return guard.Config{Rules: append(detector.Defaults(),
+		testutil.PreflightPanicky{Panicky: testutil.Panicky{Panics: new(atomic.Int32)}, Armed: f.armed})}
 }
 
 // TestTurnUsableAfterPreflightPanic is guard's test of the same name on a
-// run in the store: after a rule panicked under Turn.Preflight or Turn.Run,
-// the turn's End returns (it used to block for ever on the embedded
-// guard.Turn's lock), and the run goes on.
+// run in the store: after a rule panicked under Turn.Preflight or Turn.Run
+// (in the backend's View, with the run locked), the turn's End returns (it
+// used to block for ever on the turn's lock), and the run goes on: the
+// run's lock was released too.
 func TestTurnUsableAfterPreflightPanic(t *testing.T) {
 	for _, door := range []string{"Preflight", "Run"} {
 		t.Run(door, func(t *testing.T) {
 			ctx := context.Background()
 			armed := new(atomic.Int32)
 			runs := newRuns(t, snapshot.NewMemory(nil), preflightPanickyGuards{armed}, snapshot.Options{})
-			turn, err := runs.Begin(ctx, "run")
-			if err != nil {
-				t.Fatal(err)
-			}
+			turn := runs.Guard("run").Begin()
 			armed.Store(1)
 			panicked := mustPanic(func() {
 				if door == "Preflight" {
@@ -65,7 +57,7 @@ func TestTurnUsableAfterPreflightPanic(t *testing.T) {
 			case <-time.After(5 * time.Second):
 				t.Fatal("Turn.End blocks after a rule panicked in Turn." + door)
 			}
-			if s, err := runs.Summary(ctx, "run"); err != nil || s.Steps != 1 {
+			if s, err := runs.summary(ctx, "run"); err != nil || s.Steps != 1 {
 				t.Errorf("after End: %d steps, %v; want 1", s.Steps, err)
 			}
 		})

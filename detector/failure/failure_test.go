@@ -16,7 +16,6 @@ import (
 	"github.com/loopguard/loopguard/detector/failure"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
-	"github.com/loopguard/loopguard/guardtest"
 	"github.com/loopguard/loopguard/internal/testutil"
 	"github.com/loopguard/loopguard/rule"
 )
@@ -602,31 +601,6 @@ func TestRestoreRejects(t *testing.T) {
 			t.Errorf("snapshot after restore = %s, want %s", got, s)
 		}
 	}
-}
-
-func TestConformance(t *testing.T) {
-	build := func(o failure.Options) func() rule.Rule {
-		return func() rule.Rule { return newRule(t, o) }
-	}
-	for name, o := range map[string]failure.Options{
-		"default":  {},
-		"small":    {Window: 4, Threshold: 2, Warn: true},
-		"largest":  {Window: failure.MaxWindow, Threshold: 5, Warn: true},
-		"sameCall": {Window: 6, Threshold: 4, SameCall: 2, Warn: true},
-	} {
-		t.Run(name, func(t *testing.T) {
-			other := o
-			other.Warn = !o.Warn
-			guardtest.Run(t, build(o), guardtest.WithOtherOptions(build(other)), checks())
-		})
-	}
-}
-
-func checks() guardtest.Option {
-	if raceEnabled || testing.Short() {
-		return guardtest.WithChecks(15)
-	}
-	return guardtest.WithChecks(100)
 }
 
 // TestGuardsOfOneRuleAreIndependent runs two guards made from one rule: the

@@ -15,7 +15,6 @@ import (
 	"github.com/loopguard/loopguard/detector/repeat"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
-	"github.com/loopguard/loopguard/guardtest"
 	"github.com/loopguard/loopguard/internal/testutil"
 	"github.com/loopguard/loopguard/rule"
 )
@@ -325,18 +324,6 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 			t.Fatalf("after restore (-orig +restored):\n%s", diff)
 		}
 	})
-}
-
-func TestConformance(t *testing.T) {
-	build := func(o refusal.Options) func() rule.Rule {
-		return func() rule.Rule { return newRule(t, o) }
-	}
-	checks := guardtest.WithChecks(100)
-	if raceEnabled || testing.Short() {
-		checks = guardtest.WithChecks(15)
-	}
-	guardtest.Run(t, build(refusal.Options{}), guardtest.WithOtherOptions(build(refusal.Options{Threshold: 4})), checks)
-	guardtest.Run(t, build(refusal.Options{Threshold: 2, Warn: true}), guardtest.WithOtherOptions(build(refusal.Options{Threshold: 2})), checks)
 }
 
 // TestGuardsOfOneRuleAreIndependent runs two guards made from one rule: the

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/loopguard/loopguard/detector/repeat"
-	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/guardtest"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // TestConformance runs, on 30 random runs per property, the detector kit with warnings on (the other options

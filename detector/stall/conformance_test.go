@@ -11,6 +11,7 @@ import (
 	"github.com/loopguard/loopguard/detector/stall"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/guardtest"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // TestConformance runs the detector kit on the rule, with and without

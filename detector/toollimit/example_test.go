@@ -1,10 +1,12 @@
 package toollimit_test
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/loopguard/loopguard/detector/toollimit"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
 func Example() {
@@ -12,20 +14,23 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	g, err := guard.New(d)
+	g, err := guard.New(guard.Config{Rules: []rule.Rule{d}})
 	if err != nil {
 		panic(err)
 	}
+	ctx := context.Background()
 	search := guard.ToolCall{Name: "search", Args: map[string]any{"q": "go"}}
 
-	fmt.Println(g.Check(guard.Step{ToolCalls: []guard.ToolCall{search, search}}).Stop)
+	v, _ := g.Check(ctx, guard.Step{ToolCalls: []guard.ToolCall{search, search}})
+	fmt.Println(v.Stop)
 
 	// Ask before running a third search: it would go over the cap.
-	dec := g.Preflight(search)
+	dec, _ := g.Preflight(ctx, search)
 	fmt.Println(dec.Allow, dec.Code, dec.Evidence)
 
 	// rm is forbidden outright.
-	fmt.Println(g.Preflight(guard.ToolCall{Name: "rm"}).Allow)
+	dec, _ = g.Preflight(ctx, guard.ToolCall{Name: "rm"})
+	fmt.Println(dec.Allow)
 	// Output:
 	// false
 	// false TOOL_CALL_CAP {search 3 2}

@@ -4,7 +4,7 @@
 //
 // With a cap of 3 the first three calls go on and the fourth stops the run; a
 // cap of 0 forbids the tool. Every call counts, whatever its arguments or
-// result. Calls of tools the guard ignores ([guard.Options.Ignore]) are never
+// result. Calls of tools the guard ignores (its Config.Ignore) are never
 // counted. Once a tool is over its cap, every later step that calls it stops
 // again; steps that do not call it go on.
 //
@@ -30,10 +30,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/loopguard/loopguard/feedback"
-	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
-// Name is the detector's name, the key of its state in snapshots.
+// Name is the rule's name, the key of its state in snapshots.
 const Name = "toollimit"
 
 // Code is the code of the rule's stops.
@@ -61,7 +61,7 @@ const WarningCode = feedback.CodeToolCallCapWarning
 
 // Evidence is the evidence of a stop.
 type Evidence struct {
-	// Tool is the tool's name, as guard.Clean shows it
+	// Tool is the tool's name, as rule.Clean shows it
 	// (escaped, and cut to 256 bytes).
 	Tool string `json:"tool"`
 	// Calls is the number of calls of the tool in the run, counting the
@@ -79,21 +79,24 @@ type Count struct {
 	Limit int `json:"limit"`
 }
 
-// tool is one capped tool and its count.
+// tool is one capped tool.
 type tool struct {
 	name  string
 	limit int
-	calls int
 }
 
-// Detector is the per-tool call cap. Create it with New.
-type Detector struct {
-	guard.Owned // one guard at a time
-
+// Rule is the per-tool call cap: validated options, never changed after New,
+// so that one Rule serves any number of guards at once. Create it with New.
+type Rule struct {
 	tools []tool         // sorted by name
 	index map[string]int // name -> position in tools
 	warn  bool
+}
 
+// state is one run's: the calls of each capped tool and the last step's hits.
+type state struct {
+	r      *Rule
+	calls  []int    // aligned with r.tools
 	hit    bool     // the last step went over a cap
 	ev     Evidence // and this is the first call that did,
 	hitAt  int      // of the tool at this position
@@ -102,26 +105,27 @@ type Detector struct {
 }
 
 var (
-	_ guard.Detector   = (*Detector)(nil)
-	_ guard.Summarizer = (*Detector)(nil)
-	_ guard.Bounded    = (*Detector)(nil)
+	_ rule.Rule       = (*Rule)(nil)
+	_ rule.Saver      = (*state)(nil)
+	_ rule.Summarizer = (*state)(nil)
+	_ rule.Bounded    = (*state)(nil)
 )
 
 // New returns the rule with these options, or an error (a
-// *guard.OptionError) naming every invalid cap.
-func New(o Options) (*Detector, error) {
-	d := &Detector{index: make(map[string]int, len(o.MaxCalls)), warn: o.Warn}
+// *rule.OptionError) naming every invalid cap.
+func New(o Options) (*Rule, error) {
+	d := &Rule{index: make(map[string]int, len(o.MaxCalls)), warn: o.Warn}
 	var errs []error
 	for name, limit := range o.MaxCalls {
 		switch {
 		case limit < 0:
-			errs = append(errs, &guard.OptionError{Detector: Name, Field: fieldName(name),
+			errs = append(errs, &rule.OptionError{Detector: Name, Field: fieldName(name),
 				Err: fmt.Errorf("cap %d is negative", limit)})
 		case len(name) > MaxToolNameLen:
-			errs = append(errs, &guard.OptionError{Detector: Name, Field: fieldName(name[:32] + "..."),
+			errs = append(errs, &rule.OptionError{Detector: Name, Field: fieldName(name[:32] + "..."),
 				Err: fmt.Errorf("tool name is longer than %d bytes", MaxToolNameLen)})
 		case !utf8.ValidString(name):
-			errs = append(errs, &guard.OptionError{Detector: Name, Field: fieldName(name),
+			errs = append(errs, &rule.OptionError{Detector: Name, Field: fieldName(name),
 				Err: errors.New("tool name is not valid UTF-8")})
 		default:
 			d.tools = append(d.tools, tool{name: name, limit: limit})
@@ -138,16 +142,21 @@ func New(o Options) (*Detector, error) {
 	return d, nil
 }
 
+// NewState returns the state of a fresh run: no call counted yet.
+func (d *Rule) NewState() rule.State {
+	return &state{r: d, calls: make([]int, len(d.tools))}
+}
+
 func fieldName(tool string) string { return "MaxCalls[" + strconv.Quote(tool) + "]" }
 
 // Name returns Name.
-func (d *Detector) Name() string { return Name }
+func (d *Rule) Name() string { return Name }
 
-// Priority returns guard.PriorityToolLimit.
-func (d *Detector) Priority() int { return guard.PriorityToolLimit }
+// Priority returns rule.PriorityToolLimit.
+func (d *Rule) Priority() int { return rule.PriorityToolLimit }
 
 // Options returns the caps, as an Options with a map that is never nil.
-func (d *Detector) Options() any {
+func (d *Rule) Options() any {
 	m := make(map[string]int, len(d.tools))
 	for _, t := range d.tools {
 		m[t.name] = t.limit
@@ -157,9 +166,9 @@ func (d *Detector) Options() any {
 
 // Observe counts the step's calls of capped tools and notes the first call
 // beyond a cap.
-func (d *Detector) Observe(f *guard.Facts) {
-	d.hit, d.full = false, d.full[:0]
-	if len(d.tools) == 0 {
+func (s *state) Observe(f *rule.Facts) {
+	s.hit, s.full = false, s.full[:0]
+	if len(s.r.tools) == 0 {
 		return
 	}
 	for i := range f.Calls {
@@ -167,20 +176,20 @@ func (d *Detector) Observe(f *guard.Facts) {
 		if c.Ignored {
 			continue
 		}
-		j, ok := d.index[c.Tool]
+		j, ok := s.r.index[c.Tool]
 		if !ok {
 			continue
 		}
-		t := &d.tools[j]
-		if t.calls < math.MaxInt {
-			t.calls++
+		t, calls := &s.r.tools[j], &s.calls[j]
+		if *calls < math.MaxInt {
+			*calls++
 		}
-		if t.calls > t.limit && !d.hit {
-			d.hit = true
-			d.ev, d.hitAt = Evidence{Tool: guard.Clean(t.name), Calls: t.calls, Limit: t.limit}, j
+		if *calls > t.limit && !s.hit {
+			s.hit = true
+			s.ev, s.hitAt = Evidence{Tool: rule.Clean(t.name), Calls: *calls, Limit: t.limit}, j
 		}
-		if d.warn && t.calls == t.limit {
-			d.full = append(d.full, j)
+		if s.r.warn && *calls == t.limit {
+			s.full = append(s.full, j)
 		}
 	}
 }
@@ -188,33 +197,33 @@ func (d *Detector) Observe(f *guard.Facts) {
 // Verdict returns a stop when the last step called a tool beyond its cap.
 // With Options.Warn, a step that goes on warns of every tool it brought to
 // its cap.
-func (d *Detector) Verdict() guard.Verdict {
-	if d.hit {
-		return d.stop(d.ev, d.tools[d.hitAt].name, guard.PhaseCheck)
+func (s *state) Verdict() rule.Verdict {
+	if s.hit {
+		return s.stop(s.ev, s.r.tools[s.hitAt].name, rule.PhaseCheck)
 	}
-	if len(d.full) == 0 {
-		return guard.Verdict{}
+	if len(s.full) == 0 {
+		return rule.Verdict{}
 	}
-	ws := make([]guard.Warning, len(d.full))
-	for i, j := range d.full {
-		t := &d.tools[j]
+	ws := make([]rule.Warning, len(s.full))
+	for i, j := range s.full {
+		t := &s.r.tools[j]
 		limit := float64(t.limit) + 1
-		ws[i] = guard.Warning{
-			Code: WarningCode, Tool: guard.Clean(t.name), Value: float64(t.calls), Limit: limit, Ratio: float64(t.calls) / limit,
-			Detail: fmt.Sprintf("%s is at its cap of %d; one more call stops the run", guard.Quote(t.name), t.limit),
+		ws[i] = rule.Warning{
+			Code: WarningCode, Tool: rule.Clean(t.name), Value: float64(s.calls[j]), Limit: limit, Ratio: float64(s.calls[j]) / limit,
+			Detail: fmt.Sprintf("%s is at its cap of %d; one more call stops the run", rule.Quote(t.name), t.limit),
 		}
 		ws[i].Feedback = feedback.ForWarning(ws[i])
 	}
-	return guard.Verdict{Warnings: ws}
+	return rule.Verdict{Warnings: ws}
 }
 
 // stop builds the stop verdict of ev; name is the tool's name, as given.
-func (d *Detector) stop(ev Evidence, name string, p guard.Phase) guard.Verdict {
-	v := guard.Verdict{Stop: true, Reason: guard.ReasonToolLimit, Code: Code, Evidence: ev}
-	if p == guard.PhasePreflight {
-		v.Detail = fmt.Sprintf("call %d of %s would go over its cap of %d", ev.Calls, guard.Quote(name), ev.Limit)
+func (s *state) stop(ev Evidence, name string, p rule.Phase) rule.Verdict {
+	v := rule.Verdict{Stop: true, Reason: rule.ReasonToolLimit, Code: Code, Evidence: ev}
+	if p == rule.PhasePreflight {
+		v.Detail = fmt.Sprintf("call %d of %s would go over its cap of %d", ev.Calls, rule.Quote(name), ev.Limit)
 	} else {
-		v.Detail = fmt.Sprintf("call %d of %s went over its cap of %d", ev.Calls, guard.Quote(name), ev.Limit)
+		v.Detail = fmt.Sprintf("call %d of %s went over its cap of %d", ev.Calls, rule.Quote(name), ev.Limit)
 	}
 	v.Feedback = feedback.For(v, p)
 	return v
@@ -222,42 +231,39 @@ func (d *Detector) stop(ev Evidence, name string, p guard.Phase) guard.Verdict {
 
 // Preflight counts the proposed calls in order on top of the calls recorded
 // so far, and refuses the first one beyond a cap. It changes no count.
-func (d *Detector) Preflight(f *guard.Facts) guard.Verdict {
-	if len(d.tools) == 0 {
-		return guard.Verdict{}
+func (s *state) Preflight(f *rule.Facts) rule.Verdict {
+	if len(s.r.tools) == 0 {
+		return rule.Verdict{}
 	}
-	d.counts = d.counts[:0]
-	for _, t := range d.tools {
-		d.counts = append(d.counts, t.calls)
-	}
+	s.counts = append(s.counts[:0], s.calls...)
 	for i := range f.Calls {
 		c := &f.Calls[i]
 		if c.Ignored {
 			continue
 		}
-		j, ok := d.index[c.Tool]
+		j, ok := s.r.index[c.Tool]
 		if !ok {
 			continue
 		}
-		if d.counts[j] < math.MaxInt {
-			d.counts[j]++
+		if s.counts[j] < math.MaxInt {
+			s.counts[j]++
 		}
-		if t := &d.tools[j]; d.counts[j] > t.limit {
-			return d.stop(Evidence{Tool: guard.Clean(t.name), Calls: d.counts[j], Limit: t.limit}, t.name, guard.PhasePreflight)
+		if t := &s.r.tools[j]; s.counts[j] > t.limit {
+			return s.stop(Evidence{Tool: rule.Clean(t.name), Calls: s.counts[j], Limit: t.limit}, t.name, rule.PhasePreflight)
 		}
 	}
-	return guard.Verdict{}
+	return rule.Verdict{}
 }
 
 // Summary returns, for each capped tool, its calls so far and its cap (nil
 // when no cap is set).
-func (d *Detector) Summary() any {
-	if len(d.tools) == 0 {
+func (s *state) Summary() any {
+	if len(s.r.tools) == 0 {
 		return nil
 	}
-	m := make(map[string]Count, len(d.tools))
-	for _, t := range d.tools {
-		m[t.name] = Count{Calls: t.calls, Limit: t.limit}
+	m := make(map[string]Count, len(s.r.tools))
+	for j, t := range s.r.tools {
+		m[t.name] = Count{Calls: s.calls[j], Limit: t.limit}
 	}
 	return m
 }
@@ -265,10 +271,10 @@ func (d *Detector) Summary() any {
 // Snapshot returns the counts of the capped tools that have been called, as a
 // JSON object by tool name (JSON null when none has). Unless o.Previews is
 // set, names that are not identifiers are written hashed (o.Name).
-func (d *Detector) Snapshot(o guard.SnapshotOptions) ([]byte, error) {
+func (s *state) Snapshot(o rule.SnapshotOptions) ([]byte, error) {
 	var b []byte
-	for _, t := range d.tools {
-		if t.calls == 0 {
+	for j, t := range s.r.tools {
+		if s.calls[j] == 0 {
 			continue
 		}
 		if b == nil {
@@ -282,7 +288,7 @@ func (d *Detector) Snapshot(o guard.SnapshotOptions) ([]byte, error) {
 		}
 		b = append(b, name...)
 		b = append(b, ':')
-		b = strconv.AppendInt(b, int64(t.calls), 10)
+		b = strconv.AppendInt(b, int64(s.calls[j]), 10)
 	}
 	if b == nil {
 		return []byte("null"), nil
@@ -293,26 +299,24 @@ func (d *Detector) Snapshot(o guard.SnapshotOptions) ([]byte, error) {
 // Restore replaces the counts by those of a snapshot. Every name must be a
 // capped tool (or its hash), appear once, and have a whole count of 1 or
 // more.
-func (d *Detector) Restore(state []byte) error {
-	counts := make([]int, len(d.tools))
-	state = bytes.TrimSpace(state)
-	if len(state) != 0 && string(state) != "null" {
-		if err := d.readCounts(state, counts); err != nil {
+func (s *state) Restore(data []byte) error {
+	counts := make([]int, len(s.r.tools))
+	data = bytes.TrimSpace(data)
+	if len(data) != 0 && string(data) != "null" {
+		if err := s.r.readCounts(data, counts); err != nil {
 			return fmt.Errorf("%s: %w", Name, err)
 		}
 	}
-	for i := range d.tools {
-		d.tools[i].calls = counts[i]
-	}
-	d.hit, d.ev, d.full = false, Evidence{}, d.full[:0]
+	copy(s.calls, counts)
+	s.hit, s.ev, s.full = false, Evidence{}, s.full[:0]
 	return nil
 }
 
 // hashedIndex returns the position of the capped tool whose hashed name
-// (guard.HashName) is hashed.
-func (d *Detector) hashedIndex(hashed string) (int, bool) {
+// (rule.HashName) is hashed.
+func (d *Rule) hashedIndex(hashed string) (int, bool) {
 	for j, t := range d.tools {
-		if guard.HashName(t.name) == hashed {
+		if rule.HashName(t.name) == hashed {
 			return j, true
 		}
 	}
@@ -321,22 +325,22 @@ func (d *Detector) hashedIndex(hashed string) (int, bool) {
 
 // CheckBounds checks the restored counts against the guard's counters: the
 // calls they count are among the calls recorded.
-func (d *Detector) CheckBounds(c guard.Counters) error {
+func (s *state) CheckBounds(c rule.Counters) error {
 	if c.ToolCalls == math.MaxInt {
 		return nil // saturated: the calls were at least that many
 	}
 	sum := 0
-	for _, t := range d.tools {
-		if t.calls > c.ToolCalls-sum {
+	for _, calls := range s.calls {
+		if calls > c.ToolCalls-sum {
 			return fmt.Errorf("%s: the counts add up to more than the %d calls recorded", Name, c.ToolCalls)
 		}
-		sum += t.calls
+		sum += calls
 	}
 	return nil
 }
 
 // readCounts reads a JSON object of counts into counts, aligned with d.tools.
-func (d *Detector) readCounts(state []byte, counts []int) error {
+func (d *Rule) readCounts(state []byte, counts []int) error {
 	dec := json.NewDecoder(bytes.NewReader(state))
 	dec.UseNumber()
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
@@ -353,7 +357,7 @@ func (d *Detector) readCounts(state []byte, counts []int) error {
 			return errors.New("state: a key is not a string")
 		}
 		j, ok := d.index[name]
-		if guard.IsHashedName(name) {
+		if rule.IsHashedName(name) {
 			j, ok = d.hashedIndex(name)
 		}
 		if !ok {
@@ -394,12 +398,4 @@ func cut(s string) string {
 		return s[:40] + "..."
 	}
 	return s
-}
-
-// Reset forgets every count.
-func (d *Detector) Reset() {
-	for i := range d.tools {
-		d.tools[i].calls = 0
-	}
-	d.hit, d.ev, d.full = false, Evidence{}, d.full[:0]
 }

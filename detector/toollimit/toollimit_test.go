@@ -1,6 +1,7 @@
 package toollimit_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,15 +10,36 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/toollimit"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/testutil"
+	"github.com/loopguard/loopguard/rule"
 )
 
-var ignore = guard.Options{Ignore: []string{"think"}}
+// with returns the configuration of the tests' guards with only r.
+func with(r rule.Rule) guard.Config {
+	return guard.Config{Ignore: []string{"think"}, Rules: []rule.Rule{r}}
+}
 
-func newDetector(t testing.TB, caps map[string]int) *toollimit.Detector {
+// newState returns a fresh state of d, with all its optional interfaces.
+func newState(t testing.TB, d *toollimit.Rule) interface {
+	rule.Saver
+	rule.Summarizer
+} {
+	t.Helper()
+	st, ok := d.NewState().(interface {
+		rule.Saver
+		rule.Summarizer
+	})
+	if !ok {
+		t.Fatal("a state is not a Saver and a Summarizer")
+	}
+	return st
+}
+
+func newDetector(t testing.TB, caps map[string]int) *toollimit.Rule {
 	t.Helper()
 	d, err := toollimit.New(toollimit.Options{MaxCalls: caps})
 	if err != nil {
@@ -28,7 +50,7 @@ func newDetector(t testing.TB, caps map[string]int) *toollimit.Detector {
 
 func newGuard(t testing.TB, caps map[string]int) *guard.Guard {
 	t.Helper()
-	g, err := ignore.New(newDetector(t, caps))
+	g, err := guard.New(with(newDetector(t, caps)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +74,7 @@ func step(names ...string) guard.Step {
 }
 
 func stop(tool string, calls, limit int, phase guard.Phase) guard.Verdict {
-	v := guard.Verdict{Stop: true, Reason: guard.ReasonToolLimit, Code: toollimit.Code,
+	v := guard.Verdict{Stop: true, Reason: rule.ReasonToolLimit, Code: toollimit.Code,
 		Evidence: toollimit.Evidence{Tool: tool, Calls: calls, Limit: limit}, Detector: toollimit.Name}
 	if phase == guard.PhasePreflight {
 		v.Detail = fmt.Sprintf("call %d of %q would go over its cap of %d", calls, tool, limit)
@@ -150,7 +172,7 @@ func TestCheck(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := newGuard(t, tt.caps)
 			for i, s := range tt.steps {
-				got := g.Check(s)
+				got := ruletest.Check(t, g, s)
 				if diff := cmp.Diff(tt.want[i], got); diff != "" {
 					t.Errorf("step %d (-want +got):\n%s", i, diff)
 				}
@@ -189,25 +211,22 @@ func TestPreflight(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := newGuard(t, tt.caps)
 			for _, s := range tt.recorded {
-				g.Check(s)
+				ruletest.Check(t, g, s)
 			}
-			before, err := g.Snapshot(guard.SnapshotOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			before := testutil.Snapshot(t, g, guard.SnapshotOptions{})
 			for range 2 { // asking twice gives the same answer
-				got := g.Preflight(tt.calls...)
+				got := ruletest.Preflight(t, g, tt.calls...)
 				if diff := cmp.Diff(tt.want, got); diff != "" {
 					t.Errorf("Preflight (-want +got):\n%s", diff)
 				}
 			}
-			after, _ := g.Snapshot(guard.SnapshotOptions{})
+			after := testutil.Snapshot(t, g, guard.SnapshotOptions{})
 			if string(before) != string(after) {
 				t.Errorf("Preflight changed the state:\n%s\n%s", before, after)
 			}
 			// The refused calls, once run, give the same evidence.
 			if !tt.want.Allow {
-				got := g.Check(guard.Step{ToolCalls: tt.calls})
+				got := ruletest.Check(t, g, guard.Step{ToolCalls: tt.calls})
 				if diff := cmp.Diff(tt.want.Evidence, got.Evidence); diff != "" {
 					t.Errorf("Check of the refused calls: evidence (-preflight +check):\n%s", diff)
 				}
@@ -218,16 +237,16 @@ func TestPreflight(t *testing.T) {
 
 func TestSummary(t *testing.T) {
 	g := newGuard(t, map[string]int{"a": 2, "b": 0})
-	g.Check(step("a", "c", "a", "a"))
+	ruletest.Check(t, g, step("a", "c", "a", "a"))
 	want := map[string]toollimit.Count{"a": {Calls: 3, Limit: 2}, "b": {Calls: 0, Limit: 0}}
-	if diff := cmp.Diff(want, g.Summary().Detectors[toollimit.Name]); diff != "" {
+	if diff := cmp.Diff(want, testutil.Summary(t, g).Detectors[toollimit.Name]); diff != "" {
 		t.Errorf("Summary (-want +got):\n%s", diff)
 	}
-	b, _ := json.Marshal(g.Summary().Detectors[toollimit.Name])
+	b, _ := json.Marshal(testutil.Summary(t, g).Detectors[toollimit.Name])
 	if got, want := string(b), `{"a":{"calls":3,"limit":2},"b":{"calls":0,"limit":0}}`; got != want {
 		t.Errorf("Summary JSON = %s, want %s", got, want)
 	}
-	if got := newDetector(t, nil).Summary(); got != nil {
+	if got := newState(t, newDetector(t, nil)).Summary(); got != nil {
 		t.Errorf("Summary without caps = %v, want nil", got)
 	}
 }
@@ -260,7 +279,7 @@ func TestOptions(t *testing.T) {
 	if got, want := string(b), `{"maxCalls":{"a":1,"b":0}}`; got != want {
 		t.Errorf("Options JSON = %s, want %s", got, want)
 	}
-	fp := func(m map[string]int) string { return guard.Fingerprint(newDetector(t, m)).String() }
+	fp := func(m map[string]int) string { return rule.Fingerprint(newDetector(t, m)).String() }
 	if fp(nil) != fp(map[string]int{}) {
 		t.Error("nil and empty caps have different fingerprints")
 	}
@@ -283,23 +302,20 @@ func TestSnapshotRestore(t *testing.T) {
 	for cut := 0; cut <= len(steps); cut++ {
 		g := newGuard(t, caps)
 		for _, s := range steps[:cut] {
-			g.Check(s)
+			ruletest.Check(t, g, s)
 		}
-		data, err := g.Snapshot(guard.SnapshotOptions{Previews: cut%2 != 0})
-		if err != nil {
-			t.Fatal(err)
-		}
-		g2, err := ignore.Restore(data, newDetector(t, caps))
+		data := testutil.Snapshot(t, g, guard.SnapshotOptions{Previews: cut%2 != 0})
+		g2, err := guard.Restore(data, with(newDetector(t, caps)))
 		if err != nil {
 			t.Fatalf("cut %d: Restore: %v", cut, err)
 		}
 		for i, s := range steps[cut:] {
-			want, got := g.Check(s), g2.Check(s)
+			want, got := ruletest.Check(t, g, s), ruletest.Check(t, g2, s)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("cut %d, step %d (-saved +restored):\n%s", cut, cut+i, diff)
 			}
 		}
-		if diff := cmp.Diff(g.Summary().Detectors, g2.Summary().Detectors); diff != "" {
+		if diff := cmp.Diff(testutil.Summary(t, g).Detectors, testutil.Summary(t, g2).Detectors); diff != "" {
 			t.Errorf("cut %d: summaries (-saved +restored):\n%s", cut, diff)
 		}
 	}
@@ -307,50 +323,52 @@ func TestSnapshotRestore(t *testing.T) {
 
 func TestSnapshotBytes(t *testing.T) {
 	d := newDetector(t, map[string]int{"b": 1, "a": 5, "z": 0, `q"`: 1})
-	if b, _ := d.Snapshot(guard.SnapshotOptions{}); string(b) != "null" {
+	if b, _ := newState(t, d).Snapshot(guard.SnapshotOptions{}); string(b) != "null" {
 		t.Errorf("fresh Snapshot = %s, want null", b)
 	}
-	g, _ := guard.New(d)
-	g.Check(step("b", "a", `q"`, "a", "c"))
-	b, _ := d.Snapshot(guard.SnapshotOptions{Previews: true})
-	if got, want := string(b), `{"a":2,"b":1,"q\"":1}`; got != want {
+	g := testutil.New(t, d)
+	ruletest.Check(t, g, step("b", "a", `q"`, "a", "c"))
+	b := ruletest.StateOf(t, g, toollimit.Name, guard.SnapshotOptions{Previews: true})
+	if got, want := b, `{"a":2,"b":1,"q\"":1}`; got != want {
 		t.Errorf("Snapshot = %s, want %s", got, want)
 	}
 	// Without previews, a name that is no identifier is hashed, and
 	// restores to the same count.
-	b, _ = d.Snapshot(guard.SnapshotOptions{})
-	if got, want := string(b), `{"a":2,"b":1,"`+guard.HashName(`q"`)+`":1}`; got != want {
+	b = ruletest.StateOf(t, g, toollimit.Name, guard.SnapshotOptions{})
+	if got, want := b, `{"a":2,"b":1,"`+rule.HashName(`q"`)+`":1}`; got != want {
 		t.Errorf("Snapshot without previews = %s, want %s", got, want)
 	}
-	r := newDetector(t, map[string]int{"b": 1, "a": 5, "z": 0, `q"`: 1})
-	if err := r.Restore(b); err != nil {
+	r := newState(t, newDetector(t, map[string]int{"b": 1, "a": 5, "z": 0, `q"`: 1}))
+	if err := r.Restore([]byte(b)); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(d.Summary(), r.Summary()); diff != "" {
+	if diff := cmp.Diff(testutil.Summary(t, g).Detectors[toollimit.Name], r.Summary()); diff != "" {
 		t.Errorf("restored without previews (-want +got):\n%s", diff)
 	}
 	// A capped name that looks like a hash is hashed even with previews,
 	// so that it is never taken for another name's hash.
-	lookalike := guard.HashName(`q"`)
+	lookalike := rule.HashName(`q"`)
 	l := newDetector(t, map[string]int{lookalike: 3, `q"`: 3})
-	gl, _ := guard.New(l)
-	gl.Check(step(lookalike, lookalike, `q"`))
-	b, _ = l.Snapshot(guard.SnapshotOptions{Previews: true})
-	r = newDetector(t, map[string]int{lookalike: 3, `q"`: 3})
-	if err := r.Restore(b); err != nil {
+	gl := testutil.New(t, l)
+	ruletest.Check(t, gl, step(lookalike, lookalike, `q"`))
+	b = ruletest.StateOf(t, gl, toollimit.Name, guard.SnapshotOptions{Previews: true})
+	r = newState(t, newDetector(t, map[string]int{lookalike: 3, `q"`: 3}))
+	if err := r.Restore([]byte(b)); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(l.Summary(), r.Summary()); diff != "" {
+	if diff := cmp.Diff(testutil.Summary(t, gl).Detectors[toollimit.Name], r.Summary()); diff != "" {
 		t.Errorf("restored %s (-want +got):\n%s", b, diff)
 	}
-	g.Reset()
-	if b, _ := d.Snapshot(guard.SnapshotOptions{}); string(b) != "null" {
+	if err := g.Reset(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if b := ruletest.StateOf(t, g, toollimit.Name, guard.SnapshotOptions{}); b != "null" {
 		t.Errorf("Snapshot after Reset = %s, want null", b)
 	}
 }
 
 func TestRestoreRejects(t *testing.T) {
-	d := newDetector(t, map[string]int{"a": 2, "b": 0})
+	d := newState(t, newDetector(t, map[string]int{"a": 2, "b": 0}))
 	for _, bad := range []string{
 		`[]`, `1`, `"a"`, `{`, `{"a":1`, `{"a":1}x`, `{"a":1}{}`, `{"c":1}`, `{"a":-1}`, `{"a":1.5}`, `{"a":1e2}`,
 		`{"a":"1"}`, `{"a":null}`, `{"a":{}}`, `{"a":[1]}`, `{"a":1,"a":1}`, `{"a":99999999999999999999999}`,
@@ -380,14 +398,14 @@ func TestRestoreRejects(t *testing.T) {
 		}
 	}
 	// Through the guard, a bad state is ErrInvalidState.
-	g, _ := guard.New(newDetector(t, map[string]int{"a": 2}))
-	data, _ := g.Snapshot(guard.SnapshotOptions{})
+	g := testutil.New(t, newDetector(t, map[string]int{"a": 2}))
+	data := testutil.Snapshot(t, g, guard.SnapshotOptions{})
 	data = []byte(strings.Replace(string(data), `"state":null`, `"state":{"a":-3}`, 1))
-	if _, err := guard.Restore(data, newDetector(t, map[string]int{"a": 2})); !errors.Is(err, guard.ErrInvalidState) {
+	if _, err := guard.Restore(data, guard.Config{Rules: []rule.Rule{newDetector(t, map[string]int{"a": 2})}}); !errors.Is(err, guard.ErrInvalidState) {
 		t.Errorf("guard.Restore with a negative count = %v, want ErrInvalidState", err)
 	}
 	// Under other caps, the guard refuses the snapshot.
-	if _, err := guard.Restore(data, newDetector(t, map[string]int{"a": 3})); !errors.Is(err, guard.ErrOptionsChanged) {
+	if _, err := guard.Restore(data, guard.Config{Rules: []rule.Rule{newDetector(t, map[string]int{"a": 3})}}); !errors.Is(err, guard.ErrOptionsChanged) {
 		t.Errorf("guard.Restore under other caps = %v, want ErrOptionsChanged", err)
 	}
 }
@@ -395,26 +413,59 @@ func TestRestoreRejects(t *testing.T) {
 func TestResetEqualsFresh(t *testing.T) {
 	caps := map[string]int{"a": 1}
 	g := newGuard(t, caps)
-	g.Check(step("a", "a"))
-	g.Reset()
+	ruletest.Check(t, g, step("a", "a"))
+	if err := g.Reset(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	fresh := newGuard(t, caps)
 	for i, s := range []guard.Step{step("a"), step("a"), step("b")} {
-		if diff := cmp.Diff(fresh.Check(s), g.Check(s)); diff != "" {
+		if diff := cmp.Diff(ruletest.Check(t, fresh, s), ruletest.Check(t, g, s)); diff != "" {
 			t.Errorf("step %d after Reset (-fresh +reset):\n%s", i, diff)
 		}
 	}
 }
 
-func facts(names ...string) *guard.Facts {
-	f := &guard.Facts{}
+// TestGuardsOfOneRuleAreIndependent runs two guards of one Rule, steps
+// interleaved: each counts its own calls, so each stops at its own third
+// call of a tool capped at 2, and not before.
+func TestGuardsOfOneRuleAreIndependent(t *testing.T) {
+	cfg := with(newDetector(t, map[string]int{"a": 2}))
+	g1, err := guard.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g2, err := guard.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got1, got2 []bool
+	for range 2 {
+		got1 = append(got1, ruletest.Check(t, g1, step("a")).Stop)
+		got2 = append(got2, ruletest.Check(t, g2, step("a")).Stop)
+	}
+	if d := ruletest.Preflight(t, g2, tc("a")); d.Allow {
+		t.Error("the second guard's preflight of a third call allowed it")
+	}
+	got1 = append(got1, ruletest.Check(t, g1, step("a")).Stop)
+	got2 = append(got2, ruletest.Check(t, g2, step("b")).Stop)
+	if diff := cmp.Diff([]bool{false, false, true}, got1); diff != "" {
+		t.Errorf("first guard's stops (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]bool{false, false, false}, got2); diff != "" {
+		t.Errorf("second guard's stops (-want +got):\n%s", diff)
+	}
+}
+
+func facts(names ...string) *rule.Facts {
+	f := &rule.Facts{}
 	for _, n := range names {
-		f.Calls = append(f.Calls, guard.Call{Tool: n})
+		f.Calls = append(f.Calls, rule.Call{Tool: n})
 	}
 	return f
 }
 
 func TestSteadyStateAllocs(t *testing.T) {
-	d := newDetector(t, map[string]int{"search": 1 << 40, "read": 3})
+	d := newDetector(t, map[string]int{"search": 1 << 40, "read": 3}).NewState()
 	f := facts("search", "write", "search")
 	if n := testing.AllocsPerRun(100, func() { d.Observe(f); _ = d.Verdict() }); n != 0 {
 		t.Errorf("Observe+Verdict: %v allocations, want 0", n)
@@ -426,7 +477,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 }
 
 func BenchmarkObserveVerdict(b *testing.B) {
-	d := newDetector(b, map[string]int{"search": 1 << 40, "read": 3, "rm": 0})
+	d := newDetector(b, map[string]int{"search": 1 << 40, "read": 3, "rm": 0}).NewState()
 	f := facts("search", "write", "search")
 	b.ReportAllocs()
 	for b.Loop() {
@@ -438,7 +489,7 @@ func BenchmarkObserveVerdict(b *testing.B) {
 }
 
 func BenchmarkObserveVerdictNoCaps(b *testing.B) {
-	d := newDetector(b, nil)
+	d := newDetector(b, nil).NewState()
 	f := facts("search", "write", "search")
 	b.ReportAllocs()
 	for b.Loop() {
@@ -448,7 +499,7 @@ func BenchmarkObserveVerdictNoCaps(b *testing.B) {
 }
 
 func BenchmarkPreflight(b *testing.B) {
-	d := newDetector(b, map[string]int{"search": 1 << 40, "read": 3, "rm": 0})
+	d := newDetector(b, map[string]int{"search": 1 << 40, "read": 3, "rm": 0}).NewState()
 	f := facts("search", "write", "search")
 	b.ReportAllocs()
 	for b.Loop() {

@@ -5,9 +5,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/toollimit"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/testutil"
+	"github.com/loopguard/loopguard/rule"
 )
 
 func newWarnGuard(t testing.TB, caps map[string]int) *guard.Guard {
@@ -16,7 +19,7 @@ func newWarnGuard(t testing.TB, caps map[string]int) *guard.Guard {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := ignore.New(d)
+	g, err := guard.New(with(d))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +86,7 @@ func TestWarn(t *testing.T) {
 			g := newWarnGuard(t, tt.caps)
 			var got []guard.Verdict
 			for _, s := range tt.steps {
-				got = append(got, g.Check(s))
+				got = append(got, ruletest.Check(t, g, s))
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("verdicts (-want +got):\n%s", diff)
@@ -100,19 +103,16 @@ func TestWarnSnapshotRestore(t *testing.T) {
 	for cut := 0; cut <= len(steps); cut++ {
 		g := newWarnGuard(t, caps)
 		for _, s := range steps[:cut] {
-			g.Check(s)
+			ruletest.Check(t, g, s)
 		}
-		data, err := g.Snapshot(guard.SnapshotOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		data := testutil.Snapshot(t, g, guard.SnapshotOptions{})
 		d, _ := toollimit.New(toollimit.Options{MaxCalls: caps, Warn: true})
-		g2, err := ignore.Restore(data, d)
+		g2, err := guard.Restore(data, with(d))
 		if err != nil {
 			t.Fatalf("cut %d: %v", cut, err)
 		}
 		for i, s := range steps[cut:] {
-			if diff := cmp.Diff(g.Check(s), g2.Check(s)); diff != "" {
+			if diff := cmp.Diff(ruletest.Check(t, g, s), ruletest.Check(t, g2, s)); diff != "" {
 				t.Errorf("cut %d, step %d (-saved +restored):\n%s", cut, cut+i, diff)
 			}
 		}
@@ -122,7 +122,7 @@ func TestWarnSnapshotRestore(t *testing.T) {
 func TestWarnOptions(t *testing.T) {
 	d1, _ := toollimit.New(toollimit.Options{MaxCalls: map[string]int{"a": 1}})
 	d2, _ := toollimit.New(toollimit.Options{MaxCalls: map[string]int{"a": 1}, Warn: true})
-	if guard.Fingerprint(d1) == guard.Fingerprint(d2) {
+	if rule.Fingerprint(d1) == rule.Fingerprint(d2) {
 		t.Error("Warn does not change the fingerprint")
 	}
 	if diff := cmp.Diff(toollimit.Options{MaxCalls: map[string]int{"a": 1}, Warn: true}, d2.Options()); diff != "" {
@@ -131,7 +131,8 @@ func TestWarnOptions(t *testing.T) {
 }
 
 func TestWarnSteadyStateAllocs(t *testing.T) {
-	d, _ := toollimit.New(toollimit.Options{MaxCalls: map[string]int{"search": 1 << 40, "read": 3}, Warn: true})
+	r, _ := toollimit.New(toollimit.Options{MaxCalls: map[string]int{"search": 1 << 40, "read": 3}, Warn: true})
+	d := r.NewState()
 	f := facts("search", "write", "search")
 	if n := testing.AllocsPerRun(100, func() { d.Observe(f); _ = d.Verdict() }); n != 0 {
 		t.Errorf("Observe+Verdict with Warn: %v allocations, want 0", n)

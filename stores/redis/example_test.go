@@ -13,8 +13,8 @@ import (
 	lgredis "github.com/loopguard/loopguard/stores/redis"
 )
 
-// Every worker of an agent platform builds the same Runs; any of them can
-// record any step of any run.
+// Every worker of an agent platform builds the same Runs; the guard of a run
+// on any of them can record any step of the run.
 func Example() {
 	ctx := context.Background()
 	client := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
@@ -26,14 +26,17 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	runs, err := snapshot.New(store, cfg, snapshot.Options{TTL: 24 * time.Hour, Timeout: 200 * time.Millisecond})
+	runs, err := snapshot.New(store, cfg, snapshot.Options{TTL: 24 * time.Hour, Timeout: 200 * time.Millisecond,
+		// The store failed; the guard answered by the policy (fail open by
+		// default).
+		OnError: func(key string, err error) { log.Print(err) }})
 	if err != nil {
 		log.Fatal(err)
 	}
 
-	v, err := runs.Check(ctx, "run-42", guard.Step{Text: "looking it up"})
+	v, err := runs.Guard("run-42").Check(ctx, guard.Step{Text: "looking it up"})
 	if err != nil {
-		log.Print(err) // the store failed; v follows the policy (fail open by default)
+		log.Fatal(err) // ctx ended: nothing was done
 	}
 	if v.Stop {
 		log.Print(guard.Explain(v))

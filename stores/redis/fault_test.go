@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/snapshot"
 	"github.com/loopguard/loopguard/stores/redis/redistest"
 )
@@ -46,18 +47,23 @@ func killAndRestart(t *testing.T, policy snapshot.Policy, persist bool) {
 	var acked atomic.Int64 // steps in acknowledged saves
 	var tally faultTally
 	tally.codesDown = map[string]int{}
-	var runs []*snapshot.Runs
-	for range workers {
+	var runs []*guard.Guard // the run's guard on each worker
+	var flushes []*snapshot.Runs
+	tolds := make([]*told, workers)
+	for w := range workers {
+		tolds[w] = new(told)
 		c := srv.Client(&redis.Options{DialTimeout: 100 * time.Millisecond, ReadTimeout: 200 * time.Millisecond,
 			WriteTimeout: 200 * time.Millisecond, MaxRetries: -1})
 		r, err := snapshot.New(newStore(t, c, "fault:"), config(t, noLimit), snapshot.Options{
 			Policy: policy, Timeout: 250 * time.Millisecond,
 			OnCommit: func(c snapshot.Commit) { acked.Add(int64(len(c.Steps))) },
+			OnError:  tolds[w].on,
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		runs = append(runs, r)
+		flushes = append(flushes, r)
+		runs = append(runs, r.Guard("run"))
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -72,9 +78,11 @@ func killAndRestart(t *testing.T, policy snapshot.Policy, persist bool) {
 				default:
 				}
 				start := time.Now()
-				v, err := r.Check(ctx, "run", step(w, i))
+				v, err := r.Check(ctx, step(w, i))
+				err = errors.Join(err, tolds[w].take())
 				took := time.Since(start)
-				d, perr := r.Preflight(ctx, "run", step(w, i+1).ToolCalls...)
+				d, perr := r.Preflight(ctx, step(w, i+1).ToolCalls...)
+				perr = errors.Join(perr, tolds[w].take())
 				tally.mu.Lock()
 				tally.checks++
 				if err != nil {
@@ -109,7 +117,7 @@ func killAndRestart(t *testing.T, policy snapshot.Policy, persist bool) {
 	ackedBeforeKill := acked.Load()
 	srv.Restart()
 	reader, _ := snapshot.New(newStore(t, srv.Client(nil), "fault:"), config(t, noLimit), snapshot.Options{CacheSize: -1})
-	sum, err := reader.Summary(ctx, "run")
+	sum, err := reader.Guard("run").Summary(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,12 +125,12 @@ func killAndRestart(t *testing.T, policy snapshot.Policy, persist bool) {
 	time.Sleep(500 * time.Millisecond)
 	close(stop)
 	wg.Wait()
-	for _, r := range runs {
+	for _, r := range flushes {
 		if err := r.Flush(ctx, "run"); err != nil {
 			t.Fatalf("Flush after the restart: %v", err)
 		}
 	}
-	sum, err = reader.Summary(ctx, "run")
+	sum, err = reader.Guard("run").Summary(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func TestMeasure(t *testing.T) {
 	// The size of a stored run after 100 steps, for the bare round trip.
 	probe, _ := snapshot.New(store, config(t, noLimit), snapshot.Options{})
 	for i := range 100 {
-		probe.Check(ctx, "probe", step(0, i))
+		probe.Guard("probe").Check(ctx, step(0, i))
 	}
 	val, _ := client.Get(ctx, "measure:probe").Bytes()
 
@@ -124,24 +124,25 @@ func TestMeasure(t *testing.T) {
 		gen := time.Now().UnixNano()
 		runs, _ := snapshot.New(store, config(t, noLimit), snapshot.Options{})
 		viaRedis := &figure{name: "runs", n: n, op: func(w, i int) error {
-			_, err := runs.Check(ctx, fmt.Sprintf("c%d-%d", gen, w), step(w, i))
+			_, err := runs.Guard(fmt.Sprintf("c%d-%d", gen, w)).Check(ctx, step(w, i))
 			return err
 		}}
 		runs2, _ := snapshot.New(store, config(t, noLimit), snapshot.Options{})
 		withPreflight := &figure{name: "runs+preflight", n: n, op: func(w, i int) error {
 			key := fmt.Sprintf("p%d-%d", gen, w)
-			if _, err := runs2.Preflight(ctx, key, step(w, i).ToolCalls...); err != nil {
+			g := runs2.Guard(key)
+			if _, err := g.Preflight(ctx, step(w, i).ToolCalls...); err != nil {
 				return err
 			}
-			_, err := runs2.Check(ctx, key, step(w, i))
+			_, err := g.Check(ctx, step(w, i))
 			return err
 		}}
 		guards := make([]*guard.Guard, n)
 		for w := range guards {
-			guards[w], _ = config(t, noLimit).New()
+			guards[w], _ = guard.New(config(t, noLimit))
 		}
 		local := &figure{name: "guard", n: n, op: func(w, i int) error {
-			guards[w].Check(step(w, i))
+			guards[w].Check(ctx, step(w, i))
 			return nil
 		}}
 		bare := &figure{name: "bare", n: n, op: func(w, i int) error {
@@ -174,7 +175,7 @@ func TestMeasure(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for ; next[w] < primed; next[w]++ {
-					if _, err := runs.Check(ctx, fmt.Sprintf("l%d-%d", gen, w), longStep(w, next[w])); err != nil {
+					if _, err := runs.Guard(fmt.Sprintf("l%d-%d", gen, w)).Check(ctx, longStep(w, next[w])); err != nil {
 						t.Error(err)
 						return
 					}
@@ -184,7 +185,7 @@ func TestMeasure(t *testing.T) {
 		wg.Wait()
 		long, _ := client.Get(ctx, fmt.Sprintf("measure:l%d-0", gen)).Bytes()
 		viaRedis := &figure{name: "long runs", n: n, op: func(w, _ int) error {
-			v, err := runs.Check(ctx, fmt.Sprintf("l%d-%d", gen, w), longStep(w, next[w]))
+			v, err := runs.Guard(fmt.Sprintf("l%d-%d", gen, w)).Check(ctx, longStep(w, next[w]))
 			next[w]++
 			if v.Stop {
 				return fmt.Errorf("a healthy run stopped: %s", guard.Explain(v))

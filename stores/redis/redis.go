@@ -4,11 +4,13 @@
 //	client := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
 //	store, err := lgredis.New(client, lgredis.Options{})
 //	runs, err := snapshot.New(store, cfg, snapshot.Options{})
+//	g := runs.Guard(runID) // a *guard.Guard whose run lives in Redis
 //
 // Each run is one Redis string under Options.Prefix + the run key: the 8-byte
 // version, then the snapshot. Anything else under that key (a shorter string,
 // version 0, a list or another type) is reported as
-// [snapshot.ErrMalformed], which snapshot.Runs refuses, never as an outage. A save is one round trip: a Lua script compares
+// [snapshot.ErrMalformed], which the guards of snapshot.Runs refuse, never as
+// an outage. A save is one round trip: a Lua script compares
 // the stored version and sets the new value (with its TTL) atomically. A
 // load is a GET, or, when the caller holds a version already, a script that
 // answers with the version alone while it is unchanged. Measured against

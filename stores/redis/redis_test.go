@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,14 +19,35 @@ import (
 	"github.com/loopguard/loopguard/stores/redis/redistest"
 )
 
-// config reads an options document: the Factory of the runs.
-func config(t testing.TB, doc string) detector.Config {
+// config reads an options document: the configuration of the runs' guards.
+func config(t testing.TB, doc string) guard.Config {
 	t.Helper()
 	cfg, err := detector.FromJSON([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+// told keeps what OnError told one worker (a Runs that one goroutine uses).
+type told struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (w *told) on(_ string, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.err = errors.Join(w.err, err)
+}
+
+// take returns what was told since the last take.
+func (w *told) take() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	err := w.err
+	w.err = nil
+	return err
 }
 
 func newStore(t testing.TB, c lgredis.Client, prefix string) *lgredis.Store {
@@ -141,18 +163,23 @@ func TestContention(t *testing.T) {
 	errs := make(chan error, workers)
 	start := time.Now()
 	for w := range workers {
+		var tw told
 		runs, err := snapshot.New(newStore(t, srv.Client(nil), "contention:"), config(t, noLimit),
-			snapshot.Options{OnCommit: func(c snapshot.Commit) { commits <- c }, Retry: snapshot.Retry{Attempts: 1000}})
+			snapshot.Options{OnCommit: func(c snapshot.Commit) { commits <- c }, Retry: snapshot.Retry{Attempts: 1000}, OnError: tw.on})
 		if err != nil {
 			t.Fatal(err)
 		}
+		g := runs.Guard("run")
 		go func() {
 			for i := range steps {
-				if _, err := runs.Check(ctx, "run", step(w, i)); err != nil {
-					errs <- fmt.Errorf("worker %d, step %d: %w", w, i, err)
+				if _, err := g.Check(ctx, step(w, i)); err != nil || tw.take() != nil {
+					errs <- fmt.Errorf("worker %d, step %d: %w", w, i, errors.Join(err, tw.take()))
 					return
 				}
-				d, err := runs.Preflight(ctx, "run", step(w, i+1).ToolCalls...)
+				d, err := g.Preflight(ctx, step(w, i+1).ToolCalls...)
+				if err == nil {
+					err = tw.take()
+				}
 				if err != nil {
 					errs <- fmt.Errorf("worker %d, preflight %d: %w", w, i, err)
 					return
@@ -182,7 +209,7 @@ func TestContention(t *testing.T) {
 			}
 		}
 	}
-	g, err := config(t, noLimit).New()
+	g, err := guard.New(config(t, noLimit))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +221,7 @@ func TestContention(t *testing.T) {
 		t.Errorf("the commits hold %d steps, want %d", n, workers*steps)
 	}
 	check, _ := snapshot.New(newStore(t, srv.Client(nil), "contention:"), config(t, noLimit), snapshot.Options{})
-	sum, err := check.Summary(ctx, "run")
+	sum, err := check.Guard("run").Summary(ctx)
 	if err != nil || sum.Steps != workers*steps {
 		t.Errorf("the stored run has %d steps (%v), want %d", sum.Steps, err, workers*steps)
 	}
@@ -231,11 +258,16 @@ func TestGarbageUnderTheKeyIsRefused(t *testing.T) {
 					t.Fatal(err)
 				}
 				for i := range 10 {
-					runs, err := snapshot.New(s, config(t, `{}`), snapshot.Options{Key: key})
+					var tw told
+					runs, err := snapshot.New(s, config(t, `{}`), snapshot.Options{Key: key, OnError: tw.on})
 					if err != nil {
 						t.Fatal(err)
 					}
-					call, d, err := runs.StartCall(ctx, "run", guard.ToolCall{Name: "delete_db", Args: map[string]any{}})
+					call, d, err := runs.Guard("run").StartCall(ctx, guard.ToolCall{Name: "delete_db", Args: map[string]any{}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					err = tw.take() // what OnError was told
 					if call != nil || d.Allow || d.Code != snapshot.CodeTampered {
 						t.Fatalf("worker %d: the call was not refused as %s: %+v, %v", i, snapshot.CodeTampered, d, err)
 					}

@@ -1,0 +1,26 @@
+// Package guardtest is not migrated to rule.Rule on this branch yet: this
+// test builds only with -tags guardtest until it is (then drop the tag).
+
+//go:build guardtest
+
+package refusal_test
+
+import (
+	"testing"
+
+	"github.com/loopguard/loopguard/detector/refusal"
+	"github.com/loopguard/loopguard/guardtest"
+	"github.com/loopguard/loopguard/rule"
+)
+
+func TestConformance(t *testing.T) {
+	build := func(o refusal.Options) func() rule.Rule {
+		return func() rule.Rule { return newRule(t, o) }
+	}
+	checks := guardtest.WithChecks(100)
+	if raceEnabled || testing.Short() {
+		checks = guardtest.WithChecks(15)
+	}
+	guardtest.Run(t, build(refusal.Options{}), guardtest.WithOtherOptions(build(refusal.Options{Threshold: 4})), checks)
+	guardtest.Run(t, build(refusal.Options{Threshold: 2, Warn: true}), guardtest.WithOtherOptions(build(refusal.Options{Threshold: 2})), checks)
+}
