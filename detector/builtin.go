@@ -18,7 +18,7 @@ import (
 	"github.com/loopguard/loopguard/detector/text"
 	"github.com/loopguard/loopguard/detector/toollimit"
 	"github.com/loopguard/loopguard/detector/window"
-	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // The option names of the built-in detectors, as the reference spells them.
@@ -78,14 +78,14 @@ type fields map[string]string
 
 // built returns the detector, or the constructor's error with its fields
 // renamed to their JSON paths. A nil *T is returned as a nil interface.
-func built[T guard.Detector](d T, err error, names fields) (guard.Detector, error) {
+func built[T rule.Rule](d T, err error, names fields) (rule.Rule, error) {
 	if err != nil {
 		return nil, rename(err, names)
 	}
 	return d, nil
 }
 
-// rename rewrites the Field of every *guard.OptionError in err whose leading
+// rename rewrites the Field of every *rule.OptionError in err whose leading
 // Go name is known.
 func rename(err error, names fields) error {
 	if multi, ok := err.(interface{ Unwrap() []error }); ok {
@@ -95,7 +95,7 @@ func rename(err error, names fields) error {
 		}
 		return errors.Join(out...)
 	}
-	var oe *guard.OptionError
+	var oe *rule.OptionError
 	if !errors.As(err, &oe) {
 		return err
 	}
@@ -107,10 +107,10 @@ func rename(err error, names fields) error {
 	if !ok {
 		return err
 	}
-	return &guard.OptionError{Detector: oe.Detector, Field: path + rest, Err: oe.Err}
+	return &rule.OptionError{Detector: oe.Detector, Field: path + rest, Err: oe.Err}
 }
 
-func buildFinish(in Input) (guard.Detector, error) {
+func buildFinish(in Input) (rule.Rule, error) {
 	r := &reader{det: finish.Name}
 	var o finish.Options
 	raw, present := in.Values[keyFinish]
@@ -162,7 +162,7 @@ func buildFinish(in Input) (guard.Detector, error) {
 // The budget's limits, by their names in the document.
 var budgetLimits = []string{"maxCostUsd", "maxDurationMs", "maxInputTokens", "maxOutputTokens", "maxTotalTokens"}
 
-func buildBudget(in Input) (guard.Detector, error) {
+func buildBudget(in Input) (rule.Rule, error) {
 	r := &reader{det: budget.Name}
 	o := budget.Options{MaxSteps: DefaultMaxSteps, Now: in.Now}
 	stepsOn, budgetOn := true, true
@@ -256,7 +256,7 @@ func readLimit(r *reader, path string, raw json.RawMessage) budget.Limit {
 
 // buildToolLimit builds the caps of tools.<name>.maxCalls; "toolLimit" holds
 // the options of all caps ({"warn": true}), or false to switch them off.
-func buildToolLimit(in Input) (guard.Detector, error) {
+func buildToolLimit(in Input) (rule.Rule, error) {
 	r := &reader{det: toollimit.Name}
 	var o toollimit.Options
 	on := true
@@ -290,7 +290,7 @@ func buildToolLimit(in Input) (guard.Detector, error) {
 	return built(d, err, fields{"MaxCalls": ToolsKey, "Warn": keyToolLimit + ".warn"})
 }
 
-func buildRepeat(in Input) (guard.Detector, error) {
+func buildRepeat(in Input) (rule.Rule, error) {
 	r := &reader{det: repeat.Name}
 	var o repeat.Options
 	on := true
@@ -369,7 +369,7 @@ func readPolling(r *reader, path string, raw json.RawMessage) (polling bool, max
 	return true, maxIdentical
 }
 
-func buildOscillation(in Input) (guard.Detector, error) {
+func buildOscillation(in Input) (rule.Rule, error) {
 	r := &reader{det: oscillation.Name}
 	var o oscillation.Options
 	on := true
@@ -402,7 +402,7 @@ func buildOscillation(in Input) (guard.Detector, error) {
 		"RequireIdenticalResults": keyOscillation + ".requireIdenticalResults", "Warn": keyOscillation + ".warn"})
 }
 
-func buildNoProgress(in Input) (guard.Detector, error) {
+func buildNoProgress(in Input) (rule.Rule, error) {
 	r := &reader{det: noprogress.Name}
 	var o noprogress.Options
 	on := true
@@ -431,7 +431,7 @@ func buildNoProgress(in Input) (guard.Detector, error) {
 // buildWindow builds the windowed repeat rule, which is off unless "window"
 // is present: true for its defaults, or {"window": N, "threshold": M,
 // "warn": b, "compare": "outcome" | "call"}.
-func buildWindow(in Input) (guard.Detector, error) {
+func buildWindow(in Input) (rule.Rule, error) {
 	r := &reader{det: window.Name}
 	var o window.Options
 	ms, on := r.section(keyWindow, in.Values[keyWindow])
@@ -469,7 +469,7 @@ func buildWindow(in Input) (guard.Detector, error) {
 
 // buildFailure builds the repeated-failure rule: absent or true for its
 // defaults, {"threshold": N, "window": M, "warn": b}, or false.
-func buildFailure(in Input) (guard.Detector, error) {
+func buildFailure(in Input) (rule.Rule, error) {
 	r := &reader{det: failure.Name}
 	ms, on := r.optionalSection(keyFailure, in.Values)
 	var o failure.Options
@@ -492,7 +492,7 @@ func buildFailure(in Input) (guard.Detector, error) {
 
 // buildText builds the repeated-text rule: absent or true for its defaults,
 // {"threshold": N, "window": M, "warn": b}, or false.
-func buildText(in Input) (guard.Detector, error) {
+func buildText(in Input) (rule.Rule, error) {
 	r := &reader{det: text.Name}
 	ms, on := r.optionalSection(keyText, in.Values)
 	var o text.Options
@@ -531,7 +531,7 @@ func (r *reader) countInWindow(key string, ms []member, maxWindow int, more ...s
 
 // buildRefusal builds the repeated-refusal rule: absent or true for its
 // defaults, {"threshold": N, "warn": b}, or false.
-func buildRefusal(in Input) (guard.Detector, error) {
+func buildRefusal(in Input) (rule.Rule, error) {
 	r := &reader{det: refusal.Name}
 	var o refusal.Options
 	ms, on := r.optionalSection(keyRefusal, in.Values)
@@ -555,7 +555,7 @@ func buildRefusal(in Input) (guard.Detector, error) {
 
 // buildStall builds the stall rule, which is off unless "stall" is present:
 // true for its defaults, or {"threshold": N, "warn": b}.
-func buildStall(in Input) (guard.Detector, error) {
+func buildStall(in Input) (rule.Rule, error) {
 	r := &reader{det: stall.Name}
 	var o stall.Options
 	ms, on := r.section(keyStall, in.Values[keyStall])

@@ -28,22 +28,24 @@
 // The pattern rules and the tool caps can also warn one step before they
 // stop (their Warn options), with model-facing feedback.
 //
-// [Defaults] returns the default set, ready for [guard.New]:
+// [Defaults] returns the default set, ready for a [guard.Config]:
 //
-//	g, err := guard.New(detector.Defaults()...)
+//	g, err := guard.New(guard.Config{Rules: detector.Defaults()})
 //
 // Where the default set differs from the reference (agent-loopguard 0.2.0),
 // labelled real runs showed it had to; the README's "Choosing thresholds"
 // gives the figures, and each difference stays one option away.
 //
-// To compose by hand, call the packages' constructors and pass the detectors
-// you want to [guard.New]. To read options from JSON (a configuration file,
+// To compose by hand, call the packages' constructors and put the rules you
+// want in a [guard.Config]. To read options from JSON (a configuration file,
 // the loopguard command), use [FromJSON], or a [Registry] to which you add
-// detectors of your own: they then read their options from the same document,
-// and a misspelt key is still an error.
+// rules of your own: they then read their options from the same document,
+// and a misspelt key is still an error. Either way the rules are immutable:
+// one Config serves any number of guards, one after another or at the same
+// time.
 //
 // Nothing in this package is global: a Registry is a value, and every build
-// makes new detectors.
+// makes new rules.
 package detector
 
 import (
@@ -57,7 +59,7 @@ import (
 	"github.com/loopguard/loopguard/detector/refusal"
 	"github.com/loopguard/loopguard/detector/repeat"
 	"github.com/loopguard/loopguard/detector/text"
-	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 
 	// For the package documentation's links.
 	_ "github.com/loopguard/loopguard/detector/stall"
@@ -65,7 +67,7 @@ import (
 	_ "github.com/loopguard/loopguard/detector/window"
 )
 
-// Defaults returns new detectors with the default options: the finish-reason
+// Defaults returns the rules with the default options: the finish-reason
 // policy, a limit of 150 steps, the refusal rule (3 refusals of one call), the
 // repeated-call rule (threshold 3), the failure rule (5 same failures within
 // 10 calls), oscillation (periods 2 to 3, 3 repeats), no progress (threshold
@@ -73,10 +75,10 @@ import (
 // token, cost or duration budgets and no tool caps. It equals what
 // [FromJSON] builds from {}.
 //
-// The detectors hold the state of one run: call Defaults again for each guard
-// (guard.New refuses detectors that another guard holds, with
-// guard.ErrDetectorInUse). A [Config] does that for a JSON options document.
-func Defaults() []guard.Detector {
+// The rules are immutable and hold no run's state (each guard makes its own
+// states from them), so one result of Defaults serves any number of guards,
+// at the same time.
+func Defaults() []rule.Rule {
 	fin, err1 := finish.New(finish.Options{})
 	bud, err2 := budget.New(budget.Options{MaxSteps: DefaultMaxSteps})
 	rep, err3 := repeat.New(repeat.Options{})
@@ -91,5 +93,5 @@ func Defaults() []guard.Detector {
 			panic(fmt.Sprintf("detector: the default options are invalid: %v", err))
 		}
 	}
-	return []guard.Detector{fin, bud, ref, rep, fai, osc, nop, txt}
+	return []rule.Rule{fin, bud, ref, rep, fai, osc, nop, txt}
 }

@@ -11,13 +11,13 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/spell"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // This file holds the strict JSON reading that the registry and the built-in
 // entries share: objects are read key by key (exact, case-sensitive names,
-// duplicates rejected), and every problem is an *guard.OptionError that names
+// duplicates rejected), and every problem is an *rule.OptionError that names
 // its path in the document.
 
 // errUnknown is the error of an option nobody reads.
@@ -128,7 +128,7 @@ type reader struct {
 
 // fail records a problem with the option at path.
 func (r *reader) fail(path string, err error) {
-	r.errs = append(r.errs, &guard.OptionError{Detector: r.det, Field: path, Err: err})
+	r.errs = append(r.errs, &rule.OptionError{Detector: r.det, Field: path, Err: err})
 }
 
 func (r *reader) failf(path, format string, args ...any) {
@@ -226,7 +226,7 @@ func (r *reader) integer(path string, raw json.RawMessage, min int) int {
 		return 0
 	}
 	if f != math.Trunc(f) || f < float64(min) || f >= float64(math.MaxInt) {
-		r.failf(path, "must be %s, not %s", want, guard.FormatNumber(f))
+		r.failf(path, "must be %s, not %s", want, rule.FormatNumber(f))
 		return 0
 	}
 	return int(f)
@@ -240,7 +240,7 @@ func (r *reader) positive(path string, raw json.RawMessage) float64 {
 		return 0
 	}
 	if f <= 0 {
-		r.failf(path, "must be %s, not %s", want, guard.FormatNumber(f))
+		r.failf(path, "must be %s, not %s", want, rule.FormatNumber(f))
 		return 0
 	}
 	return f
@@ -254,7 +254,7 @@ func (r *reader) ratio(path string, raw json.RawMessage) float64 {
 		return 0
 	}
 	if f < 0 || f > 1 {
-		r.failf(path, "must be %s, not %s", want, guard.FormatNumber(f))
+		r.failf(path, "must be %s, not %s", want, rule.FormatNumber(f))
 		return 0
 	}
 	return f

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/core"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // The parts of an options document that the registry reads itself.
@@ -16,24 +18,24 @@ const (
 	// ToolsKey is the top-level key of the per-tool policies.
 	ToolsKey = "tools"
 	// IgnoreField is the tool-policy field that leaves a tool out of every
-	// rule. It becomes [guard.Options.Ignore].
+	// rule. It becomes [guard.Config].Ignore.
 	IgnoreField = "ignore"
 	// DropArgsKey is the top-level key, and DropArgsField the tool-policy
 	// field, that list argument fields to leave out of a call's key
 	// (request ids, timestamps, nonces). They become
-	// [guard.Options.DropArgs] and [guard.ToolOptions.DropArgs].
+	// [guard.Config].DropArgs and [guard.ToolOptions.DropArgs].
 	DropArgsKey   = "dropArgs"
 	DropArgsField = "dropArgs"
 	// FailWhenKey is the top-level key, and FailWhenField the tool-policy
 	// field, that list regular expressions marking a result as a failure
 	// ("^ERROR:", "<returncode>[1-9]"). They become
-	// [guard.Options.FailWhen] and [guard.ToolOptions.FailWhen].
+	// [guard.Config].FailWhen and [guard.ToolOptions.FailWhen].
 	FailWhenKey   = "failWhen"
 	FailWhenField = "failWhen"
 )
 
-// Input is what an [Entry] builds its detector from: the parts of the
-// options document that it registered, as raw JSON.
+// Input is what an [Entry] builds its rule from: the parts of the options
+// document that it registered, as raw JSON.
 type Input struct {
 	// Values holds the entry's top-level keys that are present in the
 	// document. A key set to false is present, with the value false.
@@ -41,13 +43,13 @@ type Input struct {
 	// Tools maps a tool's name to the entry's tool-policy fields that are
 	// present under tools.<name>. Tools without any of them are left out.
 	Tools map[string]map[string]json.RawMessage
-	// Now is the clock for detectors that read the time; nil means
+	// Now is the clock for rules that read the time; nil means
 	// time.Now.
 	Now func() time.Time
 }
 
-// Off reports whether the document switches the entry's detector off, by
-// the convention of the built-in detectors: it sets at least one of the
+// Off reports whether the document switches the entry's rule off, by the
+// convention of the built-in rules: it sets at least one of the
 // entry's keys, every one of them to false, and none of its tool fields. A
 // Build that follows the convention starts with
 //
@@ -66,7 +68,7 @@ func (in Input) Off() bool {
 	return true
 }
 
-// An Entry tells a [Registry] how to build one detector from an options
+// An Entry tells a [Registry] how to build one rule from an options
 // document.
 type Entry struct {
 	// Keys are the top-level keys of the document that the entry reads,
@@ -75,27 +77,27 @@ type Entry struct {
 	// ToolFields are the fields of tools.<name> that the entry reads,
 	// such as "repeatThreshold" and "polling".
 	ToolFields []string
-	// Default makes the entry build its detector even when none of its
-	// keys or tool fields is present (the built-in detectors are on by
-	// default). Without it, the entry is only built when the document
-	// mentions one of them.
+	// Default makes the entry build its rule even when none of its keys
+	// or tool fields is present (the built-in rules are on by default).
+	// Without it, the entry is only built when the document mentions one
+	// of them.
 	Default bool
-	// Build returns the detector for these options, or nil and a nil error
+	// Build returns the rule for these options, or nil and a nil error
 	// when the options switch it off. A key set to false is passed to it
 	// as false; to follow the built-ins' convention, where false switches
-	// a detector off, return nil, nil when [Input.Off] says so. The
-	// detector's Name must be the entry's name. Build is called again for
-	// every guard a [Config] makes, possibly from several goroutines at
-	// once: it must return a new detector each time, the same for the same
-	// input, and must not modify in. Errors should be *guard.OptionError
-	// values whose Field is the path in the document
-	// (repeatedToolCall.threshold); other errors are wrapped in one.
-	Build func(in Input) (guard.Detector, error)
+	// a rule off, return nil, nil when [Input.Off] says so. The rule's
+	// Name must be the entry's name. Build is called once for each
+	// document [Registry.Build] reads, possibly from several goroutines at
+	// once: it must not modify in. The rule it returns is shared by every
+	// guard of the configuration, so it must be immutable (see
+	// [rule.Rule]). Errors should be *rule.OptionError values whose Field
+	// is the path in the document (repeatedToolCall.threshold); other
+	// errors are wrapped in one.
+	Build func(in Input) (rule.Rule, error)
 }
 
-// A Registry knows how to build detectors from a JSON options document: which
-// detector reads which keys. It holds no detector itself; every Build makes
-// new ones.
+// A Registry knows how to build rules from a JSON options document: which
+// rule reads which keys. It holds no rule itself; every Build makes new ones.
 //
 // A Registry is not safe for concurrent Register calls; once filled, Build may
 // be called from many goroutines.
@@ -106,7 +108,7 @@ type Registry struct {
 	toolField map[string]string // tool-policy field -> entry name
 }
 
-// NewRegistry returns an empty registry: it builds no detector, and every key
+// NewRegistry returns an empty registry: it builds no rule, and every key
 // but "tools" and "dropArgs" (with only "ignore" and "dropArgs" in the tool
 // policies) is unknown to it.
 func NewRegistry() *Registry {
@@ -117,13 +119,13 @@ func NewRegistry() *Registry {
 	}
 }
 
-// Standard returns a new registry that holds the built-in detectors under the
+// Standard returns a new registry that holds the built-in rules under the
 // reference's option names: finishReason, maxSteps and budget,
 // repeatedToolCall, oscillation, noProgress, and the per-tool fields
 // maxCalls, repeatThreshold and polling; and those beyond the reference:
 // toolLimit (options of the caps), window and stall (both off unless
-// present). Register detectors of your own on it to read their options from
-// the same document.
+// present). Register rules of your own on it to read their options from the
+// same document.
 func Standard() *Registry {
 	r := NewRegistry()
 	for _, b := range builtins() {
@@ -137,7 +139,7 @@ func Standard() *Registry {
 // ErrRegistry is wrapped by every error of [Registry.Register].
 var ErrRegistry = errors.New("detector: cannot register")
 
-// Register adds an entry under a detector name (see [guard.ValidName]). It is
+// Register adds an entry under a rule name (see [rule.ValidName]). It is
 // an error to register a name twice, to claim a key or tool field that
 // another entry reads (or the registry's own "tools", "dropArgs" and
 // "ignore"), or to give
@@ -147,8 +149,8 @@ func (r *Registry) Register(name string, e Entry) error {
 		return fmt.Errorf("%w %q: %s", ErrRegistry, name, fmt.Sprintf(format, args...))
 	}
 	switch {
-	case !guard.ValidName(name):
-		return fail("%v", guard.ErrInvalidName)
+	case !rule.ValidName(name):
+		return fail("%v", core.ErrInvalidName)
 	case r.entries[name].Build != nil:
 		return fail("the name is taken")
 	case e.Build == nil:
@@ -200,113 +202,37 @@ func (r *Registry) Register(name string, e Entry) error {
 // Names returns the names of the registered entries, in registration order.
 func (r *Registry) Names() []string { return slices.Clone(r.names) }
 
-// Config is what an options document builds: a factory of guards. Each call
-// of [Config.New] (or [Config.Restore]) builds fresh detectors, so one Config
-// serves any number of runs, one after another or at the same time:
-//
-//	cfg, err := detector.FromJSON(doc) // once
-//	...
-//	g, err := cfg.New() // for each run
-//
-// A Config is a value that is safe for concurrent use once built; change
-// its Guard options before sharing it, not while it builds. The zero Config
-// builds the standard set, as FromJSON of {} does: [Defaults].
-type Config struct {
-	// Guard holds the guard's options: Ignore lists the tools whose
-	// policy says "ignore": true, sorted; DropArgs the top-level
-	// "dropArgs", and Tools each tool's "dropArgs". New and Restore use
-	// them; set more (an Observer, History) before calling them.
-	Guard guard.Options
-
-	parts []part // the detectors the document switches on, in order
-	built bool   // made by Build; the zero Config stands for FromJSON({})
-}
-
-// part is how a Config builds one detector.
-type part struct {
-	name  string
-	build func(Input) (guard.Detector, error)
-	in    Input
-}
-
-// New returns a new guard with fresh detectors and the options in c.Guard:
-// it is c.Guard.New(detectors...). Every call builds detectors of its own.
-func (c Config) New() (*guard.Guard, error) {
-	dets, err := c.Detectors()
+// buildRule builds the rule of one entry; nil, nil when its options switch
+// it off.
+func buildRule(name string, build func(Input) (rule.Rule, error), in Input) (rule.Rule, error) {
+	d, err := build(in)
 	if err != nil {
-		return nil, err
-	}
-	return c.Guard.New(dets...)
-}
-
-// Restore returns a guard restored from a snapshot, with fresh detectors and
-// the options in c.Guard: it is c.Guard.Restore(data, detectors...).
-func (c Config) Restore(data []byte) (*guard.Guard, error) {
-	dets, err := c.Detectors()
-	if err != nil {
-		return nil, err
-	}
-	return c.Guard.Restore(data, dets...)
-}
-
-// Detectors returns fresh detectors, new at every call, that the document
-// switches on, in registration order: for a guard of your own composition,
-// such as c.Guard.New(append(dets, mine)...). Their state is one run's: give
-// each guard its own. The error is only ever that of an entry whose Build
-// fails on options it once accepted.
-func (c Config) Detectors() ([]guard.Detector, error) {
-	if !c.built {
-		// A zero Config (a field someone left unset) is not a guard that
-		// watches nothing: it is the standard set, as {} builds it.
-		std, err := Standard().Build([]byte("{}"), BuildOptions{})
-		if err != nil {
-			return nil, err
-		}
-		c.parts = std.parts
-	}
-	dets := make([]guard.Detector, 0, len(c.parts))
-	var errs []error
-	for _, p := range c.parts {
-		d, err := buildPart(p)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if d != nil {
-			dets = append(dets, d)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return dets, nil
-}
-
-// buildPart builds one detector; nil, nil when its options switch it off.
-func buildPart(p part) (guard.Detector, error) {
-	d, err := p.build(p.in)
-	if err != nil {
-		return nil, asOptionError(p.name, p.in, err)
+		return nil, asOptionError(name, in, err)
 	}
 	if d == nil {
 		return nil, nil
 	}
-	if got := d.Name(); got != p.name {
-		return nil, fmt.Errorf("detector: entry %q built a detector named %q", p.name, got)
+	if got := d.Name(); got != name {
+		return nil, fmt.Errorf("detector: entry %q built a detector named %q", name, got)
 	}
 	return d, nil
 }
 
 // BuildOptions tune [Registry.Build].
 type BuildOptions struct {
-	// Now is the clock handed to detectors that read the time (the
-	// duration budget); nil means time.Now. A frozen clock makes a replay
+	// Now is the clock handed to rules that read the time (the duration
+	// budget); nil means time.Now. A frozen clock makes a replay
 	// count only the durations the steps report.
 	Now func() time.Time
 }
 
-// Build reads an options document and returns the Config that builds the
-// detectors it asks for (building them once, to check every option).
+// Build reads an options document and returns the guards' configuration it
+// asks for: the rules it switches on, in registration order, in Rules, and
+// the guard's own options the document holds: Ignore lists the tools whose
+// policy says "ignore": true, sorted; DropArgs and FailWhen the top-level
+// "dropArgs" and "failWhen", and Tools each tool's. Set more (an Observer,
+// History) before the Config is shared; its rules are immutable, so one
+// Config serves any number of guards, one after another or at the same time.
 //
 // The document is a JSON object. Every top-level key must be read by a
 // registered entry, or be "tools" or "dropArgs"; every field of tools.<name>
@@ -314,22 +240,22 @@ type BuildOptions struct {
 // case-sensitive, and a key may
 // appear only once. Each entry then builds its detector from the keys it
 // reads; entries marked Default are built even when none is present, others
-// only when one is. An entry's Build may switch its detector off.
+// only when one is. An entry's Build may switch its rule off.
 //
 // Every problem is reported, joined in one error: an unknown key (with the
 // name it was probably meant to be), a value of the wrong type or out of
 // range. Each is a *guard.OptionError whose Field is the path in the
 // document, such as tools.search.maxCalls; errors.Is(err,
 // guard.ErrInvalidOption) holds for all of them.
-func (r *Registry) Build(doc []byte, o BuildOptions) (Config, error) {
+func (r *Registry) Build(doc []byte, o BuildOptions) (guard.Config, error) {
 	members, err := readObject(doc)
 	if err != nil {
-		return Config{}, fmt.Errorf("%w: the options are not a JSON object: %v", guard.ErrInvalidOption, err)
+		return guard.Config{}, fmt.Errorf("%w: the options are not a JSON object: %v", guard.ErrInvalidOption, err)
 	}
 	top := &reader{}
 	values := make(map[string]map[string]json.RawMessage)           // entry -> key -> value
 	tools := make(map[string]map[string]map[string]json.RawMessage) // entry -> tool -> field -> value
-	var gopts guard.Options
+	var gopts guard.Config
 	for _, m := range members {
 		switch m.key {
 		case ToolsKey:
@@ -353,28 +279,25 @@ func (r *Registry) Build(doc []byte, o BuildOptions) (Config, error) {
 		values[name][m.key] = m.val
 	}
 	errs := top.errs
-	var parts []part
 	for _, name := range r.names {
 		e := r.entries[name]
 		in := Input{Values: values[name], Tools: tools[name], Now: o.Now}
 		if !e.Default && len(in.Values) == 0 && len(in.Tools) == 0 {
 			continue
 		}
-		p := part{name: name, build: e.Build, in: in}
-		// Built once here, so that every problem shows now.
-		d, err := buildPart(p)
+		d, err := buildRule(name, e.Build, in)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		if d != nil {
-			parts = append(parts, p)
+			gopts.Rules = append(gopts.Rules, d)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return Config{}, err
+		return guard.Config{}, err
 	}
-	return Config{Guard: gopts, parts: parts, built: true}, nil
+	return gopts, nil
 }
 
 // readDropArgs reads a list of argument fields to drop: an array of
@@ -419,7 +342,7 @@ func readFailWhen(r *reader, path string, raw json.RawMessage) []string {
 // readTools reads the "tools" object into the entries' tool inputs, and the
 // guard's own tool fields into o: the ignored tools (sorted) and the
 // argument fields each tool drops.
-func (r *Registry) readTools(top *reader, raw json.RawMessage, tools map[string]map[string]map[string]json.RawMessage, o *guard.Options) {
+func (r *Registry) readTools(top *reader, raw json.RawMessage, tools map[string]map[string]map[string]json.RawMessage, o *guard.Config) {
 	toolMembers, ok := top.object(ToolsKey, raw)
 	if !ok {
 		return
@@ -505,7 +428,7 @@ func asOptionError(name string, in Input, err error) error {
 	} else if tools := sortedMapKeys(in.Tools); len(tools) > 0 {
 		field = join(ToolsKey, tools[0])
 	}
-	return &guard.OptionError{Detector: name, Field: field, Err: err}
+	return &rule.OptionError{Detector: name, Field: field, Err: err}
 }
 
 func sortedMapKeys[V any](m map[string]V) []string {
@@ -517,8 +440,9 @@ func sortedMapKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// FromJSON builds the standard detectors from an options document with the
-// reference's names. It is Standard().Build(doc, BuildOptions{}).
+// FromJSON builds the guards' configuration, with the standard rules, from
+// an options document with the reference's names. It is
+// Standard().Build(doc, BuildOptions{}).
 //
 // The document, in full:
 //
@@ -547,11 +471,11 @@ func sortedMapKeys[V any](m map[string]V) []string {
 // on; toolLimit holds the options of all tool caps; window and stall switch
 // those rules on (they are not in [Defaults]).
 //
-// An absent key means the detector's default, true means the defaults too,
-// and false switches the detector off ("maxSteps": false keeps the budget
+// An absent key means the rule's default, true means the defaults too, and
+// false switches the rule off ("maxSteps": false keeps the budget
 // limits without a step limit). A budget limit is a number or {"limit": N,
 // "warnAt": R}; polling is true, false or {"maxIdenticalResults": N}. The
-// empty document {} builds exactly [Defaults].
-func FromJSON(doc []byte) (Config, error) {
+// empty document {} builds exactly the rules of [Defaults].
+func FromJSON(doc []byte) (guard.Config, error) {
 	return Standard().Build(doc, BuildOptions{})
 }

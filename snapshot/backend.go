@@ -510,34 +510,33 @@ func (r *Runs) storeContext(ctx context.Context) (context.Context, context.Cance
 
 // catchUp applies to e's guard the steps of the backlog it does not hold,
 // making a fresh guard when e has none: what this process knows of the run.
-// It returns the verdict and index of the last step applied.
-func (r *Runs) catchUp(e *entry) (guard.Verdict, int) {
+func (r *Runs) catchUp(e *entry) {
 	if e.g == nil {
 		// A fresh guard is the state of no version: stale, so that the
 		// next operation loads the run before it saves.
 		e.replace(r.fresh())
 		e.stale = true
 	}
-	var (
-		v  guard.Verdict
-		at int
-	)
 	for i := range e.backlog {
 		if p := &e.backlog[i]; p.seq > e.applied {
 			e.check(p)
-			v, at = p.v, p.at
 		}
 	}
-	return v, at
 }
 
-// fallbackVerdict is the answer to a step whose run could not be loaded.
+// fallbackVerdict is the answer to a step whose run could not be loaded,
+// with the step's index: the newest step of the backlog's, as this process
+// knows the run, under the policy.
 func (r *Runs) fallbackVerdict(e *entry, err error) (guard.Verdict, int) {
 	if isStateError(err) {
 		return brokenVerdict(), 0
 	}
-	v, at := r.catchUp(e)
-	return r.policyVerdict(v), at
+	r.catchUp(e)
+	if len(e.backlog) == 0 {
+		return r.policyVerdict(guard.Verdict{}), 0
+	}
+	last := e.backlog[len(e.backlog)-1]
+	return r.policyVerdict(last.v), last.at
 }
 
 // policyVerdict is v under FailOpen, and a stop under FailClosed.

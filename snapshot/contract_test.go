@@ -100,28 +100,36 @@ func TestPolicyRefusalsAreNoSteps(t *testing.T) {
 	store := &flaky{Store: snapshot.NewMemory(nil)}
 	runs := newRuns(t, store, &defaults{}, snapshot.Options{Policy: snapshot.FailClosed})
 	search := testutil.Q("status of order 7")
-	turn := func() guard.Verdict {
+	// The turns' texts differ: a store-backed guard's turn is a guard's
+	// turn, whose End records its step (its text) whatever the policy
+	// refused; only the policy's refusals are left out of it. (Turns of
+	// the old snapshot.Turn whose calls the policy refused were not saved
+	// at all.)
+	turn := func(i int) guard.Verdict {
 		t.Helper()
 		turn := runs.Guard("run").Begin()
 		turn.Run(ctx, search, func(context.Context) (any, error) { return "shipped", nil })
-		v, _ := turn.End(ctx, guard.Step{Text: "Let me check the order."})
+		v, _ := turn.End(ctx, guard.Step{Text: fmt.Sprint("Let me check the order, try ", i)})
 		return v
 	}
 	store.set(true, false)
-	for range 2 {
-		if v := turn(); v.Code != snapshot.CodeStore {
+	for i := range 2 {
+		if v := turn(i); v.Code != snapshot.CodeStore {
 			t.Fatalf("during the outage: %s, want %s", v.Code, snapshot.CodeStore)
 		}
 	}
 	store.set(false, false)
 	var got []string
-	for range 3 {
-		got = append(got, turn().Code)
+	for i := range 3 {
+		got = append(got, turn(2+i).Code)
 	}
 	// Searches 1 and 2 run; the 3rd is refused (REPEATED_TOOL_CALL in its
 	// decision), which is the first refusal by a rule: the run goes on.
 	if want := []string{"", "", ""}; !slices.Equal(got, want) {
 		t.Errorf("verdicts after the outage %q, want %q: the policy's refusals were counted as the model's", got, want)
+	}
+	if s, err := runs.summary(ctx, "run"); err != nil || s.Steps != 5 || s.ToolCalls != 2 {
+		t.Errorf("the stored run: %d steps, %d calls (%v); want 5, 2 (the outage's turns without their refused calls)", s.Steps, s.ToolCalls, err)
 	}
 }
 

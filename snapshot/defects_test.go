@@ -292,7 +292,7 @@ func TestTurnEndStopError(t *testing.T) {
 // TestStartCallRefusalEscalates is guard.TestStartCallRefusalEscalates on a
 // run in the store: once recording a refusal stops the run, the answer is
 // that stop (REPEATED_REFUSAL, counting the requests), not the first
-// refusal's words again.
+// refusal's words again, and the run stays stopped.
 func TestStartCallRefusalEscalates(t *testing.T) {
 	ctx := context.Background()
 	runs := newRuns(t, snapshot.NewMemory(nil), &defaults{}, snapshot.Options{})
@@ -312,8 +312,15 @@ func TestStartCallRefusalEscalates(t *testing.T) {
 		if diff := cmp.Diff(decisionAnswer(wd), decisionAnswer(d)); diff != "" {
 			t.Errorf("call %d (-guard +runs):\n%s", i+1, diff)
 		}
-		if i >= 4 && (d.Code != "REPEATED_REFUSAL" || !strings.Contains(d.Feedback, fmt.Sprintf("%d times", i-1))) {
-			t.Errorf("call %d: %s %q, want REPEATED_REFUSAL counting %d requests", i+1, d.Code, d.Feedback, i-1)
+		// The 5th call's refusal stops the run, counting 3 requests; the
+		// run then stays stopped (Summary.FirstStop): StartCall refuses
+		// the 6th and 7th with that stop, and records nothing, so the
+		// count stays 3.
+		if i >= 4 && (d.Code != "REPEATED_REFUSAL" || !strings.Contains(d.Feedback, "3 times")) {
+			t.Errorf("call %d: %s %q, want REPEATED_REFUSAL counting 3 requests", i+1, d.Code, d.Feedback)
+		}
+		if stopped := d.Detail == "the run stopped at step 4"; stopped != (i > 4) {
+			t.Errorf("call %d: detail %q; want the first stop's (step 4) from the 6th call on", i+1, d.Detail)
 		}
 	}
 }

@@ -201,7 +201,7 @@ func TestCheck(t *testing.T) {
 			},
 		},
 		{
-			name: "wall clock since New",
+			name: "wall clock since the guard was made",
 			opts: budget.Options{MaxDurationMs: budget.Limit{Value: 1000}},
 			runs: []run{
 				{wait: 500},

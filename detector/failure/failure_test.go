@@ -14,6 +14,7 @@ import (
 
 	"github.com/loopguard/loopguard/canonical"
 	"github.com/loopguard/loopguard/detector/failure"
+	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/testutil"
@@ -27,60 +28,14 @@ type tb interface {
 	Fatalf(format string, args ...any)
 }
 
-func newRule(t tb, o failure.Options) *failure.Rule {
-	t.Helper()
-	r, err := failure.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
-// runState is what a failure state is.
-type runState interface {
-	rule.State
-	rule.Saver
-	rule.Bounded
-	rule.Summarizer
-}
+func newRule(t tb, o failure.Options) *failure.Rule { return ruletest.Rule(t, failure.New, o) }
 
 // newState returns a fresh state of the rule with these options.
-func newState(t tb, o failure.Options) runState {
-	t.Helper()
-	st, ok := newRule(t, o).NewState().(runState)
-	if !ok {
-		t.Fatal("the failure state is not a Saver, Bounded and Summarizer")
-	}
-	return st
-}
+func newState(t tb, o failure.Options) ruletest.State { return ruletest.NewState(t, newRule(t, o)) }
 
 // newGuard returns a guard with options g and the rule with options o.
 func newGuard(t tb, o failure.Options, g guard.Config) *guard.Guard {
-	t.Helper()
-	g.Rules = []rule.Rule{newRule(t, o)}
-	gd, err := guard.New(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return gd
-}
-
-// snapshot returns g's snapshot and the state of its only rule in it.
-func snapshot(t tb, g *guard.Guard) (data []byte, state json.RawMessage) {
-	t.Helper()
-	data, err := g.Snapshot(context.Background(), guard.SnapshotOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var env struct {
-		Detectors []struct {
-			State json.RawMessage `json:"state"`
-		} `json:"detectors"`
-	}
-	if err := json.Unmarshal(data, &env); err != nil || len(env.Detectors) != 1 {
-		t.Fatalf("snapshot %s: %v", data, err)
-	}
-	return data, env.Detectors[0].State
+	return ruletest.New(t, g, newRule(t, o))
 }
 
 // edit is a call of an edit tool whose old text was not found: the failure
@@ -122,11 +77,7 @@ func run(t tb, g *guard.Guard, ss []guard.Step) []guard.Verdict {
 	t.Helper()
 	out := make([]guard.Verdict, len(ss))
 	for i, s := range ss {
-		v, err := g.Check(context.Background(), s)
-		if err != nil {
-			t.Fatalf("Check: %v", err)
-		}
-		out[i] = v
+		out[i] = ruletest.Check(t, g, s)
 	}
 	return out
 }
@@ -419,7 +370,8 @@ func TestRestoreWithoutRetries(t *testing.T) {
 	r := newRule(t, failure.Options{})
 	orig := testutil.New(t, r)
 	run(t, orig, steps(track, track))
-	data, state := snapshot(t, orig)
+	data := testutil.Snapshot(t, orig, guard.SnapshotOptions{})
+	state := []byte(ruletest.StateOf(t, orig, failure.Name, guard.SnapshotOptions{}))
 	var st map[string]json.RawMessage
 	if err := json.Unmarshal(state, &st); err != nil || st["retries"] == nil {
 		t.Fatalf("state %s: want retries (%v)", state, err)
@@ -549,7 +501,10 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 			t.Fatal(err)
 		}
 		run(t, orig, ss[:cut])
-		data, _ := snapshot(t, orig)
+		data, err := orig.Snapshot(context.Background(), guard.SnapshotOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
 		restored, err := guard.Restore(data, gopts)
 		if err != nil {
 			t.Fatalf("restore: %v\n%s", err, data)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/loopguard/loopguard/canonical"
 	"github.com/loopguard/loopguard/detector"
+	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/noprogress"
 	"github.com/loopguard/loopguard/detector/oscillation"
 	"github.com/loopguard/loopguard/detector/repeat"
@@ -65,82 +66,29 @@ type tb interface {
 	Fatalf(format string, args ...any)
 }
 
-func newRule(t tb, o noprogress.Options) *noprogress.Rule {
-	t.Helper()
-	r, err := noprogress.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
-// runState is what a noprogress state is.
-type runState interface {
-	rule.State
-	rule.Saver
-	rule.Bounded
-	rule.Summarizer
-}
+func newRule(t tb, o noprogress.Options) *noprogress.Rule { return ruletest.Rule(t, noprogress.New, o) }
 
 // newState returns a fresh state of the rule with these options.
-func newState(t tb, o noprogress.Options) runState {
-	t.Helper()
-	st, ok := newRule(t, o).NewState().(runState)
-	if !ok {
-		t.Fatal("the noprogress state is not a Saver, Bounded and Summarizer")
-	}
-	return st
-}
+func newState(t tb, o noprogress.Options) ruletest.State { return ruletest.NewState(t, newRule(t, o)) }
 
 // newGuard returns a guard with options g and the rule with options o.
 func newGuard(t tb, o noprogress.Options, g guard.Config) *guard.Guard {
-	t.Helper()
-	g.Rules = []rule.Rule{newRule(t, o)}
-	gd, err := guard.New(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return gd
-}
-
-// check is testutil.Check for a tb (rapid's T too).
-func check(t tb, g *guard.Guard, s guard.Step) guard.Verdict {
-	t.Helper()
-	v, err := g.Check(context.Background(), s)
-	if err != nil {
-		t.Fatalf("Check: %v", err)
-	}
-	return v
+	return ruletest.New(t, g, newRule(t, o))
 }
 
 func run(t tb, g *guard.Guard, steps []guard.Step) []guard.Verdict {
 	t.Helper()
 	out := make([]guard.Verdict, len(steps))
 	for i, s := range steps {
-		out[i] = check(t, g, s)
+		out[i] = ruletest.Check(t, g, s)
 	}
 	return out
 }
 
-// stateOf returns the state of the noprogress rule in a snapshot.
-func stateOf(t tb, data []byte) json.RawMessage {
+// stateOf returns the state of the noprogress rule in g's snapshot.
+func stateOf(t *testing.T, g *guard.Guard, o guard.SnapshotOptions) []byte {
 	t.Helper()
-	var env struct {
-		Detectors []struct {
-			Name  string          `json:"name"`
-			State json.RawMessage `json:"state"`
-		} `json:"detectors"`
-	}
-	if err := json.Unmarshal(data, &env); err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range env.Detectors {
-		if d.Name == noprogress.Name {
-			return d.State
-		}
-	}
-	t.Fatalf("no %s state in %s", noprogress.Name, data)
-	return nil
+	return []byte(ruletest.StateOf(t, g, noprogress.Name, o))
 }
 
 func goOn(n int) []guard.Verdict { return make([]guard.Verdict, n) }
@@ -403,12 +351,12 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 func TestSnapshotState(t *testing.T) {
 	r := newRule(t, noprogress.Options{Window: 2})
 	g := testutil.New(t, r)
-	if s := stateOf(t, testutil.Snapshot(t, g, guard.SnapshotOptions{})); string(s) != "null" {
+	if s := stateOf(t, g, guard.SnapshotOptions{}); string(s) != "null" {
 		t.Errorf("fresh state = %s; want null", s)
 	}
 	run(t, g, []guard.Step{distinct(0), distinct(1), distinct(2), distinct(1)})
 	data := testutil.Snapshot(t, g, guard.SnapshotOptions{Previews: true})
-	s := stateOf(t, data)
+	s := stateOf(t, g, guard.SnapshotOptions{Previews: true})
 	var got struct {
 		Stalled  int
 		Text     string
@@ -421,7 +369,7 @@ func TestSnapshotState(t *testing.T) {
 	if got.Stalled != 1 || len(got.Text) != 32 || err != nil || len(raw) != 32 {
 		t.Errorf("state = %s", s)
 	}
-	if r := stateOf(t, testutil.Snapshot(t, g, guard.SnapshotOptions{})); string(r) != string(s) {
+	if r := stateOf(t, g, guard.SnapshotOptions{}); string(r) != string(s) {
 		t.Errorf("redacted state %s differs from %s, but holds no preview", r, s)
 	}
 	// The oldest outcome comes first: after evicting 0, the window holds 1
@@ -656,7 +604,7 @@ func TestGuardsOfOneRuleAreIndependent(t *testing.T) {
 				t.Errorf("%+v, guard %d: step %d = %v, want a stop at the threshold", tt.opts, n+1, tt.k, vs[tt.k-1])
 			}
 		}
-		v := check(t, g1, tt.step)
+		v := ruletest.Check(t, g1, tt.step)
 		if ev, ok := v.Evidence.(noprogress.Evidence); !ok || ev.Steps != ev.Threshold+1 {
 			t.Errorf("%+v: guard 1 after guard 2's run: %v, want a stop one past the threshold", tt.opts, v)
 		}

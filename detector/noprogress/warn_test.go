@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
 
+	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/noprogress"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
@@ -87,7 +88,7 @@ func TestWarnChangesNoStop(t *testing.T) {
 		opts.Warn = true
 		warned := newGuard(t, opts, guard.Config{})
 		for i, s := range rapid.SliceOfN(rapid.SampledFrom(pool), 1, 30).Draw(t, "steps") {
-			p, w := check(t, plain, s), check(t, warned, s)
+			p, w := ruletest.Check(t, plain, s), ruletest.Check(t, warned, s)
 			if w.Stop && len(w.Warnings) > 0 {
 				t.Fatalf("step %d: a stop with a warning", i)
 			}

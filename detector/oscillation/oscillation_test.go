@@ -14,6 +14,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/loopguard/loopguard/canonical"
+	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/oscillation"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
@@ -78,63 +79,18 @@ type tb interface {
 }
 
 func newRule(t tb, o oscillation.Options) *oscillation.Rule {
-	t.Helper()
-	r, err := oscillation.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
-// runState is what an oscillation state is.
-type runState interface {
-	rule.State
-	rule.Saver
-	rule.Bounded
-	rule.Summarizer
+	return ruletest.Rule(t, oscillation.New, o)
 }
 
 // newState returns a fresh state of the rule with these options.
-func newState(t tb, o oscillation.Options) runState {
-	t.Helper()
-	st, ok := newRule(t, o).NewState().(runState)
-	if !ok {
-		t.Fatal("the oscillation state is not a Saver, Bounded and Summarizer")
-	}
-	return st
-}
+func newState(t tb, o oscillation.Options) ruletest.State { return ruletest.NewState(t, newRule(t, o)) }
 
 // newGuard returns a guard with options g and the rule with options o.
 func newGuard(t tb, o oscillation.Options, g guard.Config) *guard.Guard {
-	t.Helper()
-	g.Rules = []rule.Rule{newRule(t, o)}
-	gd, err := guard.New(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return gd
+	return ruletest.New(t, g, newRule(t, o))
 }
 
-// check, preflight and summary are testutil's for a tb (rapid's T too); a
-// guard in memory never fails.
-func check(t tb, g *guard.Guard, s guard.Step) guard.Verdict {
-	t.Helper()
-	v, err := g.Check(context.Background(), s)
-	if err != nil {
-		t.Fatalf("Check: %v", err)
-	}
-	return v
-}
-
-func preflight(t tb, g *guard.Guard, calls ...guard.ToolCall) guard.Decision {
-	t.Helper()
-	d, err := g.Preflight(context.Background(), calls...)
-	if err != nil {
-		t.Fatalf("Preflight: %v", err)
-	}
-	return d
-}
-
+// summary is testutil.Summary for a tb (rapid's T too).
 func summary(t tb, g *guard.Guard) guard.Summary {
 	t.Helper()
 	s, err := g.Summary(context.Background())
@@ -149,32 +105,17 @@ func snap(g *guard.Guard, o guard.SnapshotOptions) ([]byte, error) {
 	return g.Snapshot(context.Background(), o)
 }
 
-// stateOf returns the state of the oscillation rule in a snapshot.
-func stateOf(t tb, data []byte) []byte {
+// stateOf returns the state of the oscillation rule in g's snapshot.
+func stateOf(t *testing.T, g *guard.Guard, o guard.SnapshotOptions) []byte {
 	t.Helper()
-	var env struct {
-		Detectors []struct {
-			Name  string          `json:"name"`
-			State json.RawMessage `json:"state"`
-		} `json:"detectors"`
-	}
-	if err := json.Unmarshal(data, &env); err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range env.Detectors {
-		if d.Name == oscillation.Name {
-			return d.State
-		}
-	}
-	t.Fatalf("no %s state in %s", oscillation.Name, data)
-	return nil
+	return []byte(ruletest.StateOf(t, g, oscillation.Name, o))
 }
 
 func run(t tb, g *guard.Guard, steps []guard.Step) []guard.Verdict {
 	t.Helper()
 	out := make([]guard.Verdict, len(steps))
 	for i, s := range steps {
-		out[i] = check(t, g, s)
+		out[i] = ruletest.Check(t, g, s)
 	}
 	return out
 }
@@ -386,7 +327,7 @@ func TestPreflight(t *testing.T) {
 			g := newGuard(t, tt.opts, tt.gopts)
 			run(t, g, tt.steps)
 			before, _ := snap(g, guard.SnapshotOptions{})
-			got := preflight(t, g, tt.calls...)
+			got := ruletest.Preflight(t, g, tt.calls...)
 			if diff := cmp.Diff(tt.want, got.Verdict(), ignoreDetail); diff != "" {
 				t.Errorf("preflight (-want +got):\n%s", diff)
 			}
@@ -556,9 +497,9 @@ func TestAgainstModel(t *testing.T) {
 					t.Fatalf("step %d %s evidence (-model +got):\n%s", i, what, diff)
 				}
 			}
-			d := preflight(t, g, calls...)
+			d := ruletest.Preflight(t, g, calls...)
 			checkEvidence("preflight", !d.Allow, d.Evidence)
-			v := check(t, g, step(calls...))
+			v := ruletest.Check(t, g, step(calls...))
 			checkEvidence("check", v.Stop, v.Evidence)
 			m.add(calls)
 			var wantWarn []float64
@@ -591,27 +532,27 @@ func TestRedact(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := stop(ev(2, 3, 3, `search([redacted])`, sb), guard.PhasePreflight)
-	if diff := cmp.Diff(want, preflight(t, g, b).Verdict(), ignoreDetail); diff != "" {
+	if diff := cmp.Diff(want, ruletest.Preflight(t, g, b).Verdict(), ignoreDetail); diff != "" {
 		t.Errorf("preflight after a redacted restore (-want +got):\n%s", diff)
 	}
 	want = stop(ev(2, 3, 3, `search([redacted])`, sb), guard.PhaseCheck)
-	if diff := cmp.Diff(want, check(t, g, step(b)), ignoreDetail); diff != "" {
+	if diff := cmp.Diff(want, ruletest.Check(t, g, step(b)), ignoreDetail); diff != "" {
 		t.Errorf("check after a redacted restore (-want +got):\n%s", diff)
 	}
 	want = stop(ev(2, 3, 3, sb, sa), guard.PhaseCheck)
-	if diff := cmp.Diff(want, check(t, g, step(a)), ignoreDetail); diff != "" {
+	if diff := cmp.Diff(want, ruletest.Check(t, g, step(a)), ignoreDetail); diff != "" {
 		t.Errorf("next check (-want +got):\n%s", diff)
 	}
 }
 
 func TestSnapshotState(t *testing.T) {
 	g := newGuard(t, oscillation.Options{}, guard.Config{})
-	if s := stateOf(t, testutil.Snapshot(t, g, guard.SnapshotOptions{})); string(s) != "null" {
+	if s := stateOf(t, g, guard.SnapshotOptions{}); string(s) != "null" {
 		t.Errorf("fresh state = %s; want null", s)
 	}
 	long := call(strings.Repeat("x", 300), `{}`)
 	run(t, g, steps(long, a, b, a))
-	s := stateOf(t, testutil.Snapshot(t, g, guard.SnapshotOptions{Previews: true}))
+	s := stateOf(t, g, guard.SnapshotOptions{Previews: true})
 	var got struct {
 		Calls []struct{ Key, Tool, Preview string }
 		Runs  []int
@@ -638,12 +579,12 @@ func TestSnapshotState(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(t, g, steps(long, long))
-	s = stateOf(t, testutil.Snapshot(t, g, guard.SnapshotOptions{Previews: true}))
+	s = stateOf(t, g, guard.SnapshotOptions{Previews: true})
 	if strings.Contains(string(s), strings.Repeat("x", 257)) || !strings.Contains(string(s), strings.Repeat("x", 256)) {
 		t.Errorf("snapshot does not cut the tool name to 256 bytes: %s", s)
 	}
 	// Without previews, the name (no identifier) is hashed, as cut.
-	s = stateOf(t, testutil.Snapshot(t, g, guard.SnapshotOptions{}))
+	s = stateOf(t, g, guard.SnapshotOptions{})
 	if strings.Contains(string(s), "xxx") || !strings.Contains(string(s), rule.HashName(strings.Repeat("x", 256))) {
 		t.Errorf("snapshot without previews holds the tool name: %s", s)
 	}
@@ -822,8 +763,8 @@ func ExampleNew() {
 // Snapshot, Restore, Snapshot gives the same bytes (found by FuzzCheck).
 func TestToolNameNotUTF8RoundTrips(t *testing.T) {
 	g := newGuard(t, oscillation.Options{}, guard.Config{})
-	check(t, g, guard.Step{ToolCalls: []guard.ToolCall{{Name: "bad\xff\xfe", Args: json.RawMessage(`{}`)}}})
-	first := stateOf(t, testutil.Snapshot(t, g, guard.SnapshotOptions{}))
+	ruletest.Check(t, g, guard.Step{ToolCalls: []guard.ToolCall{{Name: "bad\xff\xfe", Args: json.RawMessage(`{}`)}}})
+	first := stateOf(t, g, guard.SnapshotOptions{})
 	r := newState(t, oscillation.Options{})
 	if err := r.Restore(first); err != nil {
 		t.Fatal(err)
@@ -845,7 +786,7 @@ func TestSummaryRounds(t *testing.T) {
 	}
 	var got []row
 	for _, c := range []guard.ToolCall{a, b, a, b, a, b, a, c} {
-		v := check(t, g, step(c))
+		v := ruletest.Check(t, g, step(c))
 		got = append(got, row{summary(t, g).Detectors[oscillation.Name].(oscillation.Summary), v.Stop})
 	}
 	want := []row{
@@ -872,7 +813,7 @@ func TestSummaryAgreesWithStops(t *testing.T) {
 		g := newGuard(t, opts, guard.Config{Ignore: []string{"think"}})
 		for i := range rapid.IntRange(1, 40).Draw(t, "steps") {
 			calls := rapid.SliceOfN(rapid.SampledFrom([]guard.ToolCall{a, b, c, think}), 0, 3).Draw(t, fmt.Sprintf("calls%d", i))
-			v := check(t, g, step(calls...))
+			v := ruletest.Check(t, g, step(calls...))
 			s := summary(t, g).Detectors[oscillation.Name].(oscillation.Summary)
 			added := slices.ContainsFunc(calls, func(c guard.ToolCall) bool { return c.Name != "think" })
 			reached := s.Period > 0 && s.Calls >= opts.Repeats*s.Period
@@ -914,7 +855,7 @@ func TestGuardsOfOneRuleAreIndependent(t *testing.T) {
 				t.Errorf("%+v, guard %d: step %d = %v, want a stop at the threshold", tt.opts, n+1, tt.k, vs[tt.k-1])
 			}
 		}
-		v := check(t, g1, step(tt.calls...))
+		v := ruletest.Check(t, g1, step(tt.calls...))
 		if e, ok := v.Evidence.(oscillation.Evidence); !ok || e.Repeats != e.Threshold+1 {
 			t.Errorf("%+v: guard 1 after guard 2's run: %v, want a stop one round past the threshold", tt.opts, v)
 		}

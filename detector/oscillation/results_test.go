@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
 
+	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/oscillation"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
@@ -92,10 +93,10 @@ func TestIdenticalResultsPreflight(t *testing.T) {
 	a1, b1 := withResult(a, `1`), withResult(b, `1`)
 	g := newGuard(t, identical, guard.Config{})
 	run(t, g, steps(a1, b1, a1, b1, a1))
-	if d := preflight(t, g, b); !d.Allow {
+	if d := ruletest.Preflight(t, g, b); !d.Allow {
 		t.Errorf("preflight refused: %v", d.Verdict())
 	}
-	if v := check(t, g, step(b1)); !v.Stop {
+	if v := ruletest.Check(t, g, step(b1)); !v.Stop {
 		t.Errorf("check went on: %v", v)
 	}
 }
@@ -106,7 +107,7 @@ func TestIdenticalResultsSnapshot(t *testing.T) {
 	g := testutil.New(t, r)
 	run(t, g, steps(a1, b, a1))
 	snapshot := testutil.Snapshot(t, g, guard.SnapshotOptions{})
-	data := stateOf(t, snapshot)
+	data := stateOf(t, g, guard.SnapshotOptions{})
 	var s struct {
 		Calls []struct {
 			Key     string
@@ -234,7 +235,7 @@ func TestWarnChangesNoStop(t *testing.T) {
 		opts.Warn = true
 		warned := newGuard(t, opts, guard.Config{Ignore: []string{"think"}})
 		for i, calls := range rapid.SliceOfN(rapid.SliceOfN(rapid.SampledFrom(pool), 0, 3), 1, 30).Draw(t, "steps") {
-			p, w := check(t, plain, step(calls...)), check(t, warned, step(calls...))
+			p, w := ruletest.Check(t, plain, step(calls...)), ruletest.Check(t, warned, step(calls...))
 			w.Warnings = nil
 			if diff := cmp.Diff(p, w); diff != "" {
 				t.Fatalf("step %d: warnings changed the verdict (-without +with):\n%s", i, diff)
@@ -276,7 +277,7 @@ func TestLongToolNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range steps(long, b) {
-		want, got := check(t, g, s), check(t, restored, s)
+		want, got := ruletest.Check(t, g, s), ruletest.Check(t, restored, s)
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("restored guard (-original +restored):\n%s", diff)
 		}

@@ -11,6 +11,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/loopguard/loopguard/canonical"
+	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/refusal"
 	"github.com/loopguard/loopguard/detector/repeat"
 	"github.com/loopguard/loopguard/feedback"
@@ -25,51 +26,13 @@ type tb interface {
 	Fatalf(format string, args ...any)
 }
 
-func newRule(t tb, o refusal.Options) *refusal.Rule {
-	t.Helper()
-	r, err := refusal.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
-// runState is what a refusal state is.
-type runState interface {
-	rule.State
-	rule.Saver
-	rule.Bounded
-}
+func newRule(t tb, o refusal.Options) *refusal.Rule { return ruletest.Rule(t, refusal.New, o) }
 
 // newState returns a fresh state of the rule with these options.
-func newState(t tb, o refusal.Options) runState {
-	t.Helper()
-	st, ok := newRule(t, o).NewState().(runState)
-	if !ok {
-		t.Fatal("the refusal state is not a rule.Saver and a rule.Bounded")
-	}
-	return st
-}
+func newState(t tb, o refusal.Options) ruletest.State { return ruletest.NewState(t, newRule(t, o)) }
 
 // newGuard is testutil.New for a tb (rapid's T too).
-func newGuard(t tb, r rule.Rule) *guard.Guard {
-	t.Helper()
-	g, err := guard.New(guard.Config{Rules: []rule.Rule{r}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
-}
-
-// check is testutil.Check for a tb.
-func check(t tb, g *guard.Guard, s guard.Step) guard.Verdict {
-	t.Helper()
-	v, err := g.Check(context.Background(), s)
-	if err != nil {
-		t.Fatalf("Check: %v", err)
-	}
-	return v
-}
+func newGuard(t tb, r rule.Rule) *guard.Guard { return ruletest.New(t, guard.Config{}, r) }
 
 func search(q string) guard.ToolCall {
 	return guard.ToolCall{Name: "search", Args: map[string]string{"q": q}}
@@ -86,7 +49,7 @@ func run(t tb, g *guard.Guard, ss ...guard.Step) []string {
 	t.Helper()
 	out := make([]string, len(ss))
 	for i, s := range ss {
-		if v := check(t, g, s); v.Stop {
+		if v := ruletest.Check(t, g, s); v.Stop {
 			ev := v.Evidence.(refusal.Evidence)
 			out[i] = strings.TrimSpace(fmt.Sprintf("%s %d %s", v.Code, ev.Count, ev.Scope))
 		}

@@ -1,6 +1,7 @@
 package window_test
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"testing"
@@ -8,21 +9,22 @@ import (
 	"github.com/loopguard/loopguard/canonical"
 	"github.com/loopguard/loopguard/detector/window"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // benchObserve measures the detector's own work per step, with warnings
 // on, in the steady state: the window is full, every step makes a call
 // that is already in it once or twice, so nothing stops and nothing warns.
 func benchObserve(b *testing.B, o window.Options) {
-	d := newDetector(b, o)
+	d := newDetector(b, o).NewState()
 	keys := make([]canonical.Sum, o.Window/2)
 	var buf [8]byte
 	for i := range keys {
 		binary.LittleEndian.PutUint64(buf[:], uint64(i))
 		keys[i] = canonical.HashBytes(buf[:])
 	}
-	var f guard.Facts
-	f.Calls = []guard.Call{{Tool: "search"}}
+	var f rule.Facts
+	f.Calls = []rule.Call{{Tool: "search"}}
 	for i := range 2 * o.Window {
 		f.Index, f.Calls[0].Key = i, keys[i%len(keys)]
 		d.Observe(&f)
@@ -47,25 +49,27 @@ func BenchmarkObserve(b *testing.B) {
 
 // BenchmarkPreflight measures a preflight of one call with a full window.
 func BenchmarkPreflight(b *testing.B) {
-	g := newGuard(b, window.Options{Warn: true}, guard.Options{})
-	run(g, each(fillers(20)...))
+	g := newGuard(b, window.Options{Warn: true}, guard.Config{})
+	run(b, g, each(fillers(20)...))
+	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if !g.Preflight(a).Allow {
+		if d, _ := g.Preflight(ctx, a); !d.Allow {
 			b.Fatal("refused")
 		}
 	}
 }
 
-// BenchmarkCheck measures a whole guard.Check with only this detector.
+// BenchmarkCheck measures a whole Guard.Check with only this detector.
 func BenchmarkCheck(b *testing.B) {
-	g := newGuard(b, window.Options{Warn: true}, guard.Options{})
+	g := newGuard(b, window.Options{Warn: true}, guard.Config{})
 	steps := each(fillers(5)...)
-	run(g, steps)
-	run(g, steps)
+	run(b, g, steps)
+	run(b, g, steps)
+	ctx := context.Background()
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		if g.Check(steps[i%len(steps)]).Stop {
+		if v, _ := g.Check(ctx, steps[i%len(steps)]); v.Stop {
 			b.Fatal("stop")
 		}
 	}

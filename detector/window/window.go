@@ -2,17 +2,17 @@
 // within its recent calls, even when the repeats are not in a row: it catches
 // a x a y a z a, which the consecutive rule of package repeat misses.
 //
-// The detector keeps the last Options.Window calls, across steps and in
-// order. Calls of ignored tools (see guard.Options.Ignore) are left out, and
+// The rule keeps the last Options.Window calls, across steps and in
+// order. Calls of ignored tools (see rule.Options.Ignore) are left out, and
 // steps without calls change nothing. By default two calls are the same when
-// their outcomes are equal (guard.Call.Outcome: tool, canonical arguments and
-// result or error; for a failed call guard.Call.Retry, the same arguments
+// their outcomes are equal (rule.Call.Outcome: tool, canonical arguments and
+// result or error; for a failed call rule.Call.Retry, the same arguments
 // failing with the same normalised error and result, since an error alone,
 // such as "exit code 1", says little): a call that is polled and answers
 // something new each time (a game's "legal moves", a job's progress) is not a
 // repeat, while one that keeps answering the same is. With Options.Compare set to CompareCall, calls
-// are compared by their key alone (guard.Call.Key: tool and arguments), as
-// the Rust crate does. The detector stops when a call is the same as more
+// are compared by their key alone (rule.Call.Key: tool and arguments), as
+// the Rust crate does. The rule stops when a call is the same as more
 // than Options.Threshold of the calls in the window, itself included: with
 // the defaults, the fourth same call among the last ten stops, the third does
 // not. Within a step, calls are judged one by one, and the first call that
@@ -29,7 +29,7 @@
 // window, and the first that would go over is refused ("would trip"). A call
 // that has not run has no result: comparing outcomes, it is taken to return
 // what the same call returned the last time it is in the window (nothing
-// when it is not). The detector never changes in preflight.
+// when it is not). The rule never changes in preflight.
 //
 // With Options.Warn, a step that makes a call which, made once more, would
 // stop the run carries a WINDOWED_REPEAT_WARNING: the call is at the
@@ -37,7 +37,7 @@
 //
 // Memory, snapshots and the work per call are bounded by Window: the state is
 // the window's keys, and each call is counted by a scan of them.
-// The detector is not in detector.Defaults: it goes beyond the reference.
+// The rule is not in detector.Defaults: it goes beyond the reference.
 package window
 
 import (
@@ -47,25 +47,25 @@ import (
 
 	"github.com/loopguard/loopguard/canonical"
 	"github.com/loopguard/loopguard/feedback"
-	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
-// Name is the detector's name: the key of its state in snapshots.
+// Name is the rule's name: the key of its state in snapshots.
 const Name = "window"
 
-// Code is the code of the detector's stops, and WarningCode that of its
+// Code is the code of the rule's stops, and WarningCode that of its
 // warnings.
 const (
 	Code        = feedback.CodeWindowedRepeat
 	WarningCode = feedback.CodeWindowedRepeatWarning
 )
 
-// ReasonWindowedRepeat is the reason of the detector's stops.
-const ReasonWindowedRepeat guard.Reason = "windowed-repeat"
+// ReasonWindowedRepeat is the reason of the rule's stops.
+const ReasonWindowedRepeat rule.Reason = "windowed-repeat"
 
-// Priority is the detector's priority: right after the consecutive repeat
-// rule (guard.PriorityRepeat), which reports a plain run of same calls first.
-const Priority = guard.PriorityRepeat + 50
+// Priority is the rule's priority: right after the consecutive repeat
+// rule (rule.PriorityRepeat), which reports a plain run of same calls first.
+const Priority = rule.PriorityRepeat + 50
 
 // Defaults of the options, and the largest window.
 //
@@ -94,7 +94,7 @@ const (
 	CompareCall = "call"
 )
 
-// Options tune the detector. The zero value is the default: more than 3 same
+// Options tune the rule. The zero value is the default: more than 3 same
 // calls with the same result within the last 10 stop the run.
 type Options struct {
 	// Window is how many of the newest calls are looked at: 0 means
@@ -114,7 +114,7 @@ type Options struct {
 
 // Evidence is the evidence of a stop (and of a refusal in preflight).
 type Evidence struct {
-	// Tool is the name of the repeated tool, as guard.Clean shows it
+	// Tool is the name of the repeated tool, as rule.Clean shows it
 	// (escaped, and cut to 256 bytes).
 	Tool string `json:"tool"`
 	// ArgsPreview is a short preview of the repeated arguments.
@@ -137,36 +137,41 @@ type call struct {
 	key, same canonical.Sum
 }
 
-// A Detector finds calls made too often within the newest calls. Create it
-// with New.
-type Detector struct {
-	guard.Owned // one guard at a time
+// A Rule finds calls made too often within the newest calls: validated
+// options, never changed after New, so that one Rule serves any number of
+// guards at once. Create it with New.
+type Rule struct {
+	opts     Options
+	outcomes bool // compare outcomes
+}
 
-	opts Options
+// state is one run's: the window of its newest calls.
+type state struct {
+	r *Rule
 
 	// ring holds the newest calls: ring[(start+i)%len(ring)] is the i-th
 	// oldest of the n held. start stays 0 until the ring is full, so
 	// ring[:n] always holds exactly the calls of the window.
 	ring     []call
 	start, n int
-	outcomes bool // compare outcomes
 
 	sim     []call // scratch for preflight
-	verdict guard.Verdict
+	verdict rule.Verdict
 }
 
 var (
-	_ guard.Detector   = (*Detector)(nil)
-	_ guard.Summarizer = (*Detector)(nil)
-	_ guard.Bounded    = (*Detector)(nil)
+	_ rule.Rule       = (*Rule)(nil)
+	_ rule.Saver      = (*state)(nil)
+	_ rule.Summarizer = (*state)(nil)
+	_ rule.Bounded    = (*state)(nil)
 )
 
-// New returns a detector with these options, or an error (a
-// *guard.OptionError) for every invalid option.
-func New(o Options) (*Detector, error) {
+// New returns a rule with these options, or an error (a
+// *rule.OptionError) for every invalid option.
+func New(o Options) (*Rule, error) {
 	var errs []error
 	bad := func(field, format string, args ...any) {
-		errs = append(errs, &guard.OptionError{Detector: Name, Field: field, Err: fmt.Errorf(format, args...)})
+		errs = append(errs, &rule.OptionError{Detector: Name, Field: field, Err: fmt.Errorf(format, args...)})
 	}
 	if o.Window != 0 && (o.Window < 2 || o.Window > MaxWindow) {
 		bad("Window", "must be 0 (the default, %d) or from 2 to %d, not %d", DefaultWindow, MaxWindow, o.Window)
@@ -195,45 +200,47 @@ func New(o Options) (*Detector, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return &Detector{
-		opts:     o,
-		ring:     make([]call, o.Window),
-		sim:      make([]call, o.Window),
-		outcomes: o.Compare == CompareOutcome,
-	}, nil
+	return &Rule{opts: o, outcomes: o.Compare == CompareOutcome}, nil
+}
+
+// NewState returns the state of a fresh run: an empty window.
+func (d *Rule) NewState() rule.State {
+	return &state{r: d, ring: make([]call, d.opts.Window), sim: make([]call, d.opts.Window)}
 }
 
 // Name returns "window".
-func (d *Detector) Name() string { return Name }
+func (d *Rule) Name() string { return Name }
 
 // Priority returns Priority.
-func (d *Detector) Priority() int { return Priority }
+func (d *Rule) Priority() int { return Priority }
 
 // Options returns the options with the defaults filled in.
-func (d *Detector) Options() any { return d.opts }
+func (d *Rule) Options() any { return d.opts }
 
-// Len returns the number of calls in the window: at most Window.
-func (d *Detector) Len() int { return d.n }
+// Len returns the number of calls in the window: at most Window. Len and
+// RecentKeys are methods of the state that Rule.NewState returns, for a
+// caller that drives a state itself.
+func (s *state) Len() int { return s.n }
 
 // RecentKeys returns a copy of the keys of the calls in the window, oldest
 // first.
-func (d *Detector) RecentKeys() []canonical.Sum {
-	out := make([]canonical.Sum, d.n)
+func (s *state) RecentKeys() []canonical.Sum {
+	out := make([]canonical.Sum, s.n)
 	for i := range out {
-		out[i] = d.ring[(d.start+i)%len(d.ring)].key
+		out[i] = s.ring[(s.start+i)%len(s.ring)].key
 	}
 	return out
 }
 
 // entry returns the window entry of a finished call.
-func (d *Detector) entry(c *guard.Call) call {
+func (s *state) entry(c *rule.Call) call {
 	switch {
-	case d.outcomes && c.Failed:
+	case s.r.outcomes && c.Failed:
 		// A failure's outcome is its error alone ("exit code 1"); the
 		// same failure is the same call failing with the same normalised
 		// error and result.
 		return call{key: c.Key, same: c.Retry}
-	case d.outcomes:
+	case s.r.outcomes:
 		return call{key: c.Key, same: c.Outcome}
 	}
 	return call{key: c.Key, same: c.Key}
@@ -259,8 +266,8 @@ func push(ring []call, start, n *int, e call) int {
 }
 
 // Observe pushes the step's calls onto the window, judging them one by one.
-func (d *Detector) Observe(f *guard.Facts) {
-	d.verdict = guard.Verdict{}
+func (s *state) Observe(f *rule.Facts) {
+	s.verdict = rule.Verdict{}
 	added := false
 	for i := range f.Calls {
 		c := &f.Calls[i]
@@ -268,12 +275,12 @@ func (d *Detector) Observe(f *guard.Facts) {
 			continue
 		}
 		added = true
-		count := push(d.ring, &d.start, &d.n, d.entry(c))
-		if !d.verdict.Stop && count > d.opts.Threshold {
-			d.verdict = d.stop(c, count, guard.PhaseCheck)
+		count := push(s.ring, &s.start, &s.n, s.entry(c))
+		if !s.verdict.Stop && count > s.r.opts.Threshold {
+			s.verdict = s.stop(c, count, rule.PhaseCheck)
 		}
 	}
-	if !added || d.verdict.Stop || !d.opts.Warn {
+	if !added || s.verdict.Stop || !s.r.opts.Warn {
 		return
 	}
 	for i := range f.Calls {
@@ -281,15 +288,15 @@ func (d *Detector) Observe(f *guard.Facts) {
 		if c.Ignored {
 			continue
 		}
-		if count := d.countNext(d.entry(c).same); count > d.opts.Threshold {
-			w := guard.Warning{
-				Code: WarningCode, Tool: guard.Clean(c.Tool), Value: float64(count - 1), Limit: float64(count),
+		if count := s.countNext(s.entry(c).same); count > s.r.opts.Threshold {
+			w := rule.Warning{
+				Code: WarningCode, Tool: rule.Clean(c.Tool), Value: float64(count - 1), Limit: float64(count),
 				Ratio: float64(count-1) / float64(count),
 				Detail: fmt.Sprintf("tool %s called %d times within the last %d calls with the same arguments %s; one more stops the run (threshold %d)",
-					guard.Quote(c.Tool), count-1, d.opts.Window, c.Preview(), d.opts.Threshold),
+					rule.Quote(c.Tool), count-1, s.r.opts.Window, c.Preview(), s.r.opts.Threshold),
 			}
 			w.Feedback = feedback.ForWarning(w)
-			d.verdict.Warnings = []guard.Warning{w}
+			s.verdict.Warnings = []rule.Warning{w}
 			return
 		}
 	}
@@ -297,94 +304,94 @@ func (d *Detector) Observe(f *guard.Facts) {
 
 // countNext returns the number of same calls the window would hold if a
 // call that is the same as same were pushed now.
-func (d *Detector) countNext(same canonical.Sum) int {
+func (s *state) countNext(same canonical.Sum) int {
 	count := 1
-	for i := 0; i < d.n; i++ {
-		if d.ring[i].same == same {
+	for i := 0; i < s.n; i++ {
+		if s.ring[i].same == same {
 			count++
 		}
 	}
-	if d.n == len(d.ring) && d.ring[d.start].same == same {
+	if s.n == len(s.ring) && s.ring[s.start].same == same {
 		count-- // the oldest call leaves the window
 	}
 	return count
 }
 
 // stop builds a stop verdict for call c with this count.
-func (d *Detector) stop(c *guard.Call, count int, phase guard.Phase) guard.Verdict {
-	ev := Evidence{Tool: guard.Clean(c.Tool), ArgsPreview: c.Preview(), Count: count, Threshold: d.opts.Threshold, Window: d.opts.Window,
-		IdenticalResults: d.outcomes}
+func (s *state) stop(c *rule.Call, count int, phase rule.Phase) rule.Verdict {
+	ev := Evidence{Tool: rule.Clean(c.Tool), ArgsPreview: c.Preview(), Count: count, Threshold: s.r.opts.Threshold, Window: s.r.opts.Window,
+		IdenticalResults: s.r.outcomes}
 	verb := "called"
-	if phase == guard.PhasePreflight {
+	if phase == rule.PhasePreflight {
 		verb = "would be called"
 	}
-	v := guard.Verdict{
+	v := rule.Verdict{
 		Stop:   true,
 		Reason: ReasonWindowedRepeat,
 		Code:   Code,
 		Detail: fmt.Sprintf("tool %s %s %d times within the last %d calls with the same arguments %s%s (threshold %d)",
-			guard.Quote(c.Tool), verb, count, ev.Window, ev.ArgsPreview, sameResult(d.outcomes, phase), ev.Threshold),
+			rule.Quote(c.Tool), verb, count, ev.Window, ev.ArgsPreview, sameResult(s.r.outcomes, phase), ev.Threshold),
 		Evidence: ev,
 	}
 	v.Feedback = feedback.For(v, phase)
 	return v
 }
 
-func sameResult(outcomes bool, phase guard.Phase) string {
+func sameResult(outcomes bool, phase rule.Phase) string {
 	switch {
 	case !outcomes:
 		return ""
-	case phase == guard.PhasePreflight:
+	case phase == rule.PhasePreflight:
 		return ", which returned the same result each time"
 	}
 	return " and the same result"
 }
 
 // Verdict returns the stop (or warning) found by the last Observe, if any.
-func (d *Detector) Verdict() guard.Verdict { return d.verdict }
+func (s *state) Verdict() rule.Verdict { return s.verdict }
 
 // Preflight pushes the proposed calls onto a copy of the window and refuses
 // the first that would go over the threshold. It changes nothing.
-func (d *Detector) Preflight(f *guard.Facts) guard.Verdict {
-	copy(d.sim, d.ring)
-	start, n := d.start, d.n
+func (s *state) Preflight(f *rule.Facts) rule.Verdict {
+	copy(s.sim, s.ring)
+	start, n := s.start, s.n
 	for i := range f.Calls {
 		c := &f.Calls[i]
 		if c.Ignored {
 			continue
 		}
-		if count := push(d.sim, &start, &n, d.predict(c.Key, start, n)); count > d.opts.Threshold {
-			return d.stop(c, count, guard.PhasePreflight)
+		if count := push(s.sim, &start, &n, s.predict(c.Key, start, n)); count > s.r.opts.Threshold {
+			return s.stop(c, count, rule.PhasePreflight)
 		}
 	}
-	return guard.Verdict{}
+	return rule.Verdict{}
 }
 
 // predict returns the window entry of a call that has not run, in the
 // simulated window sim (with start and n): comparing outcomes, it returns what
 // the newest same call in the window returned, if any.
-func (d *Detector) predict(key canonical.Sum, start, n int) call {
+func (s *state) predict(key canonical.Sum, start, n int) call {
 	e := call{key: key, same: key}
-	if !d.outcomes {
+	if !s.r.outcomes {
 		return e
 	}
 	for i := n - 1; i >= 0; i-- {
-		if c := d.sim[(start+i)%len(d.sim)]; c.key == key {
+		if c := s.sim[(start+i)%len(s.sim)]; c.key == key {
 			return c
 		}
 	}
 	return e
 }
 
-// Reset forgets the run.
-func (d *Detector) Reset() {
-	clear(d.ring)
-	d.start, d.n = 0, 0
-	d.verdict = guard.Verdict{}
+// reset forgets the run, for a Restore of null.
+func (s *state) reset() {
+	clear(s.ring)
+	s.start, s.n = 0, 0
+	s.verdict = rule.Verdict{}
 }
 
-// state is the JSON form of the detector's state.
-type state struct {
+// saved is the JSON form of a run's state.
+type saved struct {
 	// Keys are the keys of the calls in the window, oldest first.
 	Keys []canonical.Sum `json:"keys"`
 	// Outcomes are their outcomes, comparing outcomes (absent otherwise).
@@ -393,50 +400,50 @@ type state struct {
 
 // Snapshot returns the window's keys as JSON, or null when it is empty. The
 // state holds no preview, so redaction changes nothing.
-func (d *Detector) Snapshot(guard.SnapshotOptions) ([]byte, error) {
-	if d.n == 0 {
+func (s *state) Snapshot(rule.SnapshotOptions) ([]byte, error) {
+	if s.n == 0 {
 		return []byte("null"), nil
 	}
-	s := state{Keys: d.RecentKeys()}
-	if d.outcomes {
-		s.Outcomes = make([]canonical.Sum, d.n)
-		for i := range s.Outcomes {
-			s.Outcomes[i] = d.ring[(d.start+i)%len(d.ring)].same
+	out := saved{Keys: s.RecentKeys()}
+	if s.r.outcomes {
+		out.Outcomes = make([]canonical.Sum, s.n)
+		for i := range out.Outcomes {
+			out.Outcomes[i] = s.ring[(s.start+i)%len(s.ring)].same
 		}
 	}
-	return json.Marshal(s)
+	return json.Marshal(out)
 }
 
 // Restore replaces the state by one that Snapshot returned: at most Window
 // keys, each 32 lowercase hexadecimal characters, and as many outcomes when
 // outcomes are compared.
-func (d *Detector) Restore(data []byte) error {
-	var s *state
-	if err := guard.UnmarshalState(data, &s); err != nil {
+func (s *state) Restore(data []byte) error {
+	var in *saved
+	if err := rule.UnmarshalState(data, &in); err != nil {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
-	if s == nil {
-		d.Reset()
+	if in == nil {
+		s.reset()
 		return nil
 	}
 	switch {
-	case len(s.Keys) == 0:
+	case len(in.Keys) == 0:
 		return fmt.Errorf("%s: a state without keys (a fresh state is null)", Name)
-	case len(s.Keys) > d.opts.Window:
-		return fmt.Errorf("%s: %d keys in a window of %d", Name, len(s.Keys), d.opts.Window)
-	case d.outcomes && len(s.Outcomes) != len(s.Keys):
-		return fmt.Errorf("%s: %d outcomes for %d keys", Name, len(s.Outcomes), len(s.Keys))
-	case !d.outcomes && s.Outcomes != nil:
+	case len(in.Keys) > s.r.opts.Window:
+		return fmt.Errorf("%s: %d keys in a window of %d", Name, len(in.Keys), s.r.opts.Window)
+	case s.r.outcomes && len(in.Outcomes) != len(in.Keys):
+		return fmt.Errorf("%s: %d outcomes for %d keys", Name, len(in.Outcomes), len(in.Keys))
+	case !s.r.outcomes && in.Outcomes != nil:
 		return fmt.Errorf("%s: outcomes in a window that compares calls", Name)
 	}
-	d.Reset()
-	for i, key := range s.Keys {
-		d.ring[i] = call{key: key, same: key}
-		if d.outcomes {
-			d.ring[i].same = s.Outcomes[i]
+	s.reset()
+	for i, key := range in.Keys {
+		s.ring[i] = call{key: key, same: key}
+		if s.r.outcomes {
+			s.ring[i].same = in.Outcomes[i]
 		}
 	}
-	d.n = len(s.Keys)
+	s.n = len(in.Keys)
 	return nil
 }
 
@@ -450,25 +457,25 @@ type Summary struct {
 
 // Summary returns the window's size and its most repeated call's count (a
 // Summary).
-func (d *Detector) Summary() any {
-	s := Summary{Calls: d.n}
-	for i := 0; i < d.n; i++ {
+func (s *state) Summary() any {
+	sum := Summary{Calls: s.n}
+	for i := 0; i < s.n; i++ {
 		count := 0
-		for j := 0; j < d.n; j++ {
-			if d.ring[j].same == d.ring[i].same {
+		for j := 0; j < s.n; j++ {
+			if s.ring[j].same == s.ring[i].same {
 				count++
 			}
 		}
-		s.MaxCount = max(s.MaxCount, count)
+		sum.MaxCount = max(sum.MaxCount, count)
 	}
-	return s
+	return sum
 }
 
 // CheckBounds checks the restored window against the guard's counters: its
 // calls are among the calls recorded.
-func (d *Detector) CheckBounds(c guard.Counters) error {
-	if d.n > c.ToolCalls {
-		return fmt.Errorf("%s: %d calls in the window, but %d calls recorded", Name, d.n, c.ToolCalls)
+func (s *state) CheckBounds(c rule.Counters) error {
+	if s.n > c.ToolCalls {
+		return fmt.Errorf("%s: %d calls in the window, but %d calls recorded", Name, s.n, c.ToolCalls)
 	}
 	return nil
 }

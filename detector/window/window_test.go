@@ -2,6 +2,7 @@ package window_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,11 +17,13 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/loopguard/loopguard/canonical"
+	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/repeat"
 	"github.com/loopguard/loopguard/detector/window"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/testutil"
+	"github.com/loopguard/loopguard/rule"
 )
 
 func call(tool, args string) guard.ToolCall {
@@ -72,11 +75,39 @@ var ignoreDetail = cmp.Options{
 }
 
 type tb interface {
-	Helper()
+	ruletest.TB
 	Fatal(args ...any)
 }
 
-func newDetector(t tb, o window.Options) *window.Detector {
+// keysOf returns the keys of the window rule's state in g's snapshot.
+func keysOf(t *testing.T, g *guard.Guard) []canonical.Sum {
+	t.Helper()
+	var s struct{ Keys []canonical.Sum }
+	if err := json.Unmarshal([]byte(ruletest.StateOf(t, g, window.Name, guard.SnapshotOptions{})), &s); err != nil {
+		t.Fatal(err)
+	}
+	return s.Keys
+}
+
+// windowState is what a state of the window rule is besides a rule.State.
+type windowState interface {
+	rule.State
+	rule.Saver
+	Len() int
+	RecentKeys() []canonical.Sum
+}
+
+// newState returns a fresh state of d.
+func newState(t *testing.T, d *window.Rule) windowState {
+	t.Helper()
+	st, ok := d.NewState().(windowState)
+	if !ok {
+		t.Fatal("a state has no Snapshot, Restore, Len or RecentKeys")
+	}
+	return st
+}
+
+func newDetector(t tb, o window.Options) *window.Rule {
 	t.Helper()
 	d, err := window.New(o)
 	if err != nil {
@@ -88,22 +119,24 @@ func newDetector(t tb, o window.Options) *window.Detector {
 // newGuard returns a guard with the window rule. The tests that do not say
 // how calls are compared judge the crate's rule (CompareCall); those of the
 // default, CompareOutcome, say so.
-func newGuard(t tb, o window.Options, g guard.Options) *guard.Guard {
+func newGuard(t tb, o window.Options, g guard.Config) *guard.Guard {
 	t.Helper()
 	if o.Compare == "" {
 		o.Compare = window.CompareCall
 	}
-	gd, err := g.New(newDetector(t, o))
+	g.Rules = []rule.Rule{newDetector(t, o)}
+	gd, err := guard.New(g)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return gd
 }
 
-func run(g *guard.Guard, steps []guard.Step) []guard.Verdict {
+func run(t ruletest.TB, g *guard.Guard, steps []guard.Step) []guard.Verdict {
+	t.Helper()
 	out := make([]guard.Verdict, len(steps))
 	for i, s := range steps {
-		out[i] = g.Check(s)
+		out[i] = ruletest.Check(t, g, s)
 	}
 	return out
 }
@@ -142,7 +175,7 @@ func TestCheck(t *testing.T) {
 	tests := []struct {
 		name  string
 		opts  window.Options
-		gopts guard.Options
+		gopts guard.Config
 		steps []guard.Step
 		want  []guard.Verdict
 	}{
@@ -183,7 +216,7 @@ func TestCheck(t *testing.T) {
 		},
 		{
 			name:  "ignored calls are not in the window",
-			gopts: guard.Options{Ignore: []string{"think"}},
+			gopts: guard.Config{Ignore: []string{"think"}},
 			steps: each(a, think, think, think, think, think, think, think, think, think, a, a, a),
 			want:  cat(goOn(12), one(stopA(4))),
 		},
@@ -225,7 +258,7 @@ func TestCheck(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := newGuard(t, tt.opts, tt.gopts)
-			if diff := cmp.Diff(tt.want, run(g, tt.steps), ignoreDetail); diff != "" {
+			if diff := cmp.Diff(tt.want, run(t, g, tt.steps), ignoreDetail); diff != "" {
 				t.Errorf("verdicts (-want +got):\n%s", diff)
 			}
 		})
@@ -236,10 +269,10 @@ func TestCheck(t *testing.T) {
 // consecutive repeat rule never stops a x a y a z a, this one does.
 func TestConsecutiveRuleMisses(t *testing.T) {
 	rep, _ := repeat.New(repeat.Options{})
-	g, _ := guard.New(rep, newDetector(t, window.Options{}))
+	g, _ := guard.New(guard.Config{Rules: []rule.Rule{rep, newDetector(t, window.Options{})}})
 	var got []string
 	for _, s := range each(a, x, a, y, a, z, a) {
-		got = append(got, g.Check(s).Detector)
+		got = append(got, ruletest.Check(t, g, s).Detector)
 	}
 	if diff := cmp.Diff([]string{"", "", "", "", "", "", window.Name}, got); diff != "" {
 		t.Errorf("stopping detectors (-want +got):\n%s", diff)
@@ -247,10 +280,10 @@ func TestConsecutiveRuleMisses(t *testing.T) {
 	// A plain run that both rules stop is the repeat rule's, which ranks
 	// first.
 	rep, _ = repeat.New(repeat.Options{})
-	g, _ = guard.New(newDetector(t, window.Options{Threshold: 2}), rep)
+	g, _ = guard.New(guard.Config{Rules: []rule.Rule{newDetector(t, window.Options{Threshold: 2}), rep}})
 	got = nil
 	for _, s := range each(a, a, a) {
-		got = append(got, g.Check(s).Detector)
+		got = append(got, ruletest.Check(t, g, s).Detector)
 	}
 	if diff := cmp.Diff([]string{"", "", repeat.Name}, got); diff != "" {
 		t.Errorf("stopping detectors (-want +got):\n%s", diff)
@@ -306,21 +339,21 @@ func TestPreflight(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := newGuard(t, tt.opts, guard.Options{Ignore: []string{"think"}})
-			run(g, tt.history)
-			before, _ := g.Snapshot(guard.SnapshotOptions{})
-			got := g.Preflight(tt.calls...).Verdict()
+			g := newGuard(t, tt.opts, guard.Config{Ignore: []string{"think"}})
+			run(t, g, tt.history)
+			before := testutil.Snapshot(t, g, guard.SnapshotOptions{})
+			got := ruletest.Preflight(t, g, tt.calls...).Verdict()
 			if !got.Stop {
 				got = guard.Verdict{}
 			}
 			if diff := cmp.Diff(tt.want, got, ignoreDetail); diff != "" {
 				t.Errorf("preflight (-want +got):\n%s", diff)
 			}
-			if after, _ := g.Snapshot(guard.SnapshotOptions{}); string(after) != string(before) {
+			if after := testutil.Snapshot(t, g, guard.SnapshotOptions{}); string(after) != string(before) {
 				t.Errorf("preflight changed the state:\n%s\n%s", before, after)
 			}
 			// Check of the same calls agrees.
-			v := g.Check(step(tt.calls...))
+			v := ruletest.Check(t, g, step(tt.calls...))
 			if v.Stop != tt.want.Stop || v.Code != tt.want.Code {
 				t.Errorf("Check of the same calls: %v", v)
 			}
@@ -382,8 +415,8 @@ func TestWarn(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := newGuard(t, tt.opts, guard.Options{})
-			got := run(g, tt.steps)
+			g := newGuard(t, tt.opts, guard.Config{})
+			got := run(t, g, tt.steps)
 			if diff := cmp.Diff(tt.want, got, ignoreDetail); diff != "" {
 				t.Errorf("verdicts (-want +got):\n%s", diff)
 			}
@@ -391,8 +424,8 @@ func TestWarn(t *testing.T) {
 	}
 	// The warning names the tool and the call; the preview stays out of
 	// the feedback.
-	g := newGuard(t, window.Options{Warn: true}, guard.Options{})
-	v := run(g, each(a, x, a, y, a))[4]
+	g := newGuard(t, window.Options{Warn: true}, guard.Config{})
+	v := run(t, g, each(a, x, a, y, a))[4]
 	if len(v.Warnings) != 1 {
 		t.Fatalf("warnings = %+v", v.Warnings)
 	}
@@ -413,11 +446,11 @@ func TestWarnChangesNoStop(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		w := rapid.IntRange(2, 6).Draw(t, "window")
 		opts := window.Options{Window: w, Threshold: rapid.IntRange(2, w).Draw(t, "threshold")}
-		plain := newGuard(t, opts, guard.Options{Ignore: []string{"think"}})
+		plain := newGuard(t, opts, guard.Config{Ignore: []string{"think"}})
 		opts.Warn = true
-		warned := newGuard(t, opts, guard.Options{Ignore: []string{"think"}})
+		warned := newGuard(t, opts, guard.Config{Ignore: []string{"think"}})
 		for i, calls := range rapid.SliceOfN(rapid.SliceOfN(rapid.SampledFrom(pool), 0, 3), 1, 30).Draw(t, "steps") {
-			p, v := plain.Check(step(calls...)), warned.Check(step(calls...))
+			p, v := ruletest.Check(t, plain, step(calls...)), ruletest.Check(t, warned, step(calls...))
 			warned := v.Warnings != nil
 			v.Warnings = nil
 			if diff := cmp.Diff(p, v); diff != "" {
@@ -431,14 +464,14 @@ func TestWarnChangesNoStop(t *testing.T) {
 }
 
 func TestDetail(t *testing.T) {
-	g := newGuard(t, window.Options{}, guard.Options{})
-	v := run(g, each(a, x, a, y, a, z, a))[6]
+	g := newGuard(t, window.Options{}, guard.Config{})
+	v := run(t, g, each(a, x, a, y, a, z, a))[6]
 	if want := `tool "search" called 4 times within the last 10 calls with the same arguments {"q":"a"} (threshold 3)`; v.Detail != want {
 		t.Errorf("detail = %q, want %q", v.Detail, want)
 	}
-	g = newGuard(t, window.Options{}, guard.Options{})
-	run(g, each(a, a, a))
-	d := g.Preflight(a)
+	g = newGuard(t, window.Options{}, guard.Config{})
+	run(t, g, each(a, a, a))
+	d := ruletest.Preflight(t, g, a)
 	if want := `tool "search" would be called 4 times within the last 10 calls with the same arguments {"q":"a"} (threshold 3)`; d.Detail != want {
 		t.Errorf("preflight detail = %q, want %q", d.Detail, want)
 	}
@@ -449,46 +482,60 @@ func TestDetail(t *testing.T) {
 
 func TestLenAndRecentKeys(t *testing.T) {
 	d := newDetector(t, window.Options{Window: 3, Threshold: 2})
-	g, _ := guard.New(d)
-	if d.Len() != 0 || len(d.RecentKeys()) != 0 {
-		t.Errorf("fresh: Len %d, keys %v", d.Len(), d.RecentKeys())
+	g := testutil.New(t, d)
+	if keys := keysOf(t, g); len(keys) != 0 {
+		t.Errorf("fresh: keys %v", keys)
 	}
 	key := func(c guard.ToolCall) canonical.Sum {
 		// The key is what the guard computed: read it back through a
-		// one-call detector.
-		k := newDetector(t, window.Options{Window: 2, Threshold: 2})
-		gk, _ := guard.New(k)
-		gk.Check(step(c))
-		return k.RecentKeys()[0]
+		// one-call guard.
+		gk := testutil.New(t, newDetector(t, window.Options{Window: 2, Threshold: 2}))
+		ruletest.Check(t, gk, step(c))
+		return keysOf(t, gk)[0]
 	}
-	run(g, each(a, x))
-	if diff := cmp.Diff([]canonical.Sum{key(a), key(x)}, d.RecentKeys()); diff != "" || d.Len() != 2 {
-		t.Errorf("Len %d, keys (-want +got):\n%s", d.Len(), diff)
+	run(t, g, each(a, x))
+	if diff := cmp.Diff([]canonical.Sum{key(a), key(x)}, keysOf(t, g)); diff != "" {
+		t.Errorf("keys (-want +got):\n%s", diff)
 	}
-	run(g, []guard.Step{step(y, z)})
-	keys := d.RecentKeys()
-	if diff := cmp.Diff([]canonical.Sum{key(x), key(y), key(z)}, keys); diff != "" || d.Len() != 3 {
-		t.Errorf("Len %d, keys (-want +got):\n%s", d.Len(), diff)
-	}
-	keys[0] = canonical.Sum{}
-	if d.RecentKeys()[0] == (canonical.Sum{}) {
-		t.Error("RecentKeys shares memory with the detector")
+	run(t, g, []guard.Step{step(y, z)})
+	if diff := cmp.Diff([]canonical.Sum{key(x), key(y), key(z)}, keysOf(t, g)); diff != "" {
+		t.Errorf("keys (-want +got):\n%s", diff)
 	}
 	if key(a) == key(q("b")) || key(a) != key(aSwap) {
 		t.Error("keys do not follow the canonical arguments")
 	}
-	if diff := cmp.Diff(window.Summary{Calls: 3, MaxCount: 1}, g.Summary().Detectors[window.Name]); diff != "" {
+	if diff := cmp.Diff(window.Summary{Calls: 3, MaxCount: 1}, testutil.Summary(t, g).Detectors[window.Name]); diff != "" {
 		t.Errorf("summary (-want +got):\n%s", diff)
+	}
+
+	// A state driven by hand: Len and RecentKeys follow the window.
+	st := newState(t, d)
+	if st.Len() != 0 || len(st.RecentKeys()) != 0 {
+		t.Errorf("fresh: Len %d, keys %v", st.Len(), st.RecentKeys())
+	}
+	ka, kx, ky, kz := canonical.HashString("a"), canonical.HashString("x"), canonical.HashString("y"), canonical.HashString("z")
+	st.Observe(&rule.Facts{Calls: []rule.Call{{Tool: "search", Key: ka}, {Tool: "search", Key: kx}}})
+	if diff := cmp.Diff([]canonical.Sum{ka, kx}, st.RecentKeys()); diff != "" || st.Len() != 2 {
+		t.Errorf("Len %d, keys (-want +got):\n%s", st.Len(), diff)
+	}
+	st.Observe(&rule.Facts{Index: 1, Calls: []rule.Call{{Tool: "search", Key: ky}, {Tool: "search", Key: kz}}})
+	keys := st.RecentKeys()
+	if diff := cmp.Diff([]canonical.Sum{kx, ky, kz}, keys); diff != "" || st.Len() != 3 {
+		t.Errorf("Len %d, keys (-want +got):\n%s", st.Len(), diff)
+	}
+	keys[0] = canonical.Sum{}
+	if st.RecentKeys()[0] == (canonical.Sum{}) {
+		t.Error("RecentKeys shares memory with the state")
 	}
 }
 
 // TestDropArgs checks that the guard's call keys apply: calls that differ
 // only in a dropped field are the same call.
 func TestDropArgs(t *testing.T) {
-	g := newGuard(t, window.Options{}, guard.Options{DropArgs: []string{"request_id"}})
+	g := newGuard(t, window.Options{}, guard.Config{DropArgs: []string{"request_id"}})
 	var got []bool
 	for i := range 4 {
-		v := g.Check(step(call("search", fmt.Sprintf(`{"q":"a","request_id":%d}`, i))))
+		v := ruletest.Check(t, g, step(call("search", fmt.Sprintf(`{"q":"a","request_id":%d}`, i))))
 		got = append(got, v.Stop)
 	}
 	if diff := cmp.Diff([]bool{false, false, false, true}, got); diff != "" {
@@ -505,30 +552,31 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 		w := rapid.IntRange(2, 6).Draw(t, "window")
 		opts := window.Options{Window: w, Threshold: rapid.IntRange(2, w).Draw(t, "threshold"), Warn: rapid.Bool().Draw(t, "warn"),
 			Compare: rapid.SampledFrom([]string{window.CompareCall, window.CompareOutcome}).Draw(t, "compare")}
-		gopts := guard.Options{Ignore: []string{"think"}}
+		gopts := guard.Config{Ignore: []string{"think"}}
 		steps := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) guard.Step {
 			return step(rapid.SliceOfN(rapid.SampledFrom(pool), 0, 3).Draw(t, "calls")...)
 		}), 1, 30).Draw(t, "steps")
 		cut := rapid.IntRange(0, len(steps)).Draw(t, "cut")
 		orig := newGuard(t, opts, gopts)
-		run(orig, steps[:cut])
-		data, err := orig.Snapshot(guard.SnapshotOptions{Previews: rapid.Bool().Draw(t, "previews")})
+		run(t, orig, steps[:cut])
+		data, err := orig.Snapshot(context.Background(), guard.SnapshotOptions{Previews: rapid.Bool().Draw(t, "previews")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		restored, err := gopts.Restore(data, newDetector(t, opts))
+		gopts.Rules = []rule.Rule{newDetector(t, opts)}
+		restored, err := guard.Restore(data, gopts)
 		if err != nil {
 			t.Fatalf("restore: %v\n%s", err, data)
 		}
-		again, _ := restored.Snapshot(guard.SnapshotOptions{})
+		again, _ := restored.Snapshot(context.Background(), guard.SnapshotOptions{})
 		if diff := cmp.Diff(string(data), string(again)); diff != "" {
 			t.Fatalf("snapshot of the restored guard (-saved +restored):\n%s", diff)
 		}
 		for _, s := range steps[cut:] {
-			if diff := cmp.Diff(orig.Preflight(s.ToolCalls...), restored.Preflight(s.ToolCalls...)); diff != "" {
+			if diff := cmp.Diff(ruletest.Preflight(t, orig, s.ToolCalls...), ruletest.Preflight(t, restored, s.ToolCalls...)); diff != "" {
 				t.Fatalf("preflight after the cut (-original +restored):\n%s", diff)
 			}
-			if diff := cmp.Diff(orig.Check(s), restored.Check(s)); diff != "" {
+			if diff := cmp.Diff(ruletest.Check(t, orig, s), ruletest.Check(t, restored, s)); diff != "" {
 				t.Fatalf("verdict after the cut (-original +restored):\n%s", diff)
 			}
 		}
@@ -537,23 +585,27 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 
 func TestSnapshotState(t *testing.T) {
 	d := newDetector(t, window.Options{Window: 3, Threshold: 2})
-	g, _ := guard.New(d)
-	if s, err := d.Snapshot(guard.SnapshotOptions{}); err != nil || string(s) != "null" {
+	g := testutil.New(t, d)
+	if s := ruletest.StateOf(t, g, window.Name, guard.SnapshotOptions{}); s != "null" {
+		t.Errorf("fresh state = %s; want null", s)
+	}
+	if s, err := newState(t, d).Snapshot(guard.SnapshotOptions{}); err != nil || string(s) != "null" {
 		t.Errorf("fresh state = %s, %v; want null", s, err)
 	}
-	run(g, each(a, x, y, z))
-	s, err := d.Snapshot(guard.SnapshotOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	run(t, g, each(a, x, y, z))
+	s := ruletest.StateOf(t, g, window.Name, guard.SnapshotOptions{Previews: true})
 	var got struct{ Keys []canonical.Sum }
-	if err := json.Unmarshal(s, &got); err != nil {
+	if err := json.Unmarshal([]byte(s), &got); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(d.RecentKeys(), got.Keys); diff != "" {
+	st := newState(t, d)
+	if err := st.Restore([]byte(s)); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(st.RecentKeys(), got.Keys); diff != "" || len(got.Keys) != 3 {
 		t.Errorf("state %s (-recent keys +state):\n%s", s, diff)
 	}
-	if r, _ := d.Snapshot(guard.SnapshotOptions{}); string(r) != string(s) {
+	if r := ruletest.StateOf(t, g, window.Name, guard.SnapshotOptions{}); r != s {
 		t.Errorf("redacted state %s differs from %s, but holds no preview", r, s)
 	}
 }
@@ -572,15 +624,20 @@ func TestRestoreRejects(t *testing.T) {
 		if compare == window.CompareOutcome {
 			more = []string{`{"keys":[` + k + `]}`, `{"keys":[` + k + `],"outcomes":[]}`, `{"keys":[` + k + `],"outcomes":[` + k + `,` + k + `]}`}
 		}
+		d := newDetector(t, window.Options{Window: 3, Threshold: 2, Compare: compare})
+		g := testutil.New(t, d)
+		run(t, g, each(a, a))
+		running := ruletest.StateOf(t, g, window.Name, guard.SnapshotOptions{})
 		for _, s := range append(bad, more...) {
-			d := newDetector(t, window.Options{Window: 3, Threshold: 2, Compare: compare})
-			g, _ := guard.New(d)
-			run(g, each(a, a))
-			if err := d.Restore([]byte(s)); err == nil {
+			st := newState(t, d)
+			if err := st.Restore([]byte(running)); err != nil {
+				t.Fatalf("%s: Restore(%s): %v", compare, running, err)
+			}
+			if err := st.Restore([]byte(s)); err == nil {
 				t.Errorf("%s: Restore(%s) succeeded", compare, s)
 			}
-			if d.Len() != 2 || !g.Check(step(a)).Stop {
-				t.Errorf("%s: after Restore(%s) failed, the state was lost", compare, s)
+			if got, _ := st.Snapshot(guard.SnapshotOptions{}); st.Len() != 2 || string(got) != running {
+				t.Errorf("%s: after Restore(%s) failed, the state is %s, want %s", compare, s, got, running)
 			}
 		}
 	}
@@ -589,11 +646,11 @@ func TestRestoreRejects(t *testing.T) {
 		{window.CompareCall, `{"keys":[` + k + `,` + k + `,` + k + `]}`},
 		{window.CompareOutcome, `{"keys":[` + k + `],"outcomes":[` + k + `]}`},
 	} {
-		d := newDetector(t, window.Options{Window: 3, Threshold: 2, Compare: tt.compare})
-		if err := d.Restore([]byte(tt.state)); err != nil {
+		st := newState(t, newDetector(t, window.Options{Window: 3, Threshold: 2, Compare: tt.compare}))
+		if err := st.Restore([]byte(tt.state)); err != nil {
 			t.Errorf("Restore(%s): %v", tt.state, err)
 		}
-		if got, _ := d.Snapshot(guard.SnapshotOptions{}); string(got) != tt.state {
+		if got, _ := st.Snapshot(guard.SnapshotOptions{}); string(got) != tt.state {
 			t.Errorf("snapshot after restore = %s, want %s", got, tt.state)
 		}
 	}
@@ -602,25 +659,57 @@ func TestRestoreRejects(t *testing.T) {
 func TestRestoreNullAndResetAreFresh(t *testing.T) {
 	seq := each(a, x, a, y, a, z, a, a, x)
 	opts := window.Options{Warn: true, Compare: window.CompareCall}
-	fresh := run(newGuard(t, opts, guard.Options{}), seq)
+	fresh := run(t, newGuard(t, opts, guard.Config{}), seq)
 
-	g := newGuard(t, opts, guard.Options{})
-	run(g, seq)
-	g.Reset()
-	if diff := cmp.Diff(fresh, run(g, seq)); diff != "" {
-		t.Errorf("after Reset (-fresh +got):\n%s", diff)
-	}
-	d := newDetector(t, opts)
-	g, _ = guard.New(d)
-	run(g, seq)
-	if err := d.Restore([]byte("null")); err != nil {
+	g := newGuard(t, opts, guard.Config{})
+	run(t, g, seq)
+	if err := g.Reset(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if d.Len() != 0 {
-		t.Errorf("Len after Restore(null) = %d", d.Len())
+	if diff := cmp.Diff(fresh, run(t, g, seq)); diff != "" {
+		t.Errorf("after Reset (-fresh +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(fresh, run(g, seq)); diff != "" {
-		t.Errorf("after Restore(null) (-fresh +got):\n%s", diff)
+	// A state restored from a run, then from null, is a fresh state.
+	d := newDetector(t, opts)
+	g = testutil.New(t, d)
+	run(t, g, seq)
+	st := newState(t, d)
+	if err := st.Restore([]byte(ruletest.StateOf(t, g, window.Name, guard.SnapshotOptions{}))); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Restore([]byte("null")); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.Snapshot(guard.SnapshotOptions{}); st.Len() != 0 || string(got) != "null" {
+		t.Errorf("after Restore(null): Len %d, state %s", st.Len(), got)
+	}
+}
+
+// TestGuardsOfOneRuleAreIndependent runs two guards of one Rule, steps
+// interleaved: each keeps its own window, so each stops at its own fourth
+// same call within it, and not before.
+func TestGuardsOfOneRuleAreIndependent(t *testing.T) {
+	d := newDetector(t, window.Options{Compare: window.CompareCall})
+	cfg := guard.Config{Rules: []rule.Rule{d}}
+	g1, err := guard.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g2, err := guard.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got1, got2 []bool
+	for _, c := range []guard.ToolCall{a, x, a, y, a, z} {
+		got1 = append(got1, ruletest.Check(t, g1, step(c)).Stop)
+		got2 = append(got2, ruletest.Check(t, g2, step(a)).Stop)
+	}
+	got1 = append(got1, ruletest.Check(t, g1, step(a)).Stop)
+	if diff := cmp.Diff([]bool{false, false, false, false, false, false, true}, got1); diff != "" {
+		t.Errorf("first guard's stops (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]bool{false, false, false, true, true, true}, got2); diff != "" {
+		t.Errorf("second guard's stops (-want +got):\n%s", diff)
 	}
 }
 
@@ -654,7 +743,7 @@ func TestOptions(t *testing.T) {
 			t.Errorf("New(%+v): %v", o, err)
 		}
 	}
-	fp := func(o window.Options) string { return guard.Fingerprint(newDetector(t, o)).String() }
+	fp := func(o window.Options) string { return rule.Fingerprint(newDetector(t, o)).String() }
 	if fp(window.Options{}) != fp(window.Options{Window: 10, Threshold: 3, Compare: window.CompareOutcome}) {
 		t.Error("the zero options and the explicit defaults fingerprint differently")
 	}
@@ -700,8 +789,8 @@ func TestRealTraces(t *testing.T) {
 	healthy := 0
 	for _, m := range manifest {
 		got, byCall := 0, 0
-		g := newGuard(t, window.Options{Compare: window.CompareOutcome}, guard.Options{})
-		gc := newGuard(t, window.Options{Compare: window.CompareCall}, guard.Options{})
+		g := newGuard(t, window.Options{Compare: window.CompareOutcome}, guard.Config{})
+		gc := newGuard(t, window.Options{Compare: window.CompareCall}, guard.Config{})
 		f, err := os.Open(filepath.Join(dir, m.File))
 		if err != nil {
 			t.Fatal(err)
@@ -713,10 +802,10 @@ func TestRealTraces(t *testing.T) {
 			if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
 				t.Fatalf("%s:%d: %v", m.File, line, err)
 			}
-			if g.Check(s).Stop && got == 0 {
+			if ruletest.Check(t, g, s).Stop && got == 0 {
 				got = line
 			}
-			if gc.Check(s).Stop && byCall == 0 {
+			if ruletest.Check(t, gc, s).Stop && byCall == 0 {
 				byCall = line
 			}
 		}
@@ -744,27 +833,30 @@ func TestRealTraces(t *testing.T) {
 	}
 }
 
-func ExampleDetector_RecentKeys() {
+func ExampleRule() {
 	d, err := window.New(window.Options{Window: 8, Threshold: 3, Compare: window.CompareCall}) // the crate's example
 	if err != nil {
 		panic(err)
 	}
-	g, err := guard.New(d)
+	g, err := guard.New(guard.Config{Rules: []rule.Rule{d}})
 	if err != nil {
 		panic(err)
 	}
+	ctx := context.Background()
 	search := func(q string) guard.Step {
 		return guard.Step{ToolCalls: []guard.ToolCall{{Name: "search", Args: map[string]string{"q": q}}}}
 	}
 	for _, q := range []string{"a", "x", "a", "y", "a", "z", "a"} {
-		if v := g.Check(search(q)); v.Stop {
+		if v, _ := g.Check(ctx, search(q)); v.Stop {
 			fmt.Println(v)
 		}
 	}
-	fmt.Println(d.Len(), "calls in the window,", len(d.RecentKeys()), "keys")
+	sum, _ := g.Summary(ctx)
+	w := sum.Detectors[window.Name].(window.Summary)
+	fmt.Println(w.Calls, "calls in the window, the most repeated", w.MaxCount, "times")
 	// Output:
 	// stop: windowed-repeat (WINDOWED_REPEAT): tool "search" called 4 times within the last 8 calls with the same arguments {"q":"a"} (threshold 3); hint: the agent keeps coming back to the same call between others
-	// 7 calls in the window, 7 keys
+	// 7 calls in the window, the most repeated 4 times
 }
 
 // TestCompareOutcome checks the default comparison: the same call with the
@@ -819,26 +911,26 @@ func TestCompareOutcome(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := newGuard(t, tt.opts, guard.Options{})
-			if diff := cmp.Diff(tt.want, run(g, tt.steps), ignoreDetail); diff != "" {
+			g := newGuard(t, tt.opts, guard.Config{})
+			if diff := cmp.Diff(tt.want, run(t, g, tt.steps), ignoreDetail); diff != "" {
 				t.Errorf("verdicts (-want +got):\n%s", diff)
 			}
 		})
 	}
 
 	// In preflight, a call is taken to return what it returned last time.
-	g := newGuard(t, outcome, guard.Options{})
-	run(g, each(a1, a1, a1))
-	if d := g.Preflight(a); d.Allow || !d.Evidence.(window.Evidence).IdenticalResults {
+	g := newGuard(t, outcome, guard.Config{})
+	run(t, g, each(a1, a1, a1))
+	if d := ruletest.Preflight(t, g, a); d.Allow || !d.Evidence.(window.Evidence).IdenticalResults {
 		t.Errorf("after three same results, preflight of the same call = %v, want a refusal", d.Verdict())
 	}
-	g = newGuard(t, outcome, guard.Options{})
-	run(g, each(a1, a1, a2, a2))
-	if d := g.Preflight(a); !d.Allow {
+	g = newGuard(t, outcome, guard.Config{})
+	run(t, g, each(a1, a1, a2, a2))
+	if d := ruletest.Preflight(t, g, a); !d.Allow {
 		t.Errorf("the last result was seen twice: preflight = %v, want allow", d.Verdict())
 	}
-	run(g, each(a2))
-	if d := g.Preflight(a); d.Allow {
+	run(t, g, each(a2))
+	if d := ruletest.Preflight(t, g, a); d.Allow {
 		t.Errorf("the last result was seen three times: preflight = %v, want a refusal", d.Verdict())
 	}
 }
