@@ -285,7 +285,7 @@ func TestClientMiddlewareNeverSendsRefusedCall(t *testing.T) {
 }
 
 func TestRefusalWithoutFeedback(t *testing.T) {
-	res := lgmcp.Refusal(guard.Decision{Reason: guard.ReasonCustom, Code: "CUSTOM"})
+	res := lgmcp.Refusal(guard.Decision{Reason: guard.Reason("custom"), Code: "CUSTOM"})
 	if !res.IsError || len(res.Content) != 1 {
 		t.Fatalf("Refusal = %+v", res)
 	}

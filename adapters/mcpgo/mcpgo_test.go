@@ -236,7 +236,7 @@ func TestSessionsFactoryError(t *testing.T) {
 }
 
 func TestRefusalWithoutFeedback(t *testing.T) {
-	res := mcpgo.Refusal(guard.Decision{Reason: guard.ReasonCustom, Code: "CUSTOM"})
+	res := mcpgo.Refusal(guard.Decision{Reason: guard.Reason("custom"), Code: "CUSTOM"})
 	if !res.IsError || len(res.Content) != 1 || !strings.Contains(res.Content[0].(mcp.TextContent).Text, "not run") {
 		t.Errorf("Refusal = %+v", res)
 	}
