@@ -39,13 +39,41 @@ func Serve[R any](ctx context.Context, g *guard.Guard, err error, call guard.Too
 	return res, err
 }
 
-// ToolResult is the part of an MCP tool result that is its outcome, as the
-// guard records it: its content and structured content, without the
-// metadata and protocol bookkeeping that change from call to call, so that
-// equal answers compare equal. C is the SDK's content type.
+// A ToolResult is an MCP tool result as an SDK gives it, C being the SDK's
+// content type: what [ToolOutcome] reads.
 type ToolResult[C any] struct {
+	// Content and StructuredContent are the result's outcome, as the
+	// guard records it (metadata and the protocol's bookkeeping, which
+	// change from call to call, are left out, so that equal answers
+	// compare equal).
 	Content           []C `json:"content"`
 	StructuredContent any `json:"structuredContent,omitempty"`
+
+	// IsError marks an error result, and Texts are then its texts.
+	IsError bool     `json:"-"`
+	Texts   []string `json:"-"`
+	// AwaitsInput says that the result asks the client for input: the
+	// call will be made again.
+	AwaitsInput bool `json:"-"`
+}
+
+// ToolOutcome reads what an MCP tool call came to, for [Call]: err (a
+// protocol error, a handler's error) is a failed call; a nil r, nothing; a
+// result that awaits input, none yet ([Outcome.Again]); an error result, a
+// failed call whose error is its texts ([ResultError]); else the result's
+// content and structured content.
+func ToolOutcome[C any](r *ToolResult[C], err error) Outcome {
+	switch {
+	case err != nil:
+		return Outcome{Err: err}
+	case r == nil:
+		return Outcome{}
+	case r.AwaitsInput:
+		return Outcome{Again: true}
+	case r.IsError:
+		return Outcome{Err: ResultError(r.Texts)}
+	}
+	return Outcome{Result: ToolResult[C]{Content: r.Content, StructuredContent: r.StructuredContent}}
 }
 
 // ResultError is the failure of a tool result marked as an error: an error

@@ -109,27 +109,23 @@ func errorResult(text string) sdk.Result {
 	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: text}}}
 }
 
-// outcome reads what a tool call came to. A result that asks the client for
-// input is none yet: the call will be made again.
+// outcome reads what a tool call came to ([hook.ToolOutcome]). A result
+// that asks the client for input is none yet: the call will be made again.
 func outcome(res sdk.Result, err error) hook.Outcome {
-	ctres, _ := res.(*sdk.CallToolResult)
-	switch {
-	case err != nil:
-		return hook.Outcome{Err: err}
-	case ctres == nil:
-		return hook.Outcome{} // nothing came back
-	case len(ctres.InputRequests) > 0:
-		return hook.Outcome{Again: true}
-	case ctres.IsError:
-		var texts []string
-		for _, c := range ctres.Content {
+	r, _ := res.(*sdk.CallToolResult)
+	if r == nil {
+		return hook.ToolOutcome[sdk.Content](nil, err)
+	}
+	tr := &hook.ToolResult[sdk.Content]{Content: r.Content, StructuredContent: r.StructuredContent,
+		IsError: r.IsError, AwaitsInput: len(r.InputRequests) > 0}
+	if r.IsError {
+		for _, c := range r.Content {
 			if t, ok := c.(*sdk.TextContent); ok && t != nil {
-				texts = append(texts, t.Text)
+				tr.Texts = append(tr.Texts, t.Text)
 			}
 		}
-		return hook.Outcome{Err: hook.ResultError(texts)}
 	}
-	return hook.Outcome{Result: hook.ToolResult[sdk.Content]{Content: ctres.Content, StructuredContent: ctres.StructuredContent}}
+	return hook.ToolOutcome(tr, err)
 }
 
 // rawArgs returns the arguments of a tools/call as JSON text, or nil when

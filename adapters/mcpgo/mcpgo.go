@@ -74,29 +74,28 @@ func Refusal(d guard.Decision) *mcp.CallToolResult {
 	return mcp.NewToolResultError(hook.RefusalText(d))
 }
 
-// outcome reads what a handler answered. An answer that asks the client for
-// input before the call can finish (a multi-round-trip result, a URL
-// elicitation) is none yet: the call will be made again.
+// outcome reads what a handler answered ([hook.ToolOutcome]). An answer
+// that asks the client for input before the call can finish (a
+// multi-round-trip result, a URL elicitation) is none yet: the call will be
+// made again.
 func outcome(res *mcp.CallToolResult, err error) hook.Outcome {
 	var v mcp.URLElicitationRequiredError
 	var p *mcp.URLElicitationRequiredError
-	switch {
-	case err != nil && (errors.As(err, &v) || errors.As(err, &p)):
+	if err != nil && (errors.As(err, &v) || errors.As(err, &p)) {
 		return hook.Outcome{Again: true}
-	case err != nil:
-		return hook.Outcome{Err: err}
-	case res == nil:
-		return hook.Outcome{} // nothing came back
-	case len(res.InputRequests) > 0:
-		return hook.Outcome{Again: true}
-	case res.IsError:
-		return hook.Outcome{Err: hook.ResultError(texts(res.Content))}
 	}
-	structured := res.StructuredContent
+	if res == nil {
+		return hook.ToolOutcome[mcp.Content](nil, err)
+	}
+	tr := &hook.ToolResult[mcp.Content]{Content: res.Content, StructuredContent: res.StructuredContent,
+		IsError: res.IsError, AwaitsInput: len(res.InputRequests) > 0}
 	if len(res.RawStructuredContent) > 0 {
-		structured = json.RawMessage(res.RawStructuredContent)
+		tr.StructuredContent = json.RawMessage(res.RawStructuredContent)
 	}
-	return hook.Outcome{Result: hook.ToolResult[mcp.Content]{Content: res.Content, StructuredContent: structured}}
+	if res.IsError {
+		tr.Texts = texts(res.Content)
+	}
+	return hook.ToolOutcome(tr, err)
 }
 
 // texts returns the texts of a result's content.
