@@ -1,18 +1,20 @@
 package detector_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/loopguard/loopguard/detector"
+	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/guard"
 )
 
 // beyond switches on every rule and option beyond the reference: the stall
 // and window rules, result-aware cycles and every warning. (Call keys are
-// the guard's: see guard.Options.DropArgs.)
+// the guard's: see guard.Config.DropArgs.)
 const beyond = `{"maxSteps": 1000000000,
 	"repeatedToolCall": {"warn": true}, "oscillation": {"warn": true, "requireIdenticalResults": true},
 	"noProgress": {"warn": true}, "toolLimit": {"warn": true}, "window": {"warn": true}, "stall": {"warn": true},
@@ -30,7 +32,7 @@ func benchStep(i int) guard.Step {
 	}
 }
 
-// BenchmarkCheck measures guard.Check of a typical step in steady state,
+// BenchmarkCheck measures Guard.Check of a typical step in steady state,
 // with the default set and with everything beyond the reference switched
 // on: every step is new, so nothing stops and nothing warns, and the
 // outcome windows are full.
@@ -53,7 +55,7 @@ func BenchmarkCheck(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			g, err := cfg.New()
+			g, err := guard.New(cfg)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -62,12 +64,13 @@ func BenchmarkCheck(b *testing.B) {
 				steps[i] = c.step(i)
 			}
 			for i := range 2048 {
-				g.Check(steps[i])
+				ruletest.Check(b, g, steps[i])
 			}
+			ctx := context.Background()
 			b.ReportAllocs()
 			i := 2048
 			for b.Loop() {
-				if v := g.Check(steps[i%len(steps)]); v.Stop || v.Warnings != nil {
+				if v, _ := g.Check(ctx, steps[i%len(steps)]); v.Stop || v.Warnings != nil {
 					b.Fatalf("unexpected verdict: %v", v)
 				}
 				i++

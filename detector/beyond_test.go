@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/loopguard/loopguard/detector"
+	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/noprogress"
 	"github.com/loopguard/loopguard/detector/oscillation"
 	"github.com/loopguard/loopguard/detector/repeat"
@@ -16,19 +17,21 @@ import (
 	"github.com/loopguard/loopguard/detector/toollimit"
 	"github.com/loopguard/loopguard/detector/window"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/testutil"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // TestBuildBeyond covers the options beyond the reference: the stall and
 // window rules, result-aware cycles, warnings and the guard's call keys.
 func TestBuildBeyond(t *testing.T) {
-	cap := func(o toollimit.Options) guard.Detector { return must[*toollimit.Detector](t)(toollimit.New(o)) }
-	rep := func(o repeat.Options) guard.Detector { return must[*repeat.Detector](t)(repeat.New(o)) }
-	osc := func(o oscillation.Options) guard.Detector { return must[*oscillation.Detector](t)(oscillation.New(o)) }
-	nop := func(o noprogress.Options) guard.Detector { return must[*noprogress.Detector](t)(noprogress.New(o)) }
-	win := func(o window.Options) guard.Detector { return must[*window.Detector](t)(window.New(o)) }
-	sta := func(o stall.Options) guard.Detector { return must[*stall.Detector](t)(stall.New(o)) }
-	with := func(changes map[string]guard.Detector) []guard.Detector {
-		var out []guard.Detector
+	cap := func(o toollimit.Options) rule.Rule { return must[*toollimit.Rule](t)(toollimit.New(o)) }
+	rep := func(o repeat.Options) rule.Rule { return must[*repeat.Rule](t)(repeat.New(o)) }
+	osc := func(o oscillation.Options) rule.Rule { return must[*oscillation.Rule](t)(oscillation.New(o)) }
+	nop := func(o noprogress.Options) rule.Rule { return must[*noprogress.Rule](t)(noprogress.New(o)) }
+	win := func(o window.Options) rule.Rule { return must[*window.Rule](t)(window.New(o)) }
+	sta := func(o stall.Options) rule.Rule { return must[*stall.Rule](t)(stall.New(o)) }
+	with := func(changes map[string]rule.Rule) []rule.Rule {
+		var out []rule.Rule
 		for _, d := range detector.Defaults() {
 			if c, ok := changes[d.Name()]; ok {
 				if c != nil {
@@ -47,43 +50,43 @@ func TestBuildBeyond(t *testing.T) {
 	tests := []struct {
 		name  string
 		doc   string
-		want  []guard.Detector
-		guard guard.Options
+		want  []rule.Rule
+		guard guard.Config
 	}{
-		{"stall true", `{"stall": true}`, with(map[string]guard.Detector{"stall": sta(stall.Options{})}), guard.Options{}},
-		{"stall empty object", `{"stall": {}}`, with(map[string]guard.Detector{"stall": sta(stall.Options{})}), guard.Options{}},
+		{"stall true", `{"stall": true}`, with(map[string]rule.Rule{"stall": sta(stall.Options{})}), guard.Config{}},
+		{"stall empty object", `{"stall": {}}`, with(map[string]rule.Rule{"stall": sta(stall.Options{})}), guard.Config{}},
 		{"stall options", `{"stall": {"threshold": 7, "warn": true}}`,
-			with(map[string]guard.Detector{"stall": sta(stall.Options{Threshold: 7, Warn: true})}), guard.Options{}},
-		{"stall false", `{"stall": false}`, with(nil), guard.Options{}},
-		{"window true", `{"window": true}`, with(map[string]guard.Detector{"window": win(window.Options{})}), guard.Options{}},
+			with(map[string]rule.Rule{"stall": sta(stall.Options{Threshold: 7, Warn: true})}), guard.Config{}},
+		{"stall false", `{"stall": false}`, with(nil), guard.Config{}},
+		{"window true", `{"window": true}`, with(map[string]rule.Rule{"window": win(window.Options{})}), guard.Config{}},
 		{"window options", `{"window": {"window": 8, "threshold": 3, "warn": true}}`,
-			with(map[string]guard.Detector{"window": win(window.Options{Window: 8, Threshold: 3, Warn: true})}), guard.Options{}},
+			with(map[string]rule.Rule{"window": win(window.Options{Window: 8, Threshold: 3, Warn: true})}), guard.Config{}},
 		{"window threshold equal to the window", `{"window": {"window": 4, "threshold": 4}}`,
-			with(map[string]guard.Detector{"window": win(window.Options{Window: 4, Threshold: 4})}), guard.Options{}},
-		{"window false", `{"window": false}`, with(nil), guard.Options{}},
+			with(map[string]rule.Rule{"window": win(window.Options{Window: 4, Threshold: 4})}), guard.Config{}},
+		{"window false", `{"window": false}`, with(nil), guard.Config{}},
 		{"oscillation beyond", `{"oscillation": {"requireIdenticalResults": true, "warn": true}}`,
-			with(map[string]guard.Detector{"oscillation": osc(oscillation.Options{RequireIdenticalResults: true, Warn: true})}), guard.Options{}},
-		{"oscillation explicit false", `{"oscillation": {"requireIdenticalResults": false, "warn": false}}`, with(nil), guard.Options{}},
-		{"repeat warn", `{"repeatedToolCall": {"warn": true}}`, with(map[string]guard.Detector{"repeat": rep(repeat.Options{Warn: true})}), guard.Options{}},
+			with(map[string]rule.Rule{"oscillation": osc(oscillation.Options{RequireIdenticalResults: true, Warn: true})}), guard.Config{}},
+		{"oscillation explicit false", `{"oscillation": {"requireIdenticalResults": false, "warn": false}}`, with(nil), guard.Config{}},
+		{"repeat warn", `{"repeatedToolCall": {"warn": true}}`, with(map[string]rule.Rule{"repeat": rep(repeat.Options{Warn: true})}), guard.Config{}},
 		{"noProgress warn", `{"noProgress": {"warn": true, "threshold": 4}}`,
-			with(map[string]guard.Detector{"noprogress": nop(noprogress.Options{Warn: true, Threshold: 4})}), guard.Options{}},
+			with(map[string]rule.Rule{"noprogress": nop(noprogress.Options{Warn: true, Threshold: 4})}), guard.Config{}},
 		{"toolLimit warn", `{"toolLimit": {"warn": true}, "tools": {"search": {"maxCalls": 8}}}`,
-			with(map[string]guard.Detector{"toollimit": cap(toollimit.Options{MaxCalls: map[string]int{"search": 8}, Warn: true})}), guard.Options{}},
-		{"toolLimit without caps builds nothing", `{"toolLimit": {"warn": true}}`, with(nil), guard.Options{}},
-		{"toolLimit false switches the caps off", `{"toolLimit": false, "tools": {"search": {"maxCalls": 8}}}`, with(nil), guard.Options{}},
+			with(map[string]rule.Rule{"toollimit": cap(toollimit.Options{MaxCalls: map[string]int{"search": 8}, Warn: true})}), guard.Config{}},
+		{"toolLimit without caps builds nothing", `{"toolLimit": {"warn": true}}`, with(nil), guard.Config{}},
+		{"toolLimit false switches the caps off", `{"toolLimit": false, "tools": {"search": {"maxCalls": 8}}}`, with(nil), guard.Config{}},
 		{"toolLimit true", `{"toolLimit": true, "tools": {"search": {"maxCalls": 8}}}`,
-			with(map[string]guard.Detector{"toollimit": cap(toollimit.Options{MaxCalls: map[string]int{"search": 8}})}), guard.Options{}},
-		{"dropArgs", `{"dropArgs": ["request_id", "timestamp"]}`, with(nil), guard.Options{DropArgs: []string{"request_id", "timestamp"}}},
-		{"dropArgs empty", `{"dropArgs": []}`, with(nil), guard.Options{}},
+			with(map[string]rule.Rule{"toollimit": cap(toollimit.Options{MaxCalls: map[string]int{"search": 8}})}), guard.Config{}},
+		{"dropArgs", `{"dropArgs": ["request_id", "timestamp"]}`, with(nil), guard.Config{DropArgs: []string{"request_id", "timestamp"}}},
+		{"dropArgs empty", `{"dropArgs": []}`, with(nil), guard.Config{}},
 		{"tool dropArgs", `{"dropArgs": ["ts"], "tools": {"search": {"dropArgs": ["nonce"], "ignore": false}, "read": {"dropArgs": []}}}`, with(nil),
-			guard.Options{DropArgs: []string{"ts"}, Tools: map[string]guard.ToolOptions{"search": {DropArgs: []string{"nonce"}}}}},
+			guard.Config{DropArgs: []string{"ts"}, Tools: map[string]guard.ToolOptions{"search": {DropArgs: []string{"nonce"}}}}},
 		{"tool dropArgs beside other fields", `{"tools": {"think": {"dropArgs": ["id"], "ignore": true, "maxCalls": 2}}}`,
-			with(map[string]guard.Detector{"toollimit": cap(toollimit.Options{MaxCalls: map[string]int{"think": 2}})}),
-			guard.Options{Ignore: []string{"think"}, Tools: map[string]guard.ToolOptions{"think": {DropArgs: []string{"id"}}}}},
+			with(map[string]rule.Rule{"toollimit": cap(toollimit.Options{MaxCalls: map[string]int{"think": 2}})}),
+			guard.Config{Ignore: []string{"think"}, Tools: map[string]guard.ToolOptions{"think": {DropArgs: []string{"id"}}}}},
 		{"everything", `{"stall": {"warn": true}, "window": {"warn": true}, "repeatedToolCall": {"warn": true},
 			"oscillation": {"warn": true, "requireIdenticalResults": true}, "noProgress": {"warn": true}, "toolLimit": {"warn": true},
 			"dropArgs": ["request_id"], "tools": {"search": {"maxCalls": 5, "dropArgs": ["page_token"]}}}`,
-			with(map[string]guard.Detector{
+			with(map[string]rule.Rule{
 				"stall":       sta(stall.Options{Warn: true}),
 				"window":      win(window.Options{Warn: true}),
 				"repeat":      rep(repeat.Options{Warn: true}),
@@ -91,7 +94,7 @@ func TestBuildBeyond(t *testing.T) {
 				"noprogress":  nop(noprogress.Options{Warn: true}),
 				"toollimit":   cap(toollimit.Options{MaxCalls: map[string]int{"search": 5}, Warn: true}),
 			}),
-			guard.Options{DropArgs: []string{"request_id"}, Tools: map[string]guard.ToolOptions{"search": {DropArgs: []string{"page_token"}}}}},
+			guard.Config{DropArgs: []string{"request_id"}, Tools: map[string]guard.ToolOptions{"search": {DropArgs: []string{"page_token"}}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,13 +102,14 @@ func TestBuildBeyond(t *testing.T) {
 			if err != nil {
 				t.Fatalf("FromJSON: %v", err)
 			}
-			if diff := cmp.Diff(describe(tt.want), describe(built(t, cfg))); diff != "" {
+			if diff := cmp.Diff(describe(tt.want), describe(cfg.Rules)); diff != "" {
 				t.Errorf("detectors (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tt.guard, cfg.Guard); diff != "" {
-				t.Errorf("Guard (-want +got):\n%s", diff)
+			cfg.Rules = nil
+			if diff := cmp.Diff(tt.guard, cfg); diff != "" {
+				t.Errorf("Config without its rules (-want +got):\n%s", diff)
 			}
-			if _, err := cfg.New(); err != nil {
+			if _, err := guard.New(cfg); err != nil {
 				t.Errorf("the built set makes no guard: %v", err)
 			}
 		})
@@ -168,7 +172,7 @@ func TestBuildBeyondErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, err := detector.FromJSON([]byte(tt.doc))
 			if err == nil {
-				t.Fatalf("FromJSON(%s) = %d detectors, want an error", tt.doc, len(built(t, cfg)))
+				t.Fatalf("FromJSON(%s) = %d detectors, want an error", tt.doc, len(cfg.Rules))
 			}
 			if !errors.Is(err, guard.ErrInvalidOption) {
 				t.Errorf("errors.Is(%v, guard.ErrInvalidOption) = false", err)
@@ -193,7 +197,7 @@ func TestDropArgsKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := cfg.New()
+	g, err := guard.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,17 +206,14 @@ func TestDropArgsKeys(t *testing.T) {
 	}
 	var stops []bool
 	for _, args := range []string{`{"q":1,"request_id":"a","nonce":1}`, `{"q":1,"request_id":"b","nonce":2}`, `{"q":1,"request_id":"c","nonce":3}`} {
-		stops = append(stops, g.Check(call(args)).Stop)
+		stops = append(stops, ruletest.Check(t, g, call(args)).Stop)
 	}
 	if diff := cmp.Diff([]bool{false, false, true}, stops); diff != "" {
 		t.Errorf("stops (-want +got):\n%s", diff)
 	}
-	data, err := g.Snapshot(guard.SnapshotOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := testutil.Snapshot(t, g, guard.SnapshotOptions{})
 	plain, _ := detector.FromJSON([]byte(`{}`))
-	if _, err := plain.Restore(data); !errors.Is(err, guard.ErrOptionsChanged) {
+	if _, err := guard.Restore(data, plain); !errors.Is(err, guard.ErrOptionsChanged) {
 		t.Errorf("restored without the dropped fields: %v, want ErrOptionsChanged", err)
 	}
 }
@@ -230,8 +231,8 @@ func TestRegistryOwnsDropArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := guard.Options{DropArgs: []string{"id"}, Tools: map[string]guard.ToolOptions{"s": {DropArgs: []string{"ts"}}}}
-	if diff := cmp.Diff(want, cfg.Guard); diff != "" {
+	want := guard.Config{DropArgs: []string{"id"}, Tools: map[string]guard.ToolOptions{"s": {DropArgs: []string{"ts"}}}}
+	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("an empty registry's guard options (-want +got):\n%s", diff)
 	}
 }
@@ -259,7 +260,7 @@ func TestCountInWindowBounds(t *testing.T) {
 			t.Errorf("FromJSON(%s): %v", doc, err)
 			continue
 		}
-		if _, err := cfg.New(); err != nil {
+		if _, err := guard.New(cfg); err != nil {
 			t.Errorf("FromJSON(%s).New(): %v", doc, err)
 		}
 	}

@@ -1,17 +1,20 @@
 package detector_test
 
 import (
+	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"runtime"
+	"slices"
 	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/loopguard/loopguard/detector"
+	"github.com/loopguard/loopguard/detector/internal/ruletest"
+	"github.com/loopguard/loopguard/detector/repeat"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/testutil"
 )
 
 // sessionRun is a run of one session: a few different calls, then the same
@@ -32,12 +35,18 @@ func sessionRun(session int) []guard.Step {
 	return run
 }
 
-func verdictsOf(g *guard.Guard, run []guard.Step) []string {
+// verdictsOf checks the steps of run and explains the verdicts; it may be
+// called from any goroutine.
+func verdictsOf(g *guard.Guard, run []guard.Step) ([]string, error) {
 	var out []string
 	for _, s := range run {
-		out = append(out, guard.Explain(g.Check(s)))
+		v, err := g.Check(context.Background(), s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, guard.Explain(v))
 	}
-	return out
+	return out, nil
 }
 
 // TestConfigServesManyRuns is the pattern of every server: one options
@@ -49,11 +58,14 @@ func TestConfigServesManyRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lone, err := cfg.New()
+	lone, err := guard.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := verdictsOf(lone, sessionRun(0))
+	want, err := verdictsOf(lone, sessionRun(0))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if want[5] == "go on" {
 		t.Fatalf("the run does not stop: %q", want)
 	}
@@ -64,23 +76,23 @@ func TestConfigServesManyRuns(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range sessions {
 		wg.Go(func() {
-			g, err := cfg.New()
+			g, err := guard.New(cfg)
 			if err != nil {
 				errs[i] = err
 				return
 			}
 			// A restored guard is just as much a guard of its own.
 			if i%2 == 1 {
-				data, err := g.Snapshot(guard.SnapshotOptions{})
+				data, err := g.Snapshot(context.Background(), guard.SnapshotOptions{})
 				if err == nil {
-					g, err = cfg.Restore(data)
+					g, err = guard.Restore(data, cfg)
 				}
 				if err != nil {
 					errs[i] = err
 					return
 				}
 			}
-			got[i] = verdictsOf(g, sessionRun(0))
+			got[i], errs[i] = verdictsOf(g, sessionRun(0))
 		})
 	}
 	wg.Wait()
@@ -96,52 +108,69 @@ func TestConfigServesManyRuns(t *testing.T) {
 }
 
 // TestConfigNewIsFresh: a second guard from one config does not see the
-// first one's calls (the first stopped at "called 3 times in a row").
+// first one's calls: the first stops at its third same call, the second goes
+// on at its first and second, and stops at its own third.
 func TestConfigNewIsFresh(t *testing.T) {
 	cfg, err := detector.FromJSON([]byte(`{}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	g1, err := cfg.New()
+	g1, err := guard.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	same := guard.Step{ToolCalls: []guard.ToolCall{{Name: "search", Args: json.RawMessage(`{"q":1}`)}}, FinishReason: "tool-calls"}
+	var got1, got2 []bool
 	for range 3 {
-		g1.Check(same)
+		got1 = append(got1, ruletest.Check(t, g1, same).Stop)
 	}
-	g2, err := cfg.New()
+	g2, err := guard.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := g2.Check(same); v.Stop {
-		t.Errorf("the second guard of a config stops on its first step: %s", guard.Explain(v))
+	for range 3 {
+		got2 = append(got2, ruletest.Check(t, g2, same).Stop)
 	}
-	a, _ := cfg.Detectors()
-	b, _ := cfg.Detectors()
-	if len(a) == 0 || len(a) != len(b) {
-		t.Fatalf("Detectors() = %d, %d detectors", len(a), len(b))
+	if diff := cmp.Diff([]bool{false, false, true}, got1); diff != "" {
+		t.Errorf("the first guard's stops (-want +got):\n%s", diff)
 	}
-	for i := range a {
-		if a[i] == b[i] {
-			t.Errorf("two calls of Detectors() share the %s detector", a[i].Name())
-		}
+	if diff := cmp.Diff([]bool{false, false, true}, got2); diff != "" {
+		t.Errorf("the second guard's stops (-want +got):\n%s", diff)
 	}
-	runtime.KeepAlive(g1)
 }
 
-// TestSharedDefaultsFail: the slice of detector.Defaults() given to two
-// guards is an error, not two runs that count each other's calls.
-func TestSharedDefaultsFail(t *testing.T) {
-	dets := detector.Defaults()
-	g1, err := guard.New(dets...)
-	if err != nil {
+// TestGuardsOfOneDefaultsAreIndependent builds two guards from one
+// Defaults() (what used to fail with ErrDetectorInUse): each keeps its own
+// run, so interleaved steps stop each guard at its own third same call, with
+// its own count, and not before; a Reset of one leaves the other alone.
+func TestGuardsOfOneDefaultsAreIndependent(t *testing.T) {
+	cfg := guard.Config{Rules: detector.Defaults()}
+	g1, g2 := ruletest.Pair(t, cfg)
+	same := guard.Step{ToolCalls: []guard.ToolCall{{Name: "search", Args: json.RawMessage(`{"q":"a"}`), Result: "r"}}, FinishReason: "tool-calls"}
+	var got1, got2 []string
+	code := func(v guard.Verdict) string { return v.Code }
+	for range 2 {
+		got1 = append(got1, code(ruletest.Check(t, g1, same)))
+		got2 = append(got2, code(ruletest.Check(t, g2, same)))
+	}
+	if err := g2.Reset(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := guard.New(dets...); !errors.Is(err, guard.ErrDetectorInUse) {
-		t.Errorf("a second guard of the same detectors: %v, want ErrDetectorInUse", err)
+	got2 = append(got2, code(ruletest.Check(t, g2, same)))
+	v := ruletest.Check(t, g1, same)
+	got1 = append(got1, code(v))
+	if diff := cmp.Diff([]string{"", "", repeat.Code}, got1); diff != "" {
+		t.Errorf("first guard's stops (-want +got):\n%s", diff)
 	}
-	runtime.KeepAlive(g1)
+	if ev, ok := v.Evidence.(repeat.Evidence); !ok || ev.Count != 3 || !slices.Equal(ev.StepIndexes, []int{0, 1, 2}) {
+		t.Errorf("first guard's evidence = %+v, want a run of 3 calls at steps 0 to 2", v.Evidence)
+	}
+	if diff := cmp.Diff([]string{"", "", ""}, got2); diff != "" {
+		t.Errorf("second guard's stops, reset after two steps (-want +got):\n%s", diff)
+	}
+	if s1, s2 := testutil.Summary(t, g1), testutil.Summary(t, g2); s1.Steps != 3 || s2.Steps != 1 {
+		t.Errorf("steps = %d and %d, want 3 and 1", s1.Steps, s2.Steps)
+	}
 }
 
 // TestConfigGuardOptions: the options set on a Config before New reach every
@@ -151,15 +180,15 @@ func TestConfigGuardOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Guard.History = 2
-	g, err := cfg.New()
+	cfg.History = 2
+	g, err := guard.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	think := guard.Step{ToolCalls: []guard.ToolCall{{Name: "think", Args: json.RawMessage(`{}`)}}, FinishReason: "tool-calls"}
 	for i := range 3 {
 		think.Text = fmt.Sprint("thinking ", i)
-		if v := g.Check(think); v.Stop {
+		if v := ruletest.Check(t, g, think); v.Stop {
 			t.Fatalf("an ignored tool stopped the run: %s", guard.Explain(v))
 		}
 	}
@@ -168,58 +197,35 @@ func TestConfigGuardOptions(t *testing.T) {
 	}
 }
 
-// TestZeroConfigIsTheStandardSet: a Config left unset is not a guard that
-// watches nothing. It builds what {} builds, which is Defaults(), while a
-// document that switches every detector off still builds none.
-func TestZeroConfigIsTheStandardSet(t *testing.T) {
-	names := func(cfg detector.Config) []string {
-		t.Helper()
-		dets, err := cfg.Detectors()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, d := range dets {
-			out = append(out, d.Name())
-		}
-		return out
-	}
-	var want []string
-	for _, d := range detector.Defaults() {
-		want = append(want, d.Name())
-	}
-	if diff := cmp.Diff(want, names(detector.Config{})); diff != "" {
-		t.Errorf("the zero Config's detectors (-Defaults +zero):\n%s", diff)
-	}
+// TestDefaultsAreTheStandardSet: the guard of Defaults() and that of
+// FromJSON({}) have the same rules with the same options, so a run of one
+// restores into the other, while a document that switches every rule off
+// builds none.
+func TestDefaultsAreTheStandardSet(t *testing.T) {
 	std, err := detector.FromJSON([]byte(`{}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Same detectors with the same options: a run of one restores into the other.
-	g, err := detector.Config{}.New()
+	g, err := guard.New(guard.Config{Rules: detector.Defaults()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	same := guard.Step{ToolCalls: []guard.ToolCall{{Name: "search", Args: json.RawMessage(`{"q":1}`)}}, FinishReason: "tool-calls"}
 	var got []bool
 	for range 4 {
-		got = append(got, g.Check(same).Stop)
+		got = append(got, ruletest.Check(t, g, same).Stop)
 	}
 	if diff := cmp.Diff([]bool{false, false, true, true}, got); diff != "" {
-		t.Errorf("the zero Config's guard on a repeated call (-want +got):\n%s", diff)
+		t.Errorf("the guard of Defaults() on a repeated call (-want +got):\n%s", diff)
 	}
-	data, err := g.Snapshot(guard.SnapshotOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := std.Restore(data); err != nil {
-		t.Errorf("FromJSON({}) does not restore the zero Config's run: %v", err)
+	if _, err := guard.Restore(testutil.Snapshot(t, g, guard.SnapshotOptions{}), std); err != nil {
+		t.Errorf("FromJSON({}) does not restore the run of Defaults(): %v", err)
 	}
 	off, err := detector.FromJSON([]byte(`{"finishReason": false, "maxSteps": false, "repeatedRefusal": false, "repeatedToolCall": false, "repeatedFailure": false, "oscillation": false, "noProgress": false, "repeatedText": false}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := names(off); len(got) != 0 {
-		t.Errorf("a document that switches everything off builds %v", got)
+	if len(off.Rules) != 0 {
+		t.Errorf("a document that switches everything off builds %d rules", len(off.Rules))
 	}
 }

@@ -10,7 +10,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/loopguard/loopguard/detector"
+	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // hostile reports the first character of s that a terminal could act on.
@@ -89,14 +91,14 @@ func TestModelChosenStringsAreEscaped(t *testing.T) {
 		},
 	}
 	for name, run := range runs {
-		g, err := cfg.New()
+		g, err := guard.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		stopped := false
 		for i, s := range run {
-			d := g.Preflight(s.ToolCalls...)
-			v := g.Check(s)
+			d := ruletest.Preflight(t, g, s.ToolCalls...)
+			v := ruletest.Check(t, g, s)
 			stopped = stopped || v.Stop
 			for _, x := range []guard.Verdict{v, d.Verdict()} {
 				texts := append(jsonStrings(t, x), guard.Explain(x))
@@ -112,7 +114,7 @@ func TestModelChosenStringsAreEscaped(t *testing.T) {
 					}
 				}
 				for _, s := range jsonStrings(t, x.Evidence) {
-					if len(s) > 2*guard.MaxNameLen+2*guard.PreviewLen {
+					if len(s) > 2*rule.MaxNameLen+2*rule.PreviewLen {
 						t.Errorf("%s, step %d: evidence of %d bytes: %.200q", name, i, len(s), s)
 					}
 				}

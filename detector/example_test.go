@@ -1,6 +1,7 @@
 package detector_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log"
@@ -8,19 +9,21 @@ import (
 
 	"github.com/loopguard/loopguard/detector"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
 func ExampleDefaults() {
-	g, err := guard.New(detector.Defaults()...)
+	g, err := guard.New(guard.Config{Rules: detector.Defaults()})
 	if err != nil {
 		log.Fatal(err)
 	}
+	ctx := context.Background()
 	search := guard.Step{
 		ToolCalls:    []guard.ToolCall{{Name: "search", Args: json.RawMessage(`{"q": "loopguard"}`), Result: "no results"}},
 		FinishReason: "tool-calls",
 	}
 	for i := range 5 {
-		v := g.Check(search)
+		v, _ := g.Check(ctx, search)
 		if v.Stop {
 			fmt.Printf("step %d: %s (%s)\n", i, v.Reason, v.Code)
 			break
@@ -42,14 +45,10 @@ func ExampleFromJSON() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	dets, err := cfg.Detectors() // fresh ones at every call; cfg.New() builds a guard
-	if err != nil {
-		log.Fatal(err)
+	for _, r := range cfg.Rules { // guard.New(cfg) builds a guard, as many as you like
+		fmt.Println(r.Name())
 	}
-	for _, d := range dets {
-		fmt.Println(d.Name())
-	}
-	fmt.Println("ignored:", cfg.Guard.Ignore)
+	fmt.Println("ignored:", cfg.Ignore)
 
 	// A misspelt option is an error that names it.
 	_, err = detector.FromJSON([]byte(`{"tools": {"search": {"maxcalls": 8}}}`))
@@ -68,41 +67,44 @@ func ExampleFromJSON() {
 	// option tools.search.maxcalls: unknown option (did you mean "maxCalls"?)
 }
 
-// textLimit is a detector of one's own: it stops a run when the model writes
+// textLimit is a rule of one's own: it stops a run when the model writes
 // more than a number of characters in one step.
-type textLimit struct {
+type textLimit struct{ max int }
+
+func (r *textLimit) Name() string         { return "textlimit" }
+func (r *textLimit) Priority() int        { return rule.PriorityCustom }
+func (r *textLimit) Options() any         { return map[string]int{"maxTextChars": r.max} }
+func (r *textLimit) NewState() rule.State { return &textOver{max: r.max} }
+
+// textOver is a run's state of textLimit. It keeps nothing from one step to
+// the next, so it is no rule.Saver and needs no snapshot code.
+type textOver struct {
 	max  int
 	over int // the length of the last step's text, when over max
 }
 
-func (d *textLimit) Name() string                                   { return "textlimit" }
-func (d *textLimit) Priority() int                                  { return guard.PriorityCustom }
-func (d *textLimit) Options() any                                   { return map[string]int{"maxTextChars": d.max} }
-func (d *textLimit) Preflight(*guard.Facts) guard.Verdict           { return guard.Verdict{} }
-func (d *textLimit) Snapshot(guard.SnapshotOptions) ([]byte, error) { return []byte("null"), nil }
-func (d *textLimit) Restore([]byte) error                           { return nil }
-func (d *textLimit) Reset()                                         { d.over = 0 }
+func (s *textOver) Preflight(*rule.Facts) guard.Verdict { return guard.Verdict{} }
 
-func (d *textLimit) Observe(f *guard.Facts) {
-	d.over = 0
-	if n := utf8.RuneCountInString(f.Text()); n > d.max {
-		d.over = n
+func (s *textOver) Observe(f *rule.Facts) {
+	s.over = 0
+	if n := utf8.RuneCountInString(f.Text()); n > s.max {
+		s.over = n
 	}
 }
 
-func (d *textLimit) Verdict() guard.Verdict {
-	if d.over == 0 {
+func (s *textOver) Verdict() guard.Verdict {
+	if s.over == 0 {
 		return guard.Verdict{}
 	}
 	return guard.Verdict{Stop: true, Reason: "text-limit", Code: "TEXT_TOO_LONG",
-		Detail: fmt.Sprintf("the step wrote %d characters, more than %d", d.over, d.max)}
+		Detail: fmt.Sprintf("the step wrote %d characters, more than %d", s.over, s.max)}
 }
 
 func ExampleRegistry_Register() {
 	r := detector.Standard()
 	err := r.Register("textlimit", detector.Entry{
 		Keys: []string{"maxTextChars"},
-		Build: func(in detector.Input) (guard.Detector, error) {
+		Build: func(in detector.Input) (rule.Rule, error) {
 			var max int
 			if err := json.Unmarshal(in.Values["maxTextChars"], &max); err != nil || max < 1 {
 				return nil, &guard.OptionError{Detector: "textlimit", Field: "maxTextChars",
@@ -119,11 +121,12 @@ func ExampleRegistry_Register() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	g, err := cfg.New()
+	g, err := guard.New(cfg)
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(guard.Explain(g.Check(guard.Step{Text: "Let me think about this at length.", FinishReason: "tool-calls"})))
+	v, _ := g.Check(context.Background(), guard.Step{Text: "Let me think about this at length.", FinishReason: "tool-calls"})
+	fmt.Println(guard.Explain(v))
 
 	_, err = r.Build([]byte(`{"maxTextChars": 0}`), detector.BuildOptions{})
 	fmt.Println(err)

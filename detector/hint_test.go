@@ -10,6 +10,7 @@ import (
 	"github.com/loopguard/loopguard/detector/text"
 	"github.com/loopguard/loopguard/detector/window"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // TestEveryFaultHasAHint: Explain gives a hint for the stop of every
@@ -17,8 +18,8 @@ import (
 // them learns what to change.
 func TestEveryFaultHasAHint(t *testing.T) {
 	reasons := []guard.Reason{
-		guard.ReasonMaxSteps, guard.ReasonToolLimit, guard.ReasonRepeatedToolCall,
-		guard.ReasonOscillation, guard.ReasonNoProgress, guard.ReasonBudget,
+		rule.ReasonMaxSteps, rule.ReasonToolLimit, rule.ReasonRepeatedToolCall,
+		rule.ReasonOscillation, rule.ReasonNoProgress, rule.ReasonBudget,
 		refusal.ReasonRepeatedRefusal, failure.ReasonRepeatedFailure, text.ReasonRepeatedText,
 		stall.ReasonStall, window.ReasonWindowedRepeat,
 	}

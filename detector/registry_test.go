@@ -15,6 +15,7 @@ import (
 	"github.com/loopguard/loopguard/detector/budget"
 	"github.com/loopguard/loopguard/detector/failure"
 	"github.com/loopguard/loopguard/detector/finish"
+	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/noprogress"
 	"github.com/loopguard/loopguard/detector/oscillation"
 	"github.com/loopguard/loopguard/detector/refusal"
@@ -22,6 +23,7 @@ import (
 	"github.com/loopguard/loopguard/detector/text"
 	"github.com/loopguard/loopguard/detector/toollimit"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // described is what a test compares of a detector: its name, its options and
@@ -32,29 +34,19 @@ type described struct {
 	Fingerprint string
 }
 
-func describe(ds []guard.Detector) []described {
+func describe(ds []rule.Rule) []described {
 	out := make([]described, 0, len(ds))
 	for _, d := range ds {
-		out = append(out, described{d.Name(), d.Options(), guard.Fingerprint(d).String()})
+		out = append(out, described{d.Name(), d.Options(), rule.Fingerprint(d).String()})
 	}
 	slices.SortFunc(out, func(a, b described) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
-// built returns the detectors a config builds.
-func built(t *testing.T, cfg detector.Config) []guard.Detector {
-	t.Helper()
-	dets, err := cfg.Detectors()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dets
-}
-
 // must builds a detector with a subpackage's constructor, for the want side
 // of a table.
-func must[T guard.Detector](t *testing.T) func(T, error) guard.Detector {
-	return func(d T, err error) guard.Detector {
+func must[T rule.Rule](t *testing.T) func(T, error) rule.Rule {
+	return func(d T, err error) rule.Rule {
 		t.Helper()
 		if err != nil {
 			t.Fatalf("building the expected detector: %v", err)
@@ -69,54 +61,48 @@ func TestEmptyDocumentIsDefaults(t *testing.T) {
 		if err != nil {
 			t.Fatalf("FromJSON(%q): %v", doc, err)
 		}
-		if diff := cmp.Diff(describe(detector.Defaults()), describe(built(t, cfg))); diff != "" {
+		if diff := cmp.Diff(describe(detector.Defaults()), describe(cfg.Rules)); diff != "" {
 			t.Errorf("FromJSON(%q) differs from Defaults() (-want +got):\n%s", doc, diff)
 		}
-		if diff := cmp.Diff(guard.Options{}, cfg.Guard); diff != "" {
-			t.Errorf("FromJSON(%q).Guard (-want +got):\n%s", doc, diff)
+		cfg.Rules = nil
+		if diff := cmp.Diff(guard.Config{}, cfg); diff != "" {
+			t.Errorf("FromJSON(%q) without its rules (-want +got):\n%s", doc, diff)
 		}
 	}
 }
 
 func TestDefaults(t *testing.T) {
 	got := describe(detector.Defaults())
-	want := describe([]guard.Detector{
-		must[*finish.Detector](t)(finish.New(finish.Options{Terminal: []string{"stop", "length", "content-filter", "error"}, OtherPolicy: finish.StopIfTextOnly})),
-		must[*budget.Detector](t)(budget.New(budget.Options{MaxSteps: 150})),
-		must[*refusal.Detector](t)(refusal.New(refusal.Options{Threshold: 3})),
-		must[*repeat.Detector](t)(repeat.New(repeat.Options{Threshold: 3})),
-		must[*failure.Detector](t)(failure.New(failure.Options{Threshold: 5, Window: 10, SameCall: 3})),
-		must[*oscillation.Detector](t)(oscillation.New(oscillation.Options{MaxPeriod: 3, Repeats: 3})),
-		must[*noprogress.Detector](t)(noprogress.New(noprogress.Options{Threshold: 3})),
-		must[*text.Detector](t)(text.New(text.Options{Threshold: 3, Window: 10})),
+	want := describe([]rule.Rule{
+		must[*finish.Rule](t)(finish.New(finish.Options{Terminal: []string{"stop", "length", "content-filter", "error"}, OtherPolicy: finish.StopIfTextOnly})),
+		must[*budget.Rule](t)(budget.New(budget.Options{MaxSteps: 150})),
+		must[*refusal.Rule](t)(refusal.New(refusal.Options{Threshold: 3})),
+		must[*repeat.Rule](t)(repeat.New(repeat.Options{Threshold: 3})),
+		must[*failure.Rule](t)(failure.New(failure.Options{Threshold: 5, Window: 10, SameCall: 3})),
+		must[*oscillation.Rule](t)(oscillation.New(oscillation.Options{MaxPeriod: 3, Repeats: 3})),
+		must[*noprogress.Rule](t)(noprogress.New(noprogress.Options{Threshold: 3})),
+		must[*text.Rule](t)(text.New(text.Options{Threshold: 3, Window: 10})),
 	})
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Defaults() (-want +got):\n%s", diff)
 	}
-	// Each call makes new detectors: two guards never share state.
-	a, b := detector.Defaults(), detector.Defaults()
-	for i := range a {
-		if a[i] == b[i] {
-			t.Errorf("Defaults() returned the same %s detector twice", a[i].Name())
-		}
-	}
-	if _, err := guard.New(detector.Defaults()...); err != nil {
-		t.Errorf("guard.New(Defaults()...): %v", err)
+	if _, err := guard.New(guard.Config{Rules: detector.Defaults()}); err != nil {
+		t.Errorf("guard.New with Defaults(): %v", err)
 	}
 }
 
 func TestBuild(t *testing.T) {
-	fin := func(o finish.Options) guard.Detector { return must[*finish.Detector](t)(finish.New(o)) }
-	bud := func(o budget.Options) guard.Detector { return must[*budget.Detector](t)(budget.New(o)) }
-	cap := func(o toollimit.Options) guard.Detector { return must[*toollimit.Detector](t)(toollimit.New(o)) }
-	rep := func(o repeat.Options) guard.Detector { return must[*repeat.Detector](t)(repeat.New(o)) }
-	osc := func(o oscillation.Options) guard.Detector { return must[*oscillation.Detector](t)(oscillation.New(o)) }
-	nop := func(o noprogress.Options) guard.Detector { return must[*noprogress.Detector](t)(noprogress.New(o)) }
-	fail := func(o failure.Options) guard.Detector { return must[*failure.Detector](t)(failure.New(o)) }
+	fin := func(o finish.Options) rule.Rule { return must[*finish.Rule](t)(finish.New(o)) }
+	bud := func(o budget.Options) rule.Rule { return must[*budget.Rule](t)(budget.New(o)) }
+	cap := func(o toollimit.Options) rule.Rule { return must[*toollimit.Rule](t)(toollimit.New(o)) }
+	rep := func(o repeat.Options) rule.Rule { return must[*repeat.Rule](t)(repeat.New(o)) }
+	osc := func(o oscillation.Options) rule.Rule { return must[*oscillation.Rule](t)(oscillation.New(o)) }
+	nop := func(o noprogress.Options) rule.Rule { return must[*noprogress.Rule](t)(noprogress.New(o)) }
+	fail := func(o failure.Options) rule.Rule { return must[*failure.Rule](t)(failure.New(o)) }
 	// with returns the defaults with some detectors replaced (by name) or,
 	// for a name mapped to nil, removed.
-	with := func(changes map[string]guard.Detector) []guard.Detector {
-		var out []guard.Detector
+	with := func(changes map[string]rule.Rule) []rule.Rule {
+		var out []rule.Rule
 		for _, d := range detector.Defaults() {
 			if c, ok := changes[d.Name()]; ok {
 				if c != nil {
@@ -132,101 +118,101 @@ func TestBuild(t *testing.T) {
 		}
 		return out
 	}
-	off := guard.Detector(nil)
+	off := rule.Rule(nil)
 
 	tests := []struct {
 		name   string
 		doc    string
-		want   []guard.Detector
+		want   []rule.Rule
 		ignore []string
 	}{
-		{"maxSteps number", `{"maxSteps": 10}`, with(map[string]guard.Detector{"budget": bud(budget.Options{MaxSteps: 10})}), nil},
-		{"maxSteps one", `{"maxSteps": 1}`, with(map[string]guard.Detector{"budget": bud(budget.Options{MaxSteps: 1})}), nil},
-		{"maxSteps whole float", `{"maxSteps": 20.0}`, with(map[string]guard.Detector{"budget": bud(budget.Options{MaxSteps: 20})}), nil},
+		{"maxSteps number", `{"maxSteps": 10}`, with(map[string]rule.Rule{"budget": bud(budget.Options{MaxSteps: 10})}), nil},
+		{"maxSteps one", `{"maxSteps": 1}`, with(map[string]rule.Rule{"budget": bud(budget.Options{MaxSteps: 1})}), nil},
+		{"maxSteps whole float", `{"maxSteps": 20.0}`, with(map[string]rule.Rule{"budget": bud(budget.Options{MaxSteps: 20})}), nil},
 		{"maxSteps true", `{"maxSteps": true}`, with(nil), nil},
-		{"maxSteps false alone", `{"maxSteps": false}`, with(map[string]guard.Detector{"budget": off}), nil},
+		{"maxSteps false alone", `{"maxSteps": false}`, with(map[string]rule.Rule{"budget": off}), nil},
 		{"maxSteps false keeps budgets", `{"maxSteps": false, "budget": {"maxCostUsd": 2}}`,
-			with(map[string]guard.Detector{"budget": bud(budget.Options{MaxCostUSD: budget.Limit{Value: 2}})}), nil},
+			with(map[string]rule.Rule{"budget": bud(budget.Options{MaxCostUSD: budget.Limit{Value: 2}})}), nil},
 		{"budget false keeps maxSteps", `{"budget": false}`, with(nil), nil},
 		{"budget true", `{"budget": true}`, with(nil), nil},
-		{"budget false drops its limits", `{"maxSteps": 7, "budget": false}`, with(map[string]guard.Detector{"budget": bud(budget.Options{MaxSteps: 7})}), nil},
-		{"maxSteps and budget false", `{"maxSteps": false, "budget": false}`, with(map[string]guard.Detector{"budget": off}), nil},
+		{"budget false drops its limits", `{"maxSteps": 7, "budget": false}`, with(map[string]rule.Rule{"budget": bud(budget.Options{MaxSteps: 7})}), nil},
+		{"maxSteps and budget false", `{"maxSteps": false, "budget": false}`, with(map[string]rule.Rule{"budget": off}), nil},
 		{"every budget", `{"budget": {"maxTotalTokens": 1000, "maxInputTokens": 800, "maxOutputTokens": 200.5,
 			"maxCostUsd": 0.25, "maxDurationMs": 60000, "warnAt": 0.8}}`,
-			with(map[string]guard.Detector{"budget": bud(budget.Options{MaxSteps: detector.DefaultMaxSteps,
+			with(map[string]rule.Rule{"budget": bud(budget.Options{MaxSteps: detector.DefaultMaxSteps,
 				MaxTotalTokens: budget.Limit{Value: 1000}, MaxInputTokens: budget.Limit{Value: 800},
 				MaxOutputTokens: budget.Limit{Value: 200.5}, MaxCostUSD: budget.Limit{Value: 0.25},
 				MaxDurationMs: budget.Limit{Value: 60000}, WarnAt: 0.8})}), nil},
 		{"budget limit objects", `{"budget": {"maxTotalTokens": {"limit": 1000, "warnAt": 0.5}, "maxCostUsd": {"limit": 3}, "warnAt": 1}}`,
-			with(map[string]guard.Detector{"budget": bud(budget.Options{MaxSteps: detector.DefaultMaxSteps,
+			with(map[string]rule.Rule{"budget": bud(budget.Options{MaxSteps: detector.DefaultMaxSteps,
 				MaxTotalTokens: budget.Limit{Value: 1000, WarnAt: 0.5}, MaxCostUSD: budget.Limit{Value: 3}, WarnAt: 1})}), nil},
 		{"budget warnAt zero", `{"budget": {"maxCostUsd": {"limit": 1, "warnAt": 0}, "warnAt": 0}}`,
-			with(map[string]guard.Detector{"budget": bud(budget.Options{MaxSteps: detector.DefaultMaxSteps, MaxCostUSD: budget.Limit{Value: 1}})}), nil},
+			with(map[string]rule.Rule{"budget": bud(budget.Options{MaxSteps: detector.DefaultMaxSteps, MaxCostUSD: budget.Limit{Value: 1}})}), nil},
 
 		{"failure sameCall", `{"repeatedFailure": {"sameCall": 2, "threshold": 4}}`,
-			with(map[string]guard.Detector{"failure": fail(failure.Options{SameCall: 2, Threshold: 4})}), nil},
+			with(map[string]rule.Rule{"failure": fail(failure.Options{SameCall: 2, Threshold: 4})}), nil},
 		{"failure sameCall at the threshold", `{"repeatedFailure": {"sameCall": 5}}`,
-			with(map[string]guard.Detector{"failure": fail(failure.Options{SameCall: 5})}), nil},
+			with(map[string]rule.Rule{"failure": fail(failure.Options{SameCall: 5})}), nil},
 		{"repeat options", `{"repeatedToolCall": {"threshold": 5, "requireIdenticalResults": true, "ignoreErrors": true}}`,
-			with(map[string]guard.Detector{"repeat": rep(repeat.Options{Threshold: 5, RequireIdenticalResults: true, IgnoreErrors: true})}), nil},
+			with(map[string]rule.Rule{"repeat": rep(repeat.Options{Threshold: 5, RequireIdenticalResults: true, IgnoreErrors: true})}), nil},
 		{"repeat threshold two", `{"repeatedToolCall": {"threshold": 2}}`,
-			with(map[string]guard.Detector{"repeat": rep(repeat.Options{Threshold: 2})}), nil},
+			with(map[string]rule.Rule{"repeat": rep(repeat.Options{Threshold: 2})}), nil},
 		{"repeat explicit defaults", `{"repeatedToolCall": {"threshold": 3, "requireIdenticalResults": false, "ignoreErrors": false}}`, with(nil), nil},
 		{"repeat true", `{"repeatedToolCall": true}`, with(nil), nil},
 		{"repeat empty object", `{"repeatedToolCall": {}}`, with(nil), nil},
-		{"repeat false", `{"repeatedToolCall": false}`, with(map[string]guard.Detector{"repeat": off}), nil},
+		{"repeat false", `{"repeatedToolCall": false}`, with(map[string]rule.Rule{"repeat": off}), nil},
 		{"repeat false ignores tool fields", `{"repeatedToolCall": false, "tools": {"deploy": {"repeatThreshold": 2}}}`,
-			with(map[string]guard.Detector{"repeat": off}), nil},
+			with(map[string]rule.Rule{"repeat": off}), nil},
 		{"tool repeatThreshold", `{"tools": {"deploy": {"repeatThreshold": 2}}}`,
-			with(map[string]guard.Detector{"repeat": rep(repeat.Options{Tools: map[string]repeat.ToolPolicy{"deploy": {RepeatThreshold: 2}}})}), nil},
+			with(map[string]rule.Rule{"repeat": rep(repeat.Options{Tools: map[string]repeat.ToolPolicy{"deploy": {RepeatThreshold: 2}}})}), nil},
 		{"tool polling true", `{"tools": {"job": {"polling": true}}}`,
-			with(map[string]guard.Detector{"repeat": rep(repeat.Options{Tools: map[string]repeat.ToolPolicy{"job": {Polling: true}}})}), nil},
+			with(map[string]rule.Rule{"repeat": rep(repeat.Options{Tools: map[string]repeat.ToolPolicy{"job": {Polling: true}}})}), nil},
 		{"tool polling object", `{"tools": {"job": {"polling": {"maxIdenticalResults": 6}, "repeatThreshold": 4}}}`,
-			with(map[string]guard.Detector{"repeat": rep(repeat.Options{Tools: map[string]repeat.ToolPolicy{"job": {Polling: true, MaxIdenticalResults: 6, RepeatThreshold: 4}}})}), nil},
+			with(map[string]rule.Rule{"repeat": rep(repeat.Options{Tools: map[string]repeat.ToolPolicy{"job": {Polling: true, MaxIdenticalResults: 6, RepeatThreshold: 4}}})}), nil},
 		{"tool polling empty object", `{"tools": {"job": {"polling": {}}}}`,
-			with(map[string]guard.Detector{"repeat": rep(repeat.Options{Tools: map[string]repeat.ToolPolicy{"job": {Polling: true}}})}), nil},
+			with(map[string]rule.Rule{"repeat": rep(repeat.Options{Tools: map[string]repeat.ToolPolicy{"job": {Polling: true}}})}), nil},
 		{"tool polling false", `{"tools": {"job": {"polling": false}}}`, with(nil), nil},
 
 		{"maxCalls", `{"tools": {"search": {"maxCalls": 8}, "rm": {"maxCalls": 0}}}`,
-			with(map[string]guard.Detector{"toollimit": cap(toollimit.Options{MaxCalls: map[string]int{"search": 8, "rm": 0}})}), nil},
+			with(map[string]rule.Rule{"toollimit": cap(toollimit.Options{MaxCalls: map[string]int{"search": 8, "rm": 0}})}), nil},
 		{"maxCalls beside other fields", `{"tools": {"search": {"maxCalls": 3, "repeatThreshold": 2, "ignore": false}}}`,
-			with(map[string]guard.Detector{
+			with(map[string]rule.Rule{
 				"toollimit": cap(toollimit.Options{MaxCalls: map[string]int{"search": 3}}),
 				"repeat":    rep(repeat.Options{Tools: map[string]repeat.ToolPolicy{"search": {RepeatThreshold: 2}}}),
 			}), nil},
 		{"maxCalls under an odd tool name", `{"tools": {"my tool.v2": {"maxCalls": 1}}}`,
-			with(map[string]guard.Detector{"toollimit": cap(toollimit.Options{MaxCalls: map[string]int{"my tool.v2": 1}})}), nil},
+			with(map[string]rule.Rule{"toollimit": cap(toollimit.Options{MaxCalls: map[string]int{"my tool.v2": 1}})}), nil},
 
 		{"ignore", `{"tools": {"think": {"ignore": true}, "note": {"ignore": true}, "search": {"ignore": false}}}`, with(nil), []string{"note", "think"}},
 		{"ignore beside a cap", `{"tools": {"think": {"ignore": true, "maxCalls": 1}}}`,
-			with(map[string]guard.Detector{"toollimit": cap(toollimit.Options{MaxCalls: map[string]int{"think": 1}})}), []string{"think"}},
+			with(map[string]rule.Rule{"toollimit": cap(toollimit.Options{MaxCalls: map[string]int{"think": 1}})}), []string{"think"}},
 		{"empty tools", `{"tools": {}}`, with(nil), nil},
 		{"tool without fields", `{"tools": {"search": {}}}`, with(nil), nil},
 
 		{"oscillation options", `{"oscillation": {"maxPeriod": 4, "repeats": 2}}`,
-			with(map[string]guard.Detector{"oscillation": osc(oscillation.Options{MaxPeriod: 4, Repeats: 2})}), nil},
+			with(map[string]rule.Rule{"oscillation": osc(oscillation.Options{MaxPeriod: 4, Repeats: 2})}), nil},
 		{"oscillation maxPeriod only", `{"oscillation": {"maxPeriod": 2}}`,
-			with(map[string]guard.Detector{"oscillation": osc(oscillation.Options{MaxPeriod: 2})}), nil},
+			with(map[string]rule.Rule{"oscillation": osc(oscillation.Options{MaxPeriod: 2})}), nil},
 		{"oscillation longest maxPeriod", `{"oscillation": {"maxPeriod": 256}}`,
-			with(map[string]guard.Detector{"oscillation": osc(oscillation.Options{MaxPeriod: 256})}), nil},
-		{"oscillation false", `{"oscillation": false}`, with(map[string]guard.Detector{"oscillation": off}), nil},
+			with(map[string]rule.Rule{"oscillation": osc(oscillation.Options{MaxPeriod: 256})}), nil},
+		{"oscillation false", `{"oscillation": false}`, with(map[string]rule.Rule{"oscillation": off}), nil},
 		{"oscillation true", `{"oscillation": true}`, with(nil), nil},
 
 		{"noProgress threshold", `{"noProgress": {"threshold": 4}}`,
-			with(map[string]guard.Detector{"noprogress": nop(noprogress.Options{Threshold: 4})}), nil},
-		{"noProgress false", `{"noProgress": false}`, with(map[string]guard.Detector{"noprogress": off}), nil},
+			with(map[string]rule.Rule{"noprogress": nop(noprogress.Options{Threshold: 4})}), nil},
+		{"noProgress false", `{"noProgress": false}`, with(map[string]rule.Rule{"noprogress": off}), nil},
 
 		{"finish options", `{"finishReason": {"terminal": ["stop", "max_tokens"], "otherPolicy": "continue"}}`,
-			with(map[string]guard.Detector{"finish": fin(finish.Options{Terminal: []string{"stop", "max_tokens"}, OtherPolicy: finish.Continue})}), nil},
+			with(map[string]rule.Rule{"finish": fin(finish.Options{Terminal: []string{"stop", "max_tokens"}, OtherPolicy: finish.Continue})}), nil},
 		{"finish no terminal reasons", `{"finishReason": {"terminal": []}}`,
-			with(map[string]guard.Detector{"finish": fin(finish.Options{Terminal: []string{}})}), nil},
+			with(map[string]rule.Rule{"finish": fin(finish.Options{Terminal: []string{}})}), nil},
 		{"finish policy stop", `{"finishReason": {"otherPolicy": "stop"}}`,
-			with(map[string]guard.Detector{"finish": fin(finish.Options{OtherPolicy: finish.Stop})}), nil},
+			with(map[string]rule.Rule{"finish": fin(finish.Options{OtherPolicy: finish.Stop})}), nil},
 		{"finish reference reading", `{"finishReason": {"stopWithToolCalls": "stop"}}`,
-			with(map[string]guard.Detector{"finish": fin(finish.Options{StopWithToolCalls: finish.Stop})}), nil},
+			with(map[string]rule.Rule{"finish": fin(finish.Options{StopWithToolCalls: finish.Stop})}), nil},
 		{"finish stopWithToolCalls continue is the default", `{"finishReason": {"stopWithToolCalls": "continue"}}`, with(nil), nil},
 		{"finish explicit defaults", `{"finishReason": {"terminal": ["stop", "length", "content-filter", "error"], "otherPolicy": "stop-if-text-only"}}`, with(nil), nil},
-		{"finish false", `{"finishReason": false}`, with(map[string]guard.Detector{"finish": off}), nil},
+		{"finish false", `{"finishReason": false}`, with(map[string]rule.Rule{"finish": off}), nil},
 
 		{"everything off", `{"maxSteps": false, "budget": false, "repeatedToolCall": false, "oscillation": false, "noProgress": false, "finishReason": false,
 			"repeatedRefusal": false, "repeatedFailure": false, "repeatedText": false}`, nil, nil},
@@ -235,7 +221,7 @@ func TestBuild(t *testing.T) {
 			"finishReason": {"terminal": ["stop", "length", "content-filter", "error"], "otherPolicy": "stop-if-text-only"},
 			"budget": {"maxTotalTokens": 1, "maxInputTokens": 1, "maxOutputTokens": 1, "maxCostUsd": 1, "maxDurationMs": 1, "warnAt": 0.8},
 			"tools": {"search": {"maxCalls": 8, "repeatThreshold": 2, "polling": {"maxIdenticalResults": 6}, "ignore": false}}}`,
-			with(map[string]guard.Detector{
+			with(map[string]rule.Rule{
 				"budget": bud(budget.Options{MaxSteps: 50, MaxTotalTokens: budget.Limit{Value: 1}, MaxInputTokens: budget.Limit{Value: 1},
 					MaxOutputTokens: budget.Limit{Value: 1}, MaxCostUSD: budget.Limit{Value: 1}, MaxDurationMs: budget.Limit{Value: 1}, WarnAt: 0.8}),
 				"toollimit": cap(toollimit.Options{MaxCalls: map[string]int{"search": 8}}),
@@ -248,13 +234,13 @@ func TestBuild(t *testing.T) {
 			if err != nil {
 				t.Fatalf("FromJSON: %v", err)
 			}
-			if diff := cmp.Diff(describe(tt.want), describe(built(t, cfg))); diff != "" {
+			if diff := cmp.Diff(describe(tt.want), describe(cfg.Rules)); diff != "" {
 				t.Errorf("detectors (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tt.ignore, cfg.Guard.Ignore); diff != "" {
+			if diff := cmp.Diff(tt.ignore, cfg.Ignore); diff != "" {
 				t.Errorf("Guard.Ignore (-want +got):\n%s", diff)
 			}
-			if _, err := cfg.New(); err != nil {
+			if _, err := guard.New(cfg); err != nil {
 				t.Errorf("the built set makes no guard: %v", err)
 			}
 		})
@@ -409,7 +395,7 @@ func TestBuildErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, err := detector.FromJSON([]byte(tt.doc))
 			if err == nil {
-				t.Fatalf("FromJSON(%s) = %d detectors, want an error", tt.doc, len(built(t, cfg)))
+				t.Fatalf("FromJSON(%s) = %d detectors, want an error", tt.doc, len(cfg.Rules))
 			}
 			if !errors.Is(err, guard.ErrInvalidOption) {
 				t.Errorf("errors.Is(%v, guard.ErrInvalidOption) = false", err)
@@ -474,18 +460,18 @@ func TestStandardRegistries(t *testing.T) {
 	if _, err := b.Build([]byte(`{"mine": 1}`), detector.BuildOptions{}); err == nil {
 		t.Errorf("b.Build read a key registered on a")
 	}
-	// Every build makes new detectors.
+	// Every build makes new rules.
 	c1, _ := detector.FromJSON([]byte(`{}`))
 	c2, _ := detector.FromJSON([]byte(`{}`))
-	d1, d2, d3 := built(t, c1), built(t, c2), built(t, c1)
+	d1, d2 := c1.Rules, c2.Rules
 	for i := range d1 {
-		if d1[i] == d2[i] || d1[i] == d3[i] {
-			t.Errorf("two builds share the %s detector", d1[i].Name())
+		if d1[i] == d2[i] {
+			t.Errorf("two builds share the %s rule", d1[i].Name())
 		}
 	}
 }
 
-func offBuild(detector.Input) (guard.Detector, error) { return nil, nil }
+func offBuild(detector.Input) (rule.Rule, error) { return nil, nil }
 
 func TestEmptyRegistry(t *testing.T) {
 	r := detector.NewRegistry()
@@ -493,8 +479,8 @@ func TestEmptyRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(built(t, cfg)) != 0 || !slices.Equal(cfg.Guard.Ignore, []string{"think"}) {
-		t.Errorf("Build = %d detectors, Ignore %v; want none and [think]", len(built(t, cfg)), cfg.Guard.Ignore)
+	if len(cfg.Rules) != 0 || !slices.Equal(cfg.Ignore, []string{"think"}) {
+		t.Errorf("Build = %d detectors, Ignore %v; want none and [think]", len(cfg.Rules), cfg.Ignore)
 	}
 	_, err = r.Build([]byte(`{"maxSteps": 3, "tools": {"s": {"maxCalls": 1}}}`), detector.BuildOptions{})
 	want := []problem{{"", "maxSteps", "unknown option"}, {"", "tools.s.maxCalls", "unknown option"}}
@@ -504,7 +490,7 @@ func TestEmptyRegistry(t *testing.T) {
 }
 
 func TestRegisterErrors(t *testing.T) {
-	build := func(detector.Input) (guard.Detector, error) { return nil, nil }
+	build := func(detector.Input) (rule.Rule, error) { return nil, nil }
 	tests := []struct {
 		name  string
 		entry detector.Entry
@@ -540,47 +526,52 @@ func TestRegisterErrors(t *testing.T) {
 	}
 }
 
-// weigher is a custom detector for the registry tests: it stops a run when
-// the weighted number of calls reaches a limit.
+// weigher is a custom rule for the registry tests: it stops a run when the
+// weighted number of calls reaches a limit.
 type weigher struct {
 	limit   float64
 	weights map[string]float64
 	now     time.Time
-	total   float64
+}
+
+// weight is a run's state of the weigher: the weighted calls so far.
+type weight struct {
+	w     *weigher
+	total float64
 }
 
 func (w *weigher) Name() string  { return "weigher" }
-func (w *weigher) Priority() int { return guard.PriorityCustom }
+func (w *weigher) Priority() int { return rule.PriorityCustom }
 func (w *weigher) Options() any {
 	return map[string]any{"limit": w.limit, "weights": w.weights}
 }
-func (w *weigher) Observe(f *guard.Facts) {
+func (w *weigher) NewState() rule.State { return &weight{w: w} }
+func (s *weight) Observe(f *rule.Facts) {
 	for _, c := range f.Calls {
-		if wt, ok := w.weights[c.Tool]; ok {
-			w.total += wt
+		if wt, ok := s.w.weights[c.Tool]; ok {
+			s.total += wt
 		} else {
-			w.total++
+			s.total++
 		}
 	}
 }
-func (w *weigher) Verdict() guard.Verdict {
-	if w.total >= w.limit {
-		return guard.Verdict{Stop: true, Reason: "weight", Code: "WEIGHT", Detail: fmt.Sprintf("weight %v", w.total)}
+func (s *weight) Verdict() guard.Verdict {
+	if s.total >= s.w.limit {
+		return guard.Verdict{Stop: true, Reason: "weight", Code: "WEIGHT", Detail: fmt.Sprintf("weight %v", s.total)}
 	}
 	return guard.Verdict{}
 }
-func (w *weigher) Preflight(*guard.Facts) guard.Verdict { return guard.Verdict{} }
-func (w *weigher) Snapshot(guard.SnapshotOptions) ([]byte, error) {
-	return json.Marshal(w.total)
+func (s *weight) Preflight(*rule.Facts) guard.Verdict { return guard.Verdict{} }
+func (s *weight) Snapshot(guard.SnapshotOptions) ([]byte, error) {
+	return json.Marshal(s.total)
 }
-func (w *weigher) Restore(b []byte) error { return json.Unmarshal(b, &w.total) }
-func (w *weigher) Reset()                 { w.total = 0 }
+func (s *weight) Restore(b []byte) error { return json.Unmarshal(b, &s.total) }
 
 // weigherEntry reads {"weights": {"limit": N}} and tools.<name>.weight.
 var weigherEntry = detector.Entry{
 	Keys:       []string{"weights"},
 	ToolFields: []string{"weight"},
-	Build: func(in detector.Input) (guard.Detector, error) {
+	Build: func(in detector.Input) (rule.Rule, error) {
 		w := &weigher{limit: 10, weights: map[string]float64{}}
 		if in.Now != nil {
 			w.now = in.Now()
@@ -612,18 +603,17 @@ var weigherEntry = detector.Entry{
 	},
 }
 
-// quiet is a detector that never says anything.
+// quiet is a rule that never says anything, and its own state: it keeps
+// nothing.
 type quiet string
 
-func (q quiet) Name() string                                 { return string(q) }
-func (quiet) Priority() int                                  { return guard.PriorityCustom }
-func (quiet) Options() any                                   { return nil }
-func (quiet) Observe(*guard.Facts)                           {}
-func (quiet) Verdict() guard.Verdict                         { return guard.Verdict{} }
-func (quiet) Preflight(*guard.Facts) guard.Verdict           { return guard.Verdict{} }
-func (quiet) Snapshot(guard.SnapshotOptions) ([]byte, error) { return []byte("null"), nil }
-func (quiet) Restore([]byte) error                           { return nil }
-func (quiet) Reset()                                         {}
+func (q quiet) Name() string                      { return string(q) }
+func (quiet) Priority() int                       { return rule.PriorityCustom }
+func (quiet) Options() any                        { return nil }
+func (q quiet) NewState() rule.State              { return q }
+func (quiet) Observe(*rule.Facts)                 {}
+func (quiet) Verdict() guard.Verdict              { return guard.Verdict{} }
+func (quiet) Preflight(*rule.Facts) guard.Verdict { return guard.Verdict{} }
 
 func TestInputOff(t *testing.T) {
 	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
@@ -650,7 +640,7 @@ func TestInputOff(t *testing.T) {
 
 	// An entry that follows the convention is off with false, on without.
 	r := detector.Standard()
-	err := r.Register("textlimit", detector.Entry{Keys: []string{"maxTextChars"}, Build: func(in detector.Input) (guard.Detector, error) {
+	err := r.Register("textlimit", detector.Entry{Keys: []string{"maxTextChars"}, Build: func(in detector.Input) (rule.Rule, error) {
 		if in.Off() {
 			return nil, nil
 		}
@@ -664,9 +654,8 @@ func TestInputOff(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", doc, err)
 		}
-		dets, err := cfg.Detectors()
-		if err != nil || len(dets) != want {
-			t.Errorf("%s: %d detectors, %v; want %d", doc, len(dets), err, want)
+		if len(cfg.Rules) != want {
+			t.Errorf("%s: %d rules; want %d", doc, len(cfg.Rules), want)
 		}
 	}
 }
@@ -683,7 +672,7 @@ func TestCustomEntry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(describe(detector.Defaults()), describe(built(t, cfg))); diff != "" {
+	if diff := cmp.Diff(describe(detector.Defaults()), describe(cfg.Rules)); diff != "" {
 		t.Errorf("{} with a custom entry (-want +got):\n%s", diff)
 	}
 
@@ -696,7 +685,7 @@ func TestCustomEntry(t *testing.T) {
 	}
 	var w *weigher
 	names := []string{}
-	for _, d := range built(t, cfg) {
+	for _, d := range cfg.Rules {
 		names = append(names, d.Name())
 		if d, ok := d.(*weigher); ok {
 			w = d
@@ -711,7 +700,7 @@ func TestCustomEntry(t *testing.T) {
 	if !w.now.Equal(frozen) {
 		t.Errorf("custom Input.Now gave %v, want %v", w.now, frozen)
 	}
-	if diff := cmp.Diff([]string{"search"}, cfg.Guard.Ignore); diff != "" {
+	if diff := cmp.Diff([]string{"search"}, cfg.Ignore); diff != "" {
 		t.Errorf("Ignore (-want +got):\n%s", diff)
 	}
 
@@ -720,24 +709,24 @@ func TestCustomEntry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := cfg.New()
+	g, err := guard.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	step := func(q string) guard.Step {
 		return guard.Step{ToolCalls: []guard.ToolCall{{Name: "search", Args: json.RawMessage(`{"q":"` + q + `"}`), Result: q}}, FinishReason: "tool-calls"}
 	}
-	if v := g.Check(step("a")); v.Stop {
+	if v := ruletest.Check(t, g, step("a")); v.Stop {
 		t.Fatalf("first step stopped: %v", guard.Explain(v))
 	}
-	if v := g.Check(step("b")); !v.Stop || v.Code != "WEIGHT" || v.Detector != "weigher" {
+	if v := ruletest.Check(t, g, step("b")); !v.Stop || v.Code != "WEIGHT" || v.Detector != "weigher" {
 		t.Errorf("second step = %v, want a WEIGHT stop by weigher", guard.Explain(v))
 	}
 
 	// Switched off by its own key.
 	cfg, err = r.Build([]byte(`{"weights": false}`), detector.BuildOptions{})
-	if err != nil || len(built(t, cfg)) != len(detector.Defaults()) {
-		t.Errorf("weights:false built %d detectors (err %v), want the defaults only", len(built(t, cfg)), err)
+	if err != nil || len(cfg.Rules) != len(detector.Defaults()) {
+		t.Errorf("weights:false built %d detectors (err %v), want the defaults only", len(cfg.Rules), err)
 	}
 
 	// Unknown keys are still rejected, at every level, and the entry's own
@@ -763,7 +752,7 @@ func TestCustomEntry(t *testing.T) {
 
 func TestEntryNameMismatch(t *testing.T) {
 	r := detector.NewRegistry()
-	if err := r.Register("other", detector.Entry{Default: true, Build: func(detector.Input) (guard.Detector, error) { return &weigher{}, nil }}); err != nil {
+	if err := r.Register("other", detector.Entry{Default: true, Build: func(detector.Input) (rule.Rule, error) { return &weigher{}, nil }}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := r.Build([]byte(`{}`), detector.BuildOptions{})
@@ -786,11 +775,11 @@ func TestFrozenClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := cfg.New()
+	g, err := guard.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := g.Check(step); !v.Stop || v.Reason != guard.ReasonBudget {
+	if v := ruletest.Check(t, g, step); !v.Stop || v.Reason != rule.ReasonBudget {
 		t.Errorf("with a jumping clock: %v, want a budget stop", guard.Explain(v))
 	}
 
@@ -798,16 +787,16 @@ func TestFrozenClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err = cfg.New()
+	g, err = guard.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 99 {
-		if v := g.Check(step); v.Stop {
+		if v := ruletest.Check(t, g, step); v.Stop {
 			t.Fatalf("with a frozen clock, step %d: %v", i, guard.Explain(v))
 		}
 	}
-	if v := g.Check(step); !v.Stop || v.Reason != guard.ReasonBudget {
+	if v := ruletest.Check(t, g, step); !v.Stop || v.Reason != rule.ReasonBudget {
 		t.Errorf("with a frozen clock, after 1000 ms of steps: %v, want a budget stop", guard.Explain(v))
 	}
 }
@@ -828,7 +817,7 @@ func FuzzFromJSON(f *testing.F) {
 			}
 			return
 		}
-		if _, err := cfg.New(); err != nil {
+		if _, err := guard.New(cfg); err != nil {
 			t.Errorf("FromJSON(%q) built a set that makes no guard: %v", doc, err)
 		}
 	})

@@ -603,19 +603,8 @@ func TestRestoreRejects(t *testing.T) {
 	}
 	d, _ := repeat.New(repeat.Options{})
 	good := `{"sig":` + sig + `,"count":2,"steps":[4,7]}`
-	for _, s := range bad {
-		st := ruletest.Saver(t, d)
-		if err := st.Restore([]byte(good)); err != nil {
-			t.Fatalf("Restore(%s): %v", good, err)
-		}
-		if err := st.Restore([]byte(s)); err == nil {
-			t.Errorf("Restore(%s) succeeded", s)
-		}
-		// A failed restore leaves the state alone.
-		if got, _ := st.Snapshot(guard.SnapshotOptions{}); string(got) != good {
-			t.Errorf("after Restore(%s) failed, the state is %s, want %s", s, got, good)
-		}
-	}
+	// A failed restore leaves the state alone.
+	ruletest.RejectsKeeping(t, d, good, bad)
 	st := ruletest.Saver(t, d)
 	if err := st.Restore([]byte(good)); err != nil {
 		t.Errorf("Restore(%s): %v", good, err)
@@ -627,31 +616,13 @@ func TestRestoreRejects(t *testing.T) {
 
 func TestRestoreNullAndResetAreFresh(t *testing.T) {
 	steps := []guard.Step{step(a), step(a), step(a), step(b, b), step(b)}
-	fresh := run(t, newGuard(t, repeat.Options{}, guard.Config{}), steps)
-
-	g := newGuard(t, repeat.Options{}, guard.Config{})
-	run(t, g, steps)
-	if err := g.Reset(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(fresh, run(t, g, steps)); diff != "" {
-		t.Errorf("after Reset (-fresh +got):\n%s", diff)
-	}
+	ruletest.ResetIsFresh(t, func() *guard.Guard { return newGuard(t, repeat.Options{}, guard.Config{}) }, steps)
 
 	// A state restored from a run, then from null, is a fresh state.
 	d, _ := repeat.New(repeat.Options{})
-	g = testutil.New(t, d)
+	g := testutil.New(t, d)
 	run(t, g, steps)
-	st := ruletest.Saver(t, d)
-	if err := st.Restore([]byte(ruletest.StateOf(t, g, repeat.Name, guard.SnapshotOptions{}))); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Restore([]byte("null")); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := st.Snapshot(guard.SnapshotOptions{}); string(got) != "null" {
-		t.Errorf("after Restore(null), the state is %s, want null", got)
-	}
+	ruletest.RestoreNullIsFresh(t, d, g)
 }
 
 // TestGuardsOfOneRuleAreIndependent runs two guards of one Rule, steps
@@ -659,14 +630,7 @@ func TestRestoreNullAndResetAreFresh(t *testing.T) {
 func TestGuardsOfOneRuleAreIndependent(t *testing.T) {
 	d, _ := repeat.New(repeat.Options{})
 	cfg := guard.Config{Rules: []rule.Rule{d}}
-	g1, err := guard.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g2, err := guard.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g1, g2 := ruletest.Pair(t, cfg)
 	var got1, got2 []bool
 	for range 2 {
 		got1 = append(got1, ruletest.Check(t, g1, step(a)).Stop)

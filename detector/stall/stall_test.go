@@ -426,18 +426,7 @@ func TestRestoreRejects(t *testing.T) {
 	g := testutil.New(t, d)
 	run(t, g, talks(0, 2))
 	running := ruletest.StateOf(t, g, stall.Name, guard.SnapshotOptions{})
-	for _, s := range bad {
-		st := ruletest.Saver(t, d)
-		if err := st.Restore([]byte(running)); err != nil {
-			t.Fatalf("Restore(%s): %v", running, err)
-		}
-		if err := st.Restore([]byte(s)); err == nil {
-			t.Errorf("Restore(%s) succeeded", s)
-		}
-		if got, _ := st.Snapshot(guard.SnapshotOptions{}); string(got) != running {
-			t.Errorf("after Restore(%s) failed, the state is %s, want %s", s, got, running)
-		}
-	}
+	ruletest.RejectsKeeping(t, d, running, bad)
 	good := []string{
 		`{"stalled":0,"outcomes":"` + sums(1, 2, 3) + `"}`,
 		`{"stalled":7,"outcomes":""}`,
@@ -458,30 +447,13 @@ func TestRestoreRejects(t *testing.T) {
 func TestRestoreNullAndResetAreFresh(t *testing.T) {
 	seq := steps([]guard.Step{step("", a)}, talks(0, 2), []guard.Step{step("", a)}, talks(2, 3), []guard.Step{step("", b), step("", a)})
 	opts := stall.Options{Threshold: 3, Warn: true}
-	fresh := run(t, newGuard(t, opts, guard.Config{}), seq)
+	ruletest.ResetIsFresh(t, func() *guard.Guard { return newGuard(t, opts, guard.Config{}) }, seq)
 
-	g := newGuard(t, opts, guard.Config{})
-	run(t, g, seq)
-	if err := g.Reset(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(fresh, run(t, g, seq)); diff != "" {
-		t.Errorf("after Reset (-fresh +got):\n%s", diff)
-	}
 	// A state restored from a run, then from null, is a fresh state.
 	d, _ := stall.New(opts)
-	g = testutil.New(t, d)
+	g := testutil.New(t, d)
 	run(t, g, seq)
-	st := ruletest.Saver(t, d)
-	if err := st.Restore([]byte(ruletest.StateOf(t, g, stall.Name, guard.SnapshotOptions{}))); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Restore([]byte("null")); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := st.Snapshot(guard.SnapshotOptions{}); string(got) != "null" {
-		t.Errorf("after Restore(null), the state is %s, want null", got)
-	}
+	ruletest.RestoreNullIsFresh(t, d, g)
 }
 
 // TestGuardsOfOneRuleAreIndependent runs two guards of one Rule, steps
@@ -490,14 +462,7 @@ func TestRestoreNullAndResetAreFresh(t *testing.T) {
 func TestGuardsOfOneRuleAreIndependent(t *testing.T) {
 	d, _ := stall.New(stall.Options{Threshold: 3})
 	cfg := guard.Config{Rules: []rule.Rule{d}}
-	g1, err := guard.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g2, err := guard.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g1, g2 := ruletest.Pair(t, cfg)
 	var got1, got2 []bool
 	for i := range 3 {
 		got1 = append(got1, ruletest.Check(t, g1, step("", a)).Stop) // new once, then stalled

@@ -430,14 +430,7 @@ func TestResetEqualsFresh(t *testing.T) {
 // call of a tool capped at 2, and not before.
 func TestGuardsOfOneRuleAreIndependent(t *testing.T) {
 	cfg := with(newDetector(t, map[string]int{"a": 2}))
-	g1, err := guard.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g2, err := guard.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g1, g2 := ruletest.Pair(t, cfg)
 	var got1, got2 []bool
 	for range 2 {
 		got1 = append(got1, ruletest.Check(t, g1, step("a")).Stop)

@@ -628,18 +628,7 @@ func TestRestoreRejects(t *testing.T) {
 		g := testutil.New(t, d)
 		run(t, g, each(a, a))
 		running := ruletest.StateOf(t, g, window.Name, guard.SnapshotOptions{})
-		for _, s := range append(bad, more...) {
-			st := newState(t, d)
-			if err := st.Restore([]byte(running)); err != nil {
-				t.Fatalf("%s: Restore(%s): %v", compare, running, err)
-			}
-			if err := st.Restore([]byte(s)); err == nil {
-				t.Errorf("%s: Restore(%s) succeeded", compare, s)
-			}
-			if got, _ := st.Snapshot(guard.SnapshotOptions{}); st.Len() != 2 || string(got) != running {
-				t.Errorf("%s: after Restore(%s) failed, the state is %s, want %s", compare, s, got, running)
-			}
-		}
+		t.Run(compare, func(t *testing.T) { ruletest.RejectsKeeping(t, d, running, append(bad, more...)) })
 	}
 	for _, tt := range []struct{ compare, state string }{
 		{window.CompareCall, `{"keys":[` + k + `]}`},
@@ -659,30 +648,13 @@ func TestRestoreRejects(t *testing.T) {
 func TestRestoreNullAndResetAreFresh(t *testing.T) {
 	seq := each(a, x, a, y, a, z, a, a, x)
 	opts := window.Options{Warn: true, Compare: window.CompareCall}
-	fresh := run(t, newGuard(t, opts, guard.Config{}), seq)
+	ruletest.ResetIsFresh(t, func() *guard.Guard { return newGuard(t, opts, guard.Config{}) }, seq)
 
-	g := newGuard(t, opts, guard.Config{})
-	run(t, g, seq)
-	if err := g.Reset(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(fresh, run(t, g, seq)); diff != "" {
-		t.Errorf("after Reset (-fresh +got):\n%s", diff)
-	}
 	// A state restored from a run, then from null, is a fresh state.
 	d := newDetector(t, opts)
-	g = testutil.New(t, d)
+	g := testutil.New(t, d)
 	run(t, g, seq)
-	st := newState(t, d)
-	if err := st.Restore([]byte(ruletest.StateOf(t, g, window.Name, guard.SnapshotOptions{}))); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Restore([]byte("null")); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := st.Snapshot(guard.SnapshotOptions{}); st.Len() != 0 || string(got) != "null" {
-		t.Errorf("after Restore(null): Len %d, state %s", st.Len(), got)
-	}
+	ruletest.RestoreNullIsFresh(t, d, g)
 }
 
 // TestGuardsOfOneRuleAreIndependent runs two guards of one Rule, steps
@@ -691,14 +663,7 @@ func TestRestoreNullAndResetAreFresh(t *testing.T) {
 func TestGuardsOfOneRuleAreIndependent(t *testing.T) {
 	d := newDetector(t, window.Options{Compare: window.CompareCall})
 	cfg := guard.Config{Rules: []rule.Rule{d}}
-	g1, err := guard.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g2, err := guard.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g1, g2 := ruletest.Pair(t, cfg)
 	var got1, got2 []bool
 	for _, c := range []guard.ToolCall{a, x, a, y, a, z} {
 		got1 = append(got1, ruletest.Check(t, g1, step(c)).Stop)

@@ -142,7 +142,7 @@ func (d Decision) Verdict() Verdict {
 // as feedback "That call was not run. " followed by v's (none if v has
 // none). It is the answer [Guard.StartCall] gives when recording a refused
 // call stopped the run (REPEATED_REFUSAL), so that the answer escalates to
-// that stop; snapshot.Runs.StartCall gives the same.
+// that stop, in memory and over a store (package snapshot).
 func (v Verdict) Refusal(callID string) Decision {
 	d := Decision{Reason: v.Reason, Code: v.Code, Detail: v.Detail, Evidence: v.Evidence,
 		Detector: v.Detector, CallID: callID, Warnings: v.Warnings}
