@@ -176,11 +176,7 @@ func (r *run) start(ctx workflow.Context) error {
 // newGuard builds a guard from the options document with the run's limit
 // changes, restored from snapshot when it is not nil.
 func (r *run) newGuard(snapshot []byte) (*guard.Guard, error) {
-	doc, err := r.document()
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := build(r.o.Registry, doc, r.now)
+	cfg, err := r.runConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -195,6 +191,16 @@ func (r *run) newGuard(snapshot []byte) (*guard.Guard, error) {
 	// (a new deployment, or a signal): they apply from now on.
 	cfg.AllowLimitChanges = true
 	return guard.Restore(snapshot, cfg)
+}
+
+// runConfig builds the configuration of the options document with the
+// run's limit changes, on the workflow's clock.
+func (r *run) runConfig() (guard.Config, error) {
+	doc, err := r.document()
+	if err != nil {
+		return guard.Config{}, err
+	}
+	return build(r.o.Registry, doc, r.now)
 }
 
 // document returns the options document with the run's limit changes.
@@ -408,11 +414,7 @@ func (r *run) changeLimits(raw json.RawMessage) {
 // has a rule of this name whose options are only limits, so that a change
 // to them lifts its stop.
 func (r *run) lifts(name string) (bool, error) {
-	doc, err := r.document()
-	if err != nil {
-		return false, err
-	}
-	cfg, err := build(r.o.Registry, doc, r.now)
+	cfg, err := r.runConfig()
 	if err != nil {
 		return false, err
 	}
