@@ -1,8 +1,9 @@
 // Package detector is loopguard's standard set of rules, and the registry that
 // builds rules from a JSON options document.
 //
-// Each rule lives in a package of its own, with its options, constructor and
-// evidence. In [Defaults]:
+// Each rule lives in a package of its own, with its options, constructor,
+// evidence and Spec (its keys in an options document, and how it is built
+// from them); this package only lists the specs. In [Defaults]:
 //
 //   - [finish]: the finish-reason policy (terminal reasons, otherPolicy; a
 //     normal "stop" on a step with tool calls goes on).
