@@ -99,9 +99,9 @@ func TestRefusalEscalates(t *testing.T) {
 					// Call 5 stopped the run for a fault (REPEATED_REFUSAL):
 					// the stop sticks, and every later call is refused with
 					// it (it used to count on, "asked 4 times", "5 times").
-					want := "You have asked 3 times for a call to `search` that is not allowed to run, and it was refused each time. It will not be run, so the run is being ended here."
+					want := "That call was not run. You have asked 3 times for a call to `search` that is not allowed to run, and it was refused each time. It will not be run, so the run is being ended here."
 					if !r.IsError || !strings.HasPrefix(r.Text, want) {
-						t.Errorf("call %d: %+v, want the stop's feedback %q", i+1, r, want)
+						t.Errorf("call %d: %+v, want the refusal that stopped the run, %q", i+1, r, want)
 					}
 				}
 			}
