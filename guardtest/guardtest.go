@@ -54,8 +54,8 @@
 //   - OddSteps: no panic, and snapshots that are still taken and restored,
 //     after odd steps: empty, huge text, invalid UTF-8, NaN and negative
 //     usage, invalid JSON arguments, cyclic and unencodable Go values, deep
-//     nesting, thousands of parallel calls; and guards of one rule running
-//     in parallel goroutines do not disturb one another.
+//     nesting, thousands of parallel calls; and rules of separate guards
+//     running in parallel goroutines do not disturb one another.
 //   - Fingerprint: two rules from the factory have the same fingerprint,
 //     their options are JSON-able, and the fingerprint does not change as
 //     runs go on.
