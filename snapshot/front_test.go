@@ -246,3 +246,40 @@ func TestSnapshotOfAStoredRun(t *testing.T) {
 		t.Errorf("the third identical step on the restored guard: %q, want REPEATED_TOOL_CALL", v.Code)
 	}
 }
+
+// TestRunningCallsKeepTheirRun: with no cache, a run whose calls are running
+// stays in memory, so that they count against the next call; once they
+// finish, it is dropped, and they are in the store.
+func TestRunningCallsKeepTheirRun(t *testing.T) {
+	ctx := context.Background()
+	store := snapshot.NewMemory(nil)
+	f := &defaults{}
+	runs := newRuns(t, store, f, snapshot.Options{CacheSize: -1})
+	g := runs.Guard("run")
+	call := testutil.Q("x")
+	var running []*guard.Running
+	for i := range 3 {
+		r, d, err := g.StartCall(ctx, call)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (r != nil) != (i < 2) || (i == 2 && d.Code != "REPEATED_TOOL_CALL") {
+			t.Fatalf("call %d: %v, %+v; want the first two allowed, the third refused", i, r, d)
+		}
+		if r != nil {
+			running = append(running, r)
+		}
+	}
+	for _, r := range running {
+		if _, err := r.Finish(ctx, "r", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.restores.Store(0)
+	if n := storedSteps(t, store, "run", snapshot.Options{}); n != 3 {
+		t.Errorf("%d steps stored, want 3 (the refusal, two calls)", n)
+	}
+	if s, _ := runs.summary(ctx, "run"); s.Steps != 3 || f.restores.Load() != 1 {
+		t.Errorf("%d steps, %d restores; want 3, and the run restored (dropped from the cache)", s.Steps, f.restores.Load())
+	}
+}

@@ -186,6 +186,7 @@ func (e *StoreError) Unwrap() error { return e.Err }
 type Runs struct {
 	store   Store
 	cfg     guard.Config
+	front   *guard.Guard // a guard of cfg, whose configuration the fronts share
 	opts    Options
 	id      string       // this writer's name in the snapshots
 	closed  *guard.Guard // refuses every call: the store is down, fail closed
@@ -262,7 +263,8 @@ func New(store Store, cfg guard.Config, o Options) (*Runs, error) {
 	if store == nil {
 		errs = append(errs, &guard.OptionError{Field: "store", Err: errors.New("is nil")})
 	}
-	if _, err := guard.New(cfg); err != nil {
+	front, err := guard.New(cfg) // the configuration of the fronts
+	if err != nil {
 		errs = append(errs, err)
 	}
 	if o.Policy != FailOpen && o.Policy != FailClosed {
@@ -302,7 +304,7 @@ func New(store Store, cfg guard.Config, o Options) (*Runs, error) {
 	}
 	o.Key = slices.Clone(o.Key)
 	return &Runs{
-		store: store, cfg: cfg, opts: o,
+		store: store, cfg: cfg, front: front, opts: o,
 		id:      strconv.FormatUint(rand.Uint64(), 36),
 		closed:  refusingGuard(storeVerdict()),
 		refuser: refusingGuard(brokenVerdict()),
@@ -323,18 +325,15 @@ func New(store Store, cfg guard.Config, o Options) (*Runs, error) {
 // the policy, the steps that could not be saved are kept to be saved with
 // the run's next operation ([Runs.Flush] forces it), and [Options.OnError]
 // is told. Their error is not nil only when ctx had ended before the
-// operation began (nothing was done). The calls that the policy refuses
+// operation began (nothing was done); a running call's Finish records the
+// call whatever its ctx, since the call ran. Reset saves a fresh run; if the
+// store does not take it, OnError is told and the run goes on from the
+// store's state. The calls that the policy refuses
 // (their Decision's Detector is [DetectorName]) are not the model's
 // refusals: a [guard.Turn] leaves them out of its step, and a caller of
 // Preflight and Check should leave them out of [guard.Step.Refused].
 func (r *Runs) Guard(key string) *guard.Guard {
-	g, err := core.Front(r.cfg, &backend{r: r, key: key})
-	if err != nil {
-		// New made a guard of this configuration already: a rule that
-		// fails now breaks its own contract.
-		panic(err)
-	}
-	return g
+	return core.FrontOf(r.front, &backend{r: r, key: key})
 }
 
 // Flush saves the steps of run key that could not be saved before, and

@@ -616,20 +616,11 @@ func TestRestoreRejects(t *testing.T) {
 
 func TestRestoreNullAndResetAreFresh(t *testing.T) {
 	steps := []guard.Step{step(a), step(a), step(a), step(b, b), step(b)}
-	fresh := run(t, newGuard(t, repeat.Options{}, guard.Config{}), steps)
-
-	g := newGuard(t, repeat.Options{}, guard.Config{})
-	run(t, g, steps)
-	if err := g.Reset(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(fresh, run(t, g, steps)); diff != "" {
-		t.Errorf("after Reset (-fresh +got):\n%s", diff)
-	}
+	ruletest.ResetIsFresh(t, func() *guard.Guard { return newGuard(t, repeat.Options{}, guard.Config{}) }, steps)
 
 	// A state restored from a run, then from null, is a fresh state.
 	d, _ := repeat.New(repeat.Options{})
-	g = testutil.New(t, d)
+	g := testutil.New(t, d)
 	run(t, g, steps)
 	ruletest.RestoreNullIsFresh(t, d, g)
 }

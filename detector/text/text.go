@@ -166,7 +166,7 @@ var (
 	_ rule.Bounded    = (*state)(nil)
 )
 
-// New returns a detector with these options, or an error (a
+// New returns a rule with these options, or an error (a
 // *rule.OptionError) for every invalid option.
 func New(o Options) (*Rule, error) {
 	var errs []error

@@ -648,19 +648,11 @@ func TestRestoreRejects(t *testing.T) {
 func TestRestoreNullAndResetAreFresh(t *testing.T) {
 	seq := each(a, x, a, y, a, z, a, a, x)
 	opts := window.Options{Warn: true, Compare: window.CompareCall}
-	fresh := run(t, newGuard(t, opts, guard.Config{}), seq)
+	ruletest.ResetIsFresh(t, func() *guard.Guard { return newGuard(t, opts, guard.Config{}) }, seq)
 
-	g := newGuard(t, opts, guard.Config{})
-	run(t, g, seq)
-	if err := g.Reset(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(fresh, run(t, g, seq)); diff != "" {
-		t.Errorf("after Reset (-fresh +got):\n%s", diff)
-	}
 	// A state restored from a run, then from null, is a fresh state.
 	d := newDetector(t, opts)
-	g = testutil.New(t, d)
+	g := testutil.New(t, d)
 	run(t, g, seq)
 	ruletest.RestoreNullIsFresh(t, d, g)
 }

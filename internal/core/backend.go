@@ -52,6 +52,15 @@ func Front(cfg Config, b Backend) (*Guard, error) {
 	return g, nil
 }
 
+// FrontOf is Front for a backend that makes many fronts of one
+// configuration (one per run): it returns a guard whose run lives in b, with
+// the rules and options of t, a guard that New or Front made, shared with t
+// (they are read-only) rather than built again.
+func FrontOf(t *Guard, b Backend) *Guard {
+	return &Guard{opts: t.opts, ignore: t.ignore, keys: t.keys, fails: t.fails, rules: t.rules,
+		names: t.names, b: b}
+}
+
 // PolicyRule is the rule name of the stops and refusals that a backend gives
 // by its policy, not by a rule of the run (a store that cannot be reached,
 // a saved state that cannot be used). A turn does not record such

@@ -7,6 +7,7 @@ package ruletest
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/loopguard/loopguard/guard"
@@ -123,5 +124,27 @@ func RejectsKeeping(t testing.TB, r rule.Rule, running string, bad []string) {
 		if got, _ := st.Snapshot(guard.SnapshotOptions{}); string(got) != running {
 			t.Errorf("after Restore(%s) failed, the state is %s, want %s", s, got, running)
 		}
+	}
+}
+
+// ResetIsFresh checks that a guard made by newGuard, run over seq and then
+// Reset, gives on seq the verdicts that a fresh guard gives.
+func ResetIsFresh(t testing.TB, newGuard func() *guard.Guard, seq []guard.Step) {
+	t.Helper()
+	checkAll := func(g *guard.Guard) []guard.Verdict {
+		out := make([]guard.Verdict, len(seq))
+		for i, s := range seq {
+			out[i] = Check(t, g, s)
+		}
+		return out
+	}
+	want := checkAll(newGuard())
+	g := newGuard()
+	checkAll(g)
+	if err := g.Reset(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := checkAll(g); !reflect.DeepEqual(want, got) {
+		t.Errorf("after Reset:\n%+v\nfresh:\n%+v", got, want)
 	}
 }
