@@ -23,8 +23,9 @@
 //			guardtest.WithOtherOptions(build(myrule.Options{Threshold: 4})))
 //	}
 //
-// The factories are given the subtest of the property that calls them, and
-// must return a rule with the same options each time.
+// The factories are given the subtest of the property that calls them ([Check],
+// which runs outside a test, gives them nil), and must return a rule with the
+// same options each time.
 //
 // Each property is a subtest of its own, with a rule of its own from the
 // factory (one rule serves all the guards of a property, as one
