@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
-	"github.com/loopguard/loopguard/internal/spell"
+	"github.com/loopguard/loopguard/internal/strictjson"
 	"github.com/loopguard/loopguard/rule"
 )
 
@@ -32,93 +30,27 @@ type member struct {
 // readObject returns the members of the JSON object raw, sorted by key. A key
 // that appears twice is an error: encoding/json would silently keep the last.
 func readObject(raw json.RawMessage) ([]member, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	tok, err := dec.Token()
+	read, err := strictjson.Object(raw)
 	if err != nil {
 		return nil, err
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, errors.New("not a JSON object")
-	}
 	var ms []member
-	seen := make(map[string]bool)
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		key, _ := tok.(string)
-		var val json.RawMessage
-		if err := dec.Decode(&val); err != nil {
-			return nil, err
-		}
-		if seen[key] {
-			return nil, fmt.Errorf("key %q appears twice", key)
-		}
-		seen[key] = true
-		ms = append(ms, member{key, val})
-	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("data after the JSON object")
+	for _, m := range read {
+		ms = append(ms, member{m.Key, m.Value})
 	}
 	slices.SortFunc(ms, func(a, b member) int { return strings.Compare(a.key, b.key) })
 	return ms, nil
 }
 
 // kindOf names the JSON type of raw for error messages.
-func kindOf(raw json.RawMessage) string {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return "nothing"
-	}
-	switch raw[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	return "a number"
-}
+func kindOf(raw json.RawMessage) string { return strictjson.Kind(raw) }
 
 // isLiteral reports whether raw is the JSON literal lit (true, false, null).
-func isLiteral(raw json.RawMessage, lit string) bool {
-	return string(bytes.TrimSpace(raw)) == lit
-}
+func isLiteral(raw json.RawMessage, lit string) bool { return strictjson.IsLiteral(raw, lit) }
 
-// join makes the path of a key inside the object at path. Keys that are not
-// plain identifiers are quoted, so that a tool named "a.b" cannot be mistaken
-// for a nested key.
-func join(path, key string) string {
-	if !plainKey(key) {
-		return path + "[" + strconv.Quote(key) + "]"
-	}
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-func plainKey(key string) bool {
-	if key == "" {
-		return false
-	}
-	for i := 0; i < len(key); i++ {
-		c := key[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+// join makes the path of a key inside the object at path (see
+// [strictjson.Join]).
+func join(path, key string) string { return strictjson.Join(path, key) }
 
 // A reader reads the options of one detector and gathers its problems.
 type reader struct {
@@ -280,28 +212,13 @@ func (r *reader) stringList(path string, raw json.RawMessage) []string {
 	}
 	out := make([]string, 0, len(items))
 	for i, item := range items {
-		if s, ok := r.str(fmt.Sprintf("%s[%d]", path, i), item); ok {
+		if s, ok := r.str(strictjson.Index(path, i), item); ok {
 			out = append(out, s)
 		}
 	}
 	return out
 }
 
-// suggest returns the known name that key was probably meant to be: one that
-// differs only in case, or by at most two edits for names long enough for
-// that to be telling. It returns "" when there is none.
-func suggest(key string, known []string) string {
-	best, bestDist := "", 3
-	for _, k := range known {
-		if strings.EqualFold(k, key) {
-			return k
-		}
-		if len(k) < 5 {
-			continue
-		}
-		if d := spell.Distance(strings.ToLower(key), strings.ToLower(k)); d < bestDist {
-			best, bestDist = k, d
-		}
-	}
-	return best
-}
+// suggest returns the known name that key was probably meant to be (see
+// [strictjson.Suggest]), or "".
+func suggest(key string, known []string) string { return strictjson.Suggest(key, known) }

@@ -22,6 +22,12 @@
 // and Preflight keep answering each step as the reference reads it.
 //
 // Writing a rule of your own is the other audience: see package rule.
+//
+// The types here are aliases of the engine's own (package internal/core, which
+// guard and rule share so that a rule and a guard speak of the same Step and
+// Verdict). go doc shows each alias's summary; the methods and fields are
+// documented on the engine's types: go doc
+// github.com/loopguard/loopguard/internal/core.Guard (and .Turn, .Step, ...).
 package guard
 
 import "github.com/loopguard/loopguard/internal/core"

@@ -10,12 +10,31 @@
 // state keeps nothing writes no snapshot code. The built-in rules (package
 // detector and its subpackages) are written exactly this way, and package
 // guardtest checks a rule against the contract.
+//
+// The types here are aliases of the engine's own (package internal/core);
+// their methods and fields are documented there: go doc
+// github.com/loopguard/loopguard/internal/core.Facts (and .Call, .Verdict, ...).
 package rule
 
 import (
 	"github.com/loopguard/loopguard/canonical"
 	"github.com/loopguard/loopguard/internal/core"
 )
+
+// Spec tells an options document how to build a rule: its keys and its constructor.
+type Spec = core.Spec
+
+// Input is what a [Spec] builds its rule from.
+type Input = core.Input
+
+// Metered is a [Rule] that draws a counter under the audit's timeline.
+type Metered = core.Metered
+
+// Meter is a rule's counter, as the audit's timeline draws it.
+type Meter = core.Meter
+
+// Hinter is evidence that gives Explain a short hint for people.
+type Hinter = core.Hinter
 
 // Rule is one rule, described: immutable, shared by every guard built with it.
 type Rule = core.Rule

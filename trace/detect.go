@@ -5,6 +5,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/loopguard/loopguard/internal/strictjson"
 )
 
 // detectLimit is how many items Detect looks at before it gives up on
@@ -72,7 +74,7 @@ type probe struct {
 // it is empty, or has a key of a step or a control line, or one that
 // resembles a step's key (such as "tool_calls", which is then reported).
 func stepKeys(raw json.RawMessage) bool {
-	ms, err := members(raw)
+	ms, err := strictjson.Members(raw)
 	if err != nil {
 		return false
 	}
@@ -80,10 +82,10 @@ func stepKeys(raw json.RawMessage) bool {
 		return true
 	}
 	for _, m := range ms {
-		if isKnown(placeStep, m.key) || slices.Contains(controlKeys, m.key) {
+		if isKnown(placeStep, m.Key) || slices.Contains(controlKeys, m.Key) {
 			return true
 		}
-		if s, _ := resemble(placeStep, m.key); s != "" {
+		if s, _ := resemble(placeStep, m.Key); s != "" {
 			return true
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/loopguard/loopguard/internal/strictjson"
 )
 
 // items walks the values of a transcript: JSON values one after the other
@@ -182,22 +184,4 @@ func typeName(te *json.UnmarshalTypeError) string {
 }
 
 // kind names the kind of a JSON value for error messages.
-func kind(raw json.RawMessage) string {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return "nothing"
-	}
-	switch raw[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	return "a number"
-}
+func kind(raw json.RawMessage) string { return strictjson.Kind(raw) }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/strictjson"
 )
 
 // This file reads OpenTelemetry traces in OTLP/JSON, the format of the
@@ -347,26 +348,27 @@ func otlpWalk(raw json.RawMessage, line int, fn func(span json.RawMessage, off i
 		return &Error{Line: line, Err: fmt.Errorf("%s must be an array of objects", what)}
 	}
 	found := false
-	err := objectMembers(dec, func(key string) error {
+	notOTLP := &Error{Line: line, Err: errors.New("not an OTLP document")}
+	err := strictjson.EachMember(dec, notOTLP, func(key string) error {
 		switch key {
 		case "resourceSpans":
 			found = true
 		case "resourceLogs", "resourceMetrics", "resourceProfiles":
 			return &Error{Line: line, Err: fmt.Errorf("OTLP %s, not traces: only spans are read", strings.TrimPrefix(key, "resource"))}
 		default:
-			return skipValue(dec)
+			return strictjson.Skip(dec)
 		}
-		return arrayElements(dec, shape("resourceSpans"), func() error {
-			return objectMembers(dec, func(key string) error {
+		return strictjson.EachElement(dec, shape("resourceSpans"), func() error {
+			return strictjson.EachMember(dec, shape("resourceSpans"), func(key string) error {
 				if key != "scopeSpans" {
-					return skipValue(dec)
+					return strictjson.Skip(dec)
 				}
-				return arrayElements(dec, shape("scopeSpans"), func() error {
-					return objectMembers(dec, func(key string) error {
+				return strictjson.EachElement(dec, shape("scopeSpans"), func() error {
+					return strictjson.EachMember(dec, shape("scopeSpans"), func(key string) error {
 						if key != "spans" {
-							return skipValue(dec)
+							return strictjson.Skip(dec)
 						}
-						return arrayElements(dec, shape("spans"), func() error {
+						return strictjson.EachElement(dec, shape("spans"), func() error {
 							off := dec.InputOffset()
 							for off < int64(len(raw)) && strings.IndexByte(" \t\r\n,", raw[off]) >= 0 {
 								off++
@@ -377,11 +379,11 @@ func otlpWalk(raw json.RawMessage, line int, fn func(span json.RawMessage, off i
 							}
 							return fn(sp, off)
 						})
-					}, shape("scopeSpans"))
+					})
 				})
-			}, shape("resourceSpans"))
+			})
 		})
-	}, &Error{Line: line, Err: errors.New("not an OTLP document")})
+	})
 	if err != nil {
 		var e *Error
 		if errors.As(err, &e) {
@@ -393,62 +395,6 @@ func otlpWalk(raw json.RawMessage, line int, fn func(span json.RawMessage, off i
 		return &Error{Line: line, Err: errors.New(`an OTLP document without "resourceSpans"`)}
 	}
 	return nil
-}
-
-// objectMembers reads an object (or null) from dec and calls fn with each
-// key; fn must read the key's value. notObject is the error for any other
-// value.
-func objectMembers(dec *json.Decoder, fn func(key string) error, notObject error) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if tok == nil {
-		return nil
-	}
-	if tok != json.Delim('{') {
-		return notObject
-	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		key, _ := tok.(string)
-		if err := fn(key); err != nil {
-			return err
-		}
-	}
-	_, err = dec.Token()
-	return err
-}
-
-// arrayElements reads an array (or null) from dec and calls fn for each
-// element, which fn must read.
-func arrayElements(dec *json.Decoder, notArray error, fn func() error) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if tok == nil {
-		return nil
-	}
-	if tok != json.Delim('[') {
-		return notArray
-	}
-	for dec.More() {
-		if err := fn(); err != nil {
-			return err
-		}
-	}
-	_, err = dec.Token()
-	return err
-}
-
-// skipValue reads one value from dec.
-func skipValue(dec *json.Decoder) error {
-	var skip json.RawMessage
-	return dec.Decode(&skip)
 }
 
 // otlpRuns are the runs of an OTLP file, in order, made into steps one run

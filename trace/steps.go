@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/strictjson"
 )
 
 // This file reads loopguard's step lines: steps, and the control lines of
@@ -85,35 +85,6 @@ func (d *decoder) unknown(line int, refs []keyRef) error {
 	return nil
 }
 
-// A member is one key and value of a JSON object.
-type member struct {
-	key string
-	raw json.RawMessage
-}
-
-// members returns the members of the JSON object raw, which must be valid,
-// in order (a key given twice is there twice).
-func members(raw []byte) ([]member, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil, errors.New("not a JSON object")
-	}
-	var ms []member
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		key, _ := tok.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, err
-		}
-		ms = append(ms, member{key, v})
-	}
-	return ms, nil
-}
-
 // slow reads a line that fastStep did not: a control line, or a step with
 // something out of the ordinary (a key in another case, a key given twice,
 // deep nesting, invalid JSON).
@@ -121,26 +92,26 @@ func (d *decoder) slow(text []byte, line int) (Entry, error) {
 	if !json.Valid(text) {
 		return Entry{}, &Error{Line: line, Err: invalidJSON(text)}
 	}
-	ms, err := members(text)
+	ms, err := strictjson.Members(text)
 	if err != nil {
 		return Entry{}, &Error{Line: line, Err: fmt.Errorf("invalid JSON: %w", err)}
 	}
 	for _, m := range ms {
-		if slices.Contains(controlKeys, m.key) {
-			return d.control(m.key, ms, line)
+		if slices.Contains(controlKeys, m.Key) {
+			return d.control(m.Key, ms, line)
 		}
 	}
 	var refs []keyRef
 	for _, m := range ms {
-		if !isKnown(placeStep, m.key) {
-			refs = append(refs, keyRef{place: placeStep, key: m.key})
+		if !isKnown(placeStep, m.Key) {
+			refs = append(refs, keyRef{place: placeStep, key: m.Key})
 			continue
 		}
-		switch m.key {
+		switch m.Key {
 		case "toolCalls", "refused":
-			refs = callKeys(m.raw, m.key, refs)
+			refs = callKeys(m.Value, m.Key, refs)
 		case "usage":
-			refs = objectKeys(m.raw, "usage", placeUsage, refs)
+			refs = objectKeys(m.Value, "usage", placeUsage, refs)
 		}
 	}
 	if err := d.unknown(line, refs); err != nil {
@@ -162,7 +133,7 @@ func callKeys(raw json.RawMessage, array string, refs []keyRef) []keyRef {
 		return refs
 	}
 	for i, c := range calls {
-		refs = objectKeys(c, array+"["+strconv.Itoa(i)+"]", placeCall, refs)
+		refs = objectKeys(c, strictjson.Index(array, i), placeCall, refs)
 	}
 	return refs
 }
@@ -173,13 +144,13 @@ func objectKeys(raw json.RawMessage, prefix string, p place, refs []keyRef) []ke
 	if kind(raw) != "an object" {
 		return refs
 	}
-	ms, err := members(bytes.TrimSpace(raw))
+	ms, err := strictjson.Members(bytes.TrimSpace(raw))
 	if err != nil {
 		return refs
 	}
 	for _, m := range ms {
-		if !isKnown(p, m.key) {
-			refs = append(refs, keyRef{prefix: prefix, place: p, key: m.key})
+		if !isKnown(p, m.Key) {
+			refs = append(refs, keyRef{prefix: prefix, place: p, key: m.Key})
 		}
 	}
 	return refs
@@ -187,20 +158,20 @@ func objectKeys(raw json.RawMessage, prefix string, p place, refs []keyRef) []ke
 
 // control reads a control line: {"preflight": CALL or [CALL, ...]},
 // {"snapshot": true} or {"reset": true}, each with an optional "meta".
-func (d *decoder) control(key string, ms []member, line int) (Entry, error) {
+func (d *decoder) control(key string, ms []strictjson.Member, line int) (Entry, error) {
 	fail := func(format string, args ...any) (Entry, error) {
 		return Entry{}, &Error{Line: line, Err: fmt.Errorf(format, args...)}
 	}
 	var value json.RawMessage
 	for _, m := range ms {
 		switch {
-		case m.key == key:
-			value = m.raw
-		case m.key == "meta":
-		case slices.Contains(controlKeys, m.key):
-			return fail("a line with both %q and %q: give each its own line", key, m.key)
+		case m.Key == key:
+			value = m.Value
+		case m.Key == "meta":
+		case slices.Contains(controlKeys, m.Key):
+			return fail("a line with both %q and %q: give each its own line", key, m.Key)
 		default:
-			return fail("a %s line holds %q and nothing else (but \"meta\"), not %q", key, key, m.key)
+			return fail("a %s line holds %q and nothing else (but \"meta\"), not %q", key, key, m.Key)
 		}
 	}
 	switch key {

@@ -17,6 +17,7 @@ import (
 	lgotel "github.com/loopguard/loopguard/adapters/otel"
 	"github.com/loopguard/loopguard/detector"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // rig is an observer wired to an in-memory span recorder and a manual
@@ -89,8 +90,8 @@ func TestAgentRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Guard.Observer = r.obs.Observe
-	g, err := cfg.New()
+	cfg.Observer = r.obs.Observe
+	g, err := guard.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,14 +201,16 @@ func keys[V any](m map[string]V) []string {
 // without a span in the context is still counted.
 func TestFaultStop(t *testing.T) {
 	r := newRig(t)
-	g, err := guard.Options{Observer: r.obs.Observe}.New(detector.Defaults()...)
+	g, err := guard.New(guard.Config{Observer: r.obs.Observe, Rules: detector.Defaults()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	call := guard.ToolCall{Name: "ls", Args: map[string]any{"path": "/secret"}, Result: "a b"}
 	var v guard.Verdict
 	for range 3 {
-		v = g.Check(guard.Step{ToolCalls: []guard.ToolCall{call}, FinishReason: "tool-calls"})
+		if v, err = g.Check(context.Background(), guard.Step{ToolCalls: []guard.ToolCall{call}, FinishReason: "tool-calls"}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if v.Code != "REPEATED_TOOL_CALL" {
 		t.Fatalf("verdict %v, want a repeat stop", v)
@@ -280,7 +283,7 @@ func TestStepBuckets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs.Observe(context.Background(), guard.Event{Step: 49, Verdict: guard.Verdict{Stop: true, Reason: guard.ReasonMaxSteps, Code: "MAX_STEPS"}})
+	obs.Observe(context.Background(), guard.Event{Step: 49, Verdict: guard.Verdict{Stop: true, Reason: rule.ReasonMaxSteps, Code: "MAX_STEPS"}})
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)

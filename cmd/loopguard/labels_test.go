@@ -367,10 +367,11 @@ func TestTracesManifest(t *testing.T) {
 	}
 }
 
-// TestReadmeLabelsExample checks that the README shows the last 12 lines of
-// the scores of the bundled runs as the command prints them today.
+// TestReadmeLabelsExample checks that docs/audit.md ("Scoring against your
+// labels") shows the last 12 lines of the scores of the bundled runs as the
+// command prints them today.
 func TestReadmeLabelsExample(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/audit.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +380,7 @@ func TestReadmeLabelsExample(t *testing.T) {
 	tail := strings.Join(lines[len(lines)-13:], "") // the last element is empty
 	cmd := "$ go run ./cmd/loopguard audit --labels testdata/traces/MANIFEST.json testdata/traces | tail -12\n"
 	if !strings.Contains(string(readme), cmd+tail+"```") {
-		t.Errorf("README.md does not show, after %q, the output:\n%s", cmd, tail)
+		t.Errorf("docs/audit.md does not show, after %q, the output:\n%s", cmd, tail)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/loopguard/loopguard/detector/toollimit"
 	"github.com/loopguard/loopguard/detector/window"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/ring"
 	"github.com/loopguard/loopguard/rule"
 	"github.com/loopguard/loopguard/trace"
 )
@@ -35,16 +36,16 @@ import (
 // to maxDrawnSteps in all; the steps between them are counted, not kept. So
 // a timeline holds at most maxDrawnSteps steps, however long the run.
 type timeline struct {
-	head   []stepMark // the first steps
-	gap    int        // the steps dropped between head and before (or recent)
-	recent ring       // before the stop: the latest steps; after it: the last ones
-	before []stepMark // the steps up to and including the stop
-	after  []stepMark // the steps kept right after the stop
-	gap2   int        // the steps dropped between after and recent
-	total  int        // the steps read
-	last   int        // the index of the last step read
-	stop   bool       // the run's fault stop was read
-	meters []meter    // the counters of the guard's rules, in the guard's order
+	head   []stepMark          // the first steps
+	gap    int                 // the steps dropped between head and before (or recent)
+	recent ring.Ring[stepMark] // before the stop: the latest steps; after it: the last ones
+	before []stepMark          // the steps up to and including the stop
+	after  []stepMark          // the steps kept right after the stop
+	gap2   int                 // the steps dropped between after and recent
+	total  int                 // the steps read
+	last   int                 // the index of the last step read
+	stop   bool                // the run's fault stop was read
+	meters []meter             // the counters of the guard's rules, in the guard's order
 }
 
 // The steps a timeline keeps of a long run.
@@ -58,32 +59,9 @@ const (
 	maxCallsKept = 20
 )
 
-// A ring holds the latest steps, up to its capacity.
-type ring struct {
-	steps []stepMark
-	start int // the oldest, once full
-	cap   int
-}
-
-// push adds a step, and reports whether the oldest was dropped for it.
-func (r *ring) push(m stepMark) bool {
-	if len(r.steps) < r.cap {
-		r.steps = append(r.steps, m)
-		return false
-	}
-	r.steps[r.start] = m
-	r.start = (r.start + 1) % len(r.steps)
-	return true
-}
-
-// ordered returns the steps, oldest first.
-func (r *ring) ordered() []stepMark {
-	return append(r.steps[r.start:len(r.steps):len(r.steps)], r.steps[:r.start]...)
-}
-
 // kept is the number of steps the timeline holds.
 func (t *timeline) kept() int {
-	return len(t.head) + len(t.before) + len(t.after) + len(t.recent.steps)
+	return len(t.head) + len(t.before) + len(t.after) + t.recent.Len()
 }
 
 // keep adds a step read, judged or not; a fault stop is the stop the
@@ -95,19 +73,23 @@ func (t *timeline) keep(m stepMark) {
 	case !t.stop && len(t.head) < headSteps:
 		t.head = append(t.head, m)
 	case !t.stop:
-		t.recent.cap = maxDrawnSteps - headSteps
-		if t.recent.push(m) {
+		if t.recent.Cap() == 0 {
+			t.recent = ring.NewGrowing[stepMark](maxDrawnSteps - headSteps)
+		}
+		if _, dropped := t.recent.Push(m); dropped {
 			t.gap++
 		}
-	case len(t.recent.steps) > 0 || t.kept() == maxDrawnSteps && len(t.before) <= beforeStop:
-		if len(t.recent.steps) == 0 {
+	case t.recent.Len() > 0 || t.kept() == maxDrawnSteps && len(t.before) <= beforeStop:
+		if t.recent.Len() == 0 {
 			// Full, and the stop has its window: the steps after the
 			// first afterStop become the last ones, which go on.
-			t.recent = ring{steps: append([]stepMark(nil), t.after[afterStop:]...)}
-			t.recent.cap = len(t.recent.steps)
+			t.recent = ring.New[stepMark](len(t.after) - afterStop)
+			for _, m := range t.after[afterStop:] {
+				t.recent.Push(m)
+			}
 			t.after = t.after[:afterStop:afterStop]
 		}
-		if t.recent.push(m) {
+		if _, dropped := t.recent.Push(m); dropped {
 			t.gap2++
 		}
 	default:
@@ -120,10 +102,10 @@ func (t *timeline) keep(m stepMark) {
 	}
 	if !t.stop && m.stop != nil && guard.IsFault(*m.stop) {
 		t.stop = true
-		if len(t.recent.steps) > 0 {
-			t.before = t.recent.ordered()
+		if t.recent.Len() > 0 {
+			t.before = t.recent.AppendTo(nil)
 		}
-		t.recent = ring{}
+		t.recent = ring.Ring[stepMark]{}
 	}
 }
 
@@ -151,7 +133,7 @@ func (t *timeline) columns() []column {
 	add(t.before)
 	add(t.after)
 	gap(t.gap2)
-	add(t.recent.ordered())
+	add(t.recent.AppendTo(nil))
 	return cols
 }
 

@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"runtime"
@@ -10,6 +11,7 @@ import (
 	"github.com/loopguard/loopguard/detector"
 	"github.com/loopguard/loopguard/internal/benchcpu"
 	guard "github.com/loopguard/loopguard/internal/core"
+	"github.com/loopguard/loopguard/internal/testutil"
 )
 
 // typicalStep returns a step with one call: about 150 bytes of arguments and
@@ -32,7 +34,7 @@ func defaultGuard(tb testing.TB) *guard.Guard {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	g, err := cfg.New()
+	g, err := guard.New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -48,15 +50,16 @@ func BenchmarkCheck(b *testing.B) {
 	for i := range steps {
 		steps[i] = typicalStep(i)
 	}
+	ctx := context.Background()
 	for i := range 2048 {
-		g.Check(steps[i])
+		testutil.Check(b, g, steps[i])
 	}
 	b.ReportAllocs()
 	b.SetBytes(int64(len(steps[0].ToolCalls[0].Args.(json.RawMessage)) + len(steps[0].ToolCalls[0].Result.(json.RawMessage))))
 	i := 2048
 	cpu := benchcpu.Start(b)
 	for b.Loop() {
-		if v := g.Check(steps[i%len(steps)]); v.Stop {
+		if v, _ := g.Check(ctx, steps[i%len(steps)]); v.Stop {
 			b.Fatalf("unexpected stop: %v", v)
 		}
 		i++
@@ -69,13 +72,14 @@ func BenchmarkCheck(b *testing.B) {
 func BenchmarkPreflight(b *testing.B) {
 	g := defaultGuard(b)
 	for i := range 100 {
-		g.Check(typicalStep(i))
+		testutil.Check(b, g, typicalStep(i))
 	}
+	ctx := context.Background()
 	call := typicalStep(1000).ToolCalls[0]
 	b.ReportAllocs()
 	cpu := benchcpu.Start(b)
 	for b.Loop() {
-		if d := g.Preflight(call); !d.Allow {
+		if d, _ := g.Preflight(ctx, call); !d.Allow {
 			b.Fatalf("refused: %v", d)
 		}
 	}
@@ -122,7 +126,7 @@ func TestHeapIsBoundedByOptions(t *testing.T) {
 	steps := 0
 	run := func(n int) {
 		for ; steps < n; steps++ {
-			g.Check(typicalStep(steps))
+			testutil.Check(t, g, typicalStep(steps))
 		}
 	}
 	run(small)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	guard "github.com/loopguard/loopguard/internal/core"
+	"github.com/loopguard/loopguard/internal/testutil"
 )
 
 // TestCheckAllocsFlatInResultSize: a Check whose call returned 1 or 4 MiB
@@ -38,11 +39,11 @@ func TestCheckAllocsFlatInResultSize(t *testing.T) {
 		}
 		bytes := func() float64 {
 			defer debug.SetGCPercent(debug.SetGCPercent(-1))
-			g.Check(steps[0])
+			testutil.Check(t, g, steps[0])
 			var m0, m1 runtime.MemStats
 			runtime.ReadMemStats(&m0)
 			for _, s := range steps[1:] {
-				g.Check(s)
+				testutil.Check(t, g, s)
 			}
 			runtime.ReadMemStats(&m1)
 			return float64(m1.TotalAlloc-m0.TotalAlloc) / float64(len(steps)-1)

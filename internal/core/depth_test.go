@@ -12,8 +12,8 @@ import (
 // deep restores, one level more does not. The levels are the envelope, the
 // detectors' array, a record, the probe's state and arrays inside it.
 func TestRestoreDepthBoundary(t *testing.T) {
-	g := mustNew(t, guard.Options{}, &probe{name: "p"})
-	snap, err := g.Snapshot(guard.SnapshotOptions{})
+	g := mustNew(t, guard.Config{}, &probe{name: "p"})
+	snap, err := g.Snapshot(t.Context(), guard.SnapshotOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,10 +25,10 @@ func TestRestoreDepthBoundary(t *testing.T) {
 		return bytes.Replace(snap, []byte(`"state":{"count":0}`), []byte(state), 1)
 	}
 	const around = 4 // envelope, detectors, record, state
-	if _, err := guard.Restore(nested(guard.MaxSnapshotDepth-around), &probe{name: "p"}); err != nil {
+	if _, err := guard.Restore(nested(guard.MaxSnapshotDepth-around), guard.Config{Rules: []guard.Rule{&probe{name: "p"}}}); err != nil {
 		t.Errorf("a snapshot %d levels deep: %v", guard.MaxSnapshotDepth, err)
 	}
-	_, err = guard.Restore(nested(guard.MaxSnapshotDepth-around+1), &probe{name: "p"})
+	_, err = guard.Restore(nested(guard.MaxSnapshotDepth-around+1), guard.Config{Rules: []guard.Rule{&probe{name: "p"}}})
 	if err == nil || !strings.Contains(err.Error(), "nested deeper than 32 levels") {
 		t.Errorf("a snapshot %d levels deep: %v, want an error that says it is too deep", guard.MaxSnapshotDepth+1, err)
 	}

@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,38 +23,42 @@ import (
 	"github.com/loopguard/loopguard/internal/testutil"
 )
 
-// textCounter is a custom detector with state of its own: it stops every
-// fifth step that has text. It shows that custom detectors are saved and
-// restored like the built-ins.
-type textCounter struct{ n, every int }
+// textCounter is a custom rule with state of its own: it stops every
+// fifth step that has text. It shows that custom rules' states are saved
+// and restored like the built-ins'.
+type textCounter struct{ every int }
 
-func (d *textCounter) Name() string  { return "textcounter" }
-func (d *textCounter) Priority() int { return guard.PriorityCustom }
-func (d *textCounter) Options() any  { return map[string]int{"every": d.every} }
-func (d *textCounter) Observe(f *guard.Facts) {
+// textCounterState counts a run's steps with text.
+type textCounterState struct{ n, every int }
+
+func (d *textCounter) Name() string          { return "textcounter" }
+func (d *textCounter) Priority() int         { return guard.PriorityCustom }
+func (d *textCounter) Options() any          { return map[string]int{"every": d.every} }
+func (d *textCounter) NewState() guard.State { return &textCounterState{every: d.every} }
+func (d *textCounterState) Observe(f *guard.Facts) {
 	if f.HasText && d.n < math.MaxInt {
 		d.n++
 	}
 }
 
 // CheckBounds: the steps with text are among the steps recorded.
-func (d *textCounter) CheckBounds(c guard.Counters) error {
+func (d *textCounterState) CheckBounds(c guard.Counters) error {
 	if d.n > c.Steps {
 		return errors.New("more steps with text than steps")
 	}
 	return nil
 }
-func (d *textCounter) Verdict() guard.Verdict {
+func (d *textCounterState) Verdict() guard.Verdict {
 	if d.n > 0 && d.n%d.every == 0 {
 		return guard.Verdict{Stop: true, Code: "TEXT_COUNT", Evidence: map[string]int{"steps": d.n}}
 	}
 	return guard.Verdict{}
 }
-func (d *textCounter) Preflight(*guard.Facts) guard.Verdict { return guard.Verdict{} }
-func (d *textCounter) Snapshot(guard.SnapshotOptions) ([]byte, error) {
+func (d *textCounterState) Preflight(*guard.Facts) guard.Verdict { return guard.Verdict{} }
+func (d *textCounterState) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 	return json.Marshal(map[string]int{"n": d.n})
 }
-func (d *textCounter) Restore(state []byte) error {
+func (d *textCounterState) Restore(state []byte) error {
 	var s *struct{ N int }
 	if err := json.Unmarshal(state, &s); err != nil {
 		return err
@@ -68,20 +73,19 @@ func (d *textCounter) Restore(state []byte) error {
 	d.n = s.N
 	return nil
 }
-func (d *textCounter) Reset() { d.n = 0 }
 
 // allDetectors builds every built-in detector, with options that make random
 // runs trip all of them (and warn), plus the custom one. clock drives the
 // duration budget. The oscillation rule compares results, the state with
 // more to save (its preflight is covered by the detector's own tests).
-func allDetectors(t interface{ Fatal(...any) }, clock *testutil.Clock) []guard.Detector {
-	must := func(d guard.Detector, err error) guard.Detector {
+func allDetectors(t interface{ Fatal(...any) }, clock *testutil.Clock) []guard.Rule {
+	must := func(d guard.Rule, err error) guard.Rule {
 		if err != nil {
 			t.Fatal(err)
 		}
 		return d
 	}
-	return []guard.Detector{
+	return []guard.Rule{
 		must(finish.New(finish.Options{OtherPolicy: finish.StopIfTextOnly})),
 		must(budget.New(budget.Options{MaxSteps: 40, MaxTotalTokens: budget.Limit{Value: 900, WarnAt: 0.5},
 			MaxCostUSD: budget.Limit{Value: 0.5}, MaxDurationMs: budget.Limit{Value: 60_000}, WarnAt: 0.8, Now: clock.Now})),
@@ -116,11 +120,17 @@ func opGen() *rapid.Generator[op] {
 
 // apply runs one operation and returns the answer as JSON, for comparison.
 func apply(g *guard.Guard, o op) string {
-	var v any
+	var (
+		v   any
+		err error
+	)
 	if o.preflight != nil {
-		v = g.Preflight(o.preflight...)
+		v, err = g.Preflight(context.Background(), o.preflight...)
 	} else {
-		v = g.Check(o.step)
+		v, err = g.Check(context.Background(), o.step)
+	}
+	if err != nil {
+		return "error: " + err.Error()
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -137,27 +147,27 @@ func TestSnapshotRestoreDifferential(t *testing.T) {
 		ops := rapid.SliceOfN(opGen(), 1, 60).Draw(t, "ops")
 		cut := rapid.IntRange(0, len(ops)).Draw(t, "cut")
 		redact := rapid.Bool().Draw(t, "redact")
-		opts := guard.Options{Ignore: []string{"think"}}
+		opts := guard.Config{Ignore: []string{"think"}}
 
 		clock := &testutil.Clock{T: time.Unix(1_700_000_000, 0)}
-		twin, err := opts.New(allDetectors(t, clock)...)
+		twin, err := guard.New(withRules(opts, allDetectors(t, clock)...))
 		if err != nil {
 			t.Fatal(err)
 		}
 		cutClock := &testutil.Clock{T: clock.T}
-		g, err := opts.New(allDetectors(t, cutClock)...)
+		g, err := guard.New(withRules(opts, allDetectors(t, cutClock)...))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i, o := range ops {
 			if i == cut {
-				data, err := g.Snapshot(guard.SnapshotOptions{Previews: !redact})
+				data, err := g.Snapshot(context.Background(), guard.SnapshotOptions{Previews: !redact})
 				if err != nil {
 					t.Fatal(err)
 				}
 				cutClock.Advance(time.Hour) // the time between saving and restoring does not count
 				restoreClock := &testutil.Clock{T: cutClock.T}
-				g, err = opts.Restore(data, allDetectors(t, restoreClock)...)
+				g, err = guard.Restore(data, withRules(opts, allDetectors(t, restoreClock)...))
 				if err != nil {
 					t.Fatalf("restore at %d: %v\n%s", i, err, data)
 				}
@@ -173,12 +183,31 @@ func TestSnapshotRestoreDifferential(t *testing.T) {
 				t.Fatalf("op %d (cut at %d, redact %v):\n twin: %s\ncut:  %s", i, cut, redact, want, got)
 			}
 		}
-		ws, gs := twin.Summary(), g.Summary()
+		ws, gs := summary(t, twin), summary(t, g)
 		ws.LastVerdict, gs.LastVerdict = nil, nil
+		// A restored first stop keeps its reason, code and rule only.
+		ws.FirstStop, gs.FirstStop = savedStop(ws.FirstStop), savedStop(gs.FirstStop)
 		if fmt.Sprint(ws) != fmt.Sprint(gs) {
 			t.Fatalf("summaries differ:\n twin: %+v\ncut:  %+v", ws, gs)
 		}
 	})
+}
+
+// summary is g.Summary for rapid's tests.
+func summary(t interface{ Fatal(...any) }, g *guard.Guard) guard.Summary {
+	s, err := g.Summary(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// savedStop is what a snapshot keeps of a first stop.
+func savedStop(v *guard.Verdict) *guard.Verdict {
+	if v == nil {
+		return nil
+	}
+	return &guard.Verdict{Stop: v.Stop, Reason: v.Reason, Code: v.Code, Detector: v.Detector}
 }
 
 // decision keeps what a redacted snapshot must not change: stop or go on,

@@ -13,6 +13,7 @@ import (
 	"github.com/loopguard/loopguard/detector/refusal"
 	"github.com/loopguard/loopguard/detector/toollimit"
 	guard "github.com/loopguard/loopguard/internal/core"
+	"github.com/loopguard/loopguard/internal/testutil"
 )
 
 // A door is one way of driving the default guard through a loop: it asks the
@@ -26,7 +27,7 @@ type door func(t *testing.T, g *guard.Guard, text string, calls []guard.ToolCall
 var doors = map[string]door{
 	"quick start": func(t *testing.T, g *guard.Guard, text string, calls []guard.ToolCall, run func(guard.ToolCall) any) (guard.Verdict, bool) {
 		step := guard.Step{Text: text, FinishReason: "tool-calls"}
-		d := g.Preflight(calls...)
+		d := testutil.Preflight(t, g, calls...)
 		if !d.Allow {
 			step.Refused = calls
 		} else {
@@ -35,7 +36,7 @@ var doors = map[string]door{
 			}
 			step.ToolCalls = calls
 		}
-		return g.Check(step), !d.Allow
+		return testutil.Check(t, g, step), !d.Allow
 	},
 	"Turn.Run": func(t *testing.T, g *guard.Guard, text string, calls []guard.ToolCall, run func(guard.ToolCall) any) (guard.Verdict, bool) {
 		ctx := context.Background()
@@ -77,7 +78,7 @@ var doors = map[string]door{
 // on (0-based) and the number of steps with a refusal.
 func drive(t *testing.T, dr door, model func(i int) (string, []guard.ToolCall), run func(guard.ToolCall) any) (string, int, int) {
 	t.Helper()
-	g, err := guard.New(detector.Defaults()...)
+	g, err := guard.New(guard.Config{Rules: detector.Defaults()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func TestPreambleGoesOn(t *testing.T) {
 				return preamble, searchFor(fmt.Sprintf("topic %d", i))
 			}
 			results := func(c guard.ToolCall) any { return "results for " + string(c.Args.(json.RawMessage)) }
-			g, err := guard.New(detector.Defaults()...)
+			g, err := guard.New(guard.Config{Rules: detector.Defaults()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -225,7 +226,7 @@ func TestCappedToolWithNewArgsStops(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			g, err := guard.New(append(detector.Defaults(), capped)...)
+			g, err := guard.New(guard.Config{Rules: append(detector.Defaults(), capped)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/loopguard/loopguard/canonical"
+	"github.com/loopguard/loopguard/internal/strictjson"
 )
 
 // The keys of a snapshot's envelope that must be present and not null, in
@@ -65,14 +66,13 @@ type snapshotReader struct {
 	data  []byte
 	i     int
 	depth int
-	keys  [][]byte // the keys of the objects open, in order
+	keys  strictjson.Keys // of the objects open
 }
 
 // readSnapshot reads a snapshot's envelope; records, when not nil, is room
 // for the detectors' records.
 func readSnapshot(data []byte, records []record) (envelope, error) {
-	var keys [32][]byte
-	r := snapshotReader{data: data, keys: keys[:0]}
+	r := snapshotReader{data: data}
 	e := envelope{records: records[:0]}
 	r.space()
 	if r.i >= len(data) || data[r.i] != '{' {
@@ -99,16 +99,7 @@ func (r *snapshotReader) typeErr(key string) error {
 	return stateErr("%q: a value of the wrong type at byte %d", key, r.i)
 }
 
-func (r *snapshotReader) space() {
-	for r.i < len(r.data) {
-		switch r.data[r.i] {
-		case ' ', '\t', '\n', '\r':
-			r.i++
-		default:
-			return
-		}
-	}
-}
+func (r *snapshotReader) space() { r.i = strictjson.SkipSpace(r.data, r.i) }
 
 // open enters an object or an array whose bracket is next.
 func (r *snapshotReader) open() error {
@@ -126,8 +117,7 @@ func (r *snapshotReader) members(member func(key []byte) error) error {
 	if err := r.open(); err != nil {
 		return err
 	}
-	first := len(r.keys)
-	var seen map[string]bool // once the object has more than listedKeys keys
+	keys := r.keys.Open()
 	if r.space(); r.i < len(r.data) && r.data[r.i] == '}' {
 		r.i++
 		r.depth--
@@ -141,29 +131,8 @@ func (r *snapshotReader) members(member func(key []byte) error) error {
 		if err != nil {
 			return err
 		}
-		switch {
-		case seen != nil:
-			if seen[string(key)] {
-				return stateErr("key %q appears twice", cutKey(string(key)))
-			}
-			seen[string(key)] = true
-		case len(r.keys)-first == listedKeys:
-			seen = make(map[string]bool, 2*listedKeys)
-			for _, k := range r.keys[first:] {
-				seen[string(k)] = true
-			}
-			if seen[string(key)] {
-				return stateErr("key %q appears twice", cutKey(string(key)))
-			}
-			seen[string(key)] = true
-			r.keys = r.keys[:first]
-		default:
-			for _, k := range r.keys[first:] {
-				if bytes.Equal(k, key) {
-					return stateErr("key %q appears twice", cutKey(string(key)))
-				}
-			}
-			r.keys = append(r.keys, key)
+		if r.keys.Add(&keys, key) {
+			return stateErr("key %q appears twice", cutKey(string(key)))
 		}
 		if r.space(); r.i >= len(r.data) || r.data[r.i] != ':' {
 			return r.invalid()
@@ -179,7 +148,7 @@ func (r *snapshotReader) members(member func(key []byte) error) error {
 		c := r.data[r.i]
 		r.i++
 		if c == '}' {
-			r.keys = r.keys[:first]
+			r.keys.Close(keys)
 			r.depth--
 			return nil
 		}

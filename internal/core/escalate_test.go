@@ -20,7 +20,7 @@ import (
 // first refusal ("it would have been the 3rd call in a row") for ever.
 func TestStartCallRefusalEscalates(t *testing.T) {
 	ctx := context.Background()
-	g, err := guard.New(detector.Defaults()...)
+	g, err := guard.New(guard.Config{Rules: detector.Defaults()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,25 +31,35 @@ func TestStartCallRefusalEscalates(t *testing.T) {
 	var got []answer
 	var texts []string
 	for range 7 {
-		r, d := g.StartCall(ctx, testutil.Q("x"))
+		r, d := startCall(t, ctx, g, testutil.Q("x"))
 		if r != nil {
-			r.Finish(ctx, "nothing", nil)
+			finishCall(t, ctx, r, "nothing", nil)
 		}
 		got = append(got, answer{d.Allow, d.Code})
 		texts = append(texts, d.Feedback)
 	}
 	// The 3rd and 4th calls are refused by the repeat rule (the first
 	// refusal is one refused request: the refusal rule's threshold is 3);
-	// from the 5th on, recording the refusal stops the run and the refusal
-	// rule's stop is the answer.
+	// the 5th is refused and recording the refusal stops the run: the
+	// refusal rule's stop is the answer. The run then stopped for a fault,
+	// so the 6th and 7th are refused with that stop and recorded no more
+	// (before the first stop was kept, they escalated to "4 times" and
+	// "5 times").
 	rc, rr := answer{Code: "REPEATED_TOOL_CALL"}, answer{Code: "REPEATED_REFUSAL"}
 	want := []answer{{Allow: true}, {Allow: true}, rc, rc, rr, rr, rr}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("decisions (-want +got):\n%s", diff)
 	}
-	for i, n := range map[int]string{4: "3 times", 5: "4 times", 6: "5 times"} {
-		if !strings.HasPrefix(texts[i], "That call was not run.") || !strings.Contains(texts[i], n) {
-			t.Errorf("call %d: feedback %q, want it to say the call was not run and %q", i+1, texts[i], n)
+	if !strings.HasPrefix(texts[4], "That call was not run.") || !strings.Contains(texts[4], "3 times") {
+		t.Errorf("call 5: feedback %q, want it to say the call was not run and \"3 times\"", texts[4])
+	}
+	s := testutil.Summary(t, g)
+	if s.FirstStop == nil || s.FirstStop.Code != "REPEATED_REFUSAL" || s.Steps != 5 {
+		t.Fatalf("after 7 calls: %d steps, first stop %+v; want 5 steps (the last two not recorded), a REPEATED_REFUSAL stop", s.Steps, s.FirstStop)
+	}
+	for i := 5; i < 7; i++ {
+		if want := "That call was not run. " + s.FirstStop.Feedback; texts[i] != want || texts[i] != texts[4] {
+			t.Errorf("call %d: feedback %q, want the 5th call's, the stop's after the sentence a refusal starts with: %q", i+1, texts[i], want)
 		}
 	}
 }
@@ -60,11 +70,11 @@ func TestStartCallRefusalEscalates(t *testing.T) {
 func TestStartCallSurvivesAPanickingRule(t *testing.T) {
 	ctx := context.Background()
 	panics := new(atomic.Int32)
-	g, err := guard.New(append(detector.Defaults(), testutil.Panicky{Panics: panics})...)
+	g, err := guard.New(guard.Config{Rules: append(detector.Defaults(), testutil.Panicky{Panics: panics})})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, d := g.StartCall(ctx, testutil.Q("x"))
+	r, d := startCall(t, ctx, g, testutil.Q("x"))
 	if r == nil || !d.Allow {
 		t.Fatalf("first call: %+v", d)
 	}
@@ -75,11 +85,11 @@ func TestStartCallSurvivesAPanickingRule(t *testing.T) {
 				t.Fatal("the rule did not panic")
 			}
 		}()
-		r.Finish(ctx, "nothing", nil)
+		finishCall(t, ctx, r, "nothing", nil)
 	}()
 	done := make(chan guard.Decision)
 	go func() {
-		r, d := g.StartCall(ctx, testutil.Q("y"))
+		r, d := startCall(t, ctx, g, testutil.Q("y"))
 		if r != nil {
 			r.Abandon()
 		}

@@ -3,7 +3,8 @@ package core
 // The Restore of before the one-pass reader (commit 430a9fe), kept as the
 // reference that FuzzRestoreAgreesWithReference holds the new one to: it
 // reads the snapshot with encoding/json, four times over, and checks its keys
-// with checkKeys.
+// with referenceCheckKeys, an independent key checker on json.Decoder's
+// tokens (not a copy of UnmarshalState's scanner).
 
 import (
 	"bytes"
@@ -11,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"slices"
 	"strings"
@@ -28,6 +30,7 @@ type snapshotJSON struct {
 	Totals          Totals           `json:"totals"`
 	Guard           canonical.Sum    `json:"guard"`
 	Detectors       []detectorRecord `json:"detectors"`
+	FirstStop       json.RawMessage  `json:"firstStop"`
 }
 
 type detectorRecord struct {
@@ -36,14 +39,14 @@ type detectorRecord struct {
 	State       json.RawMessage `json:"state"`
 }
 
-// ReferenceRestore is Options.Restore as it was before the one-pass reader.
-func ReferenceRestore(o Options, data []byte, detectors ...Detector) (*Guard, error) {
-	g, err := o.New(detectors...)
+// ReferenceRestore is Restore as it was before the one-pass reader, taught
+// the firstStop key.
+func ReferenceRestore(data []byte, cfg Config) (*Guard, error) {
+	g, err := New(cfg)
 	if err != nil {
 		return nil, err
 	}
 	if err := g.referenceRestore(data); err != nil {
-		g.releaseAll()
 		return nil, err
 	}
 	return g, nil
@@ -117,7 +120,7 @@ func (g *Guard) referenceRestore(data []byte) error {
 		}
 		records[r.Name] = r
 	}
-	for _, d := range g.dets {
+	for _, d := range g.rules {
 		r, ok := records[d.Name()]
 		if !ok {
 			fe.Extra = append(fe.Extra, d.Name())
@@ -137,10 +140,21 @@ func (g *Guard) referenceRestore(data []byte) error {
 	if len(fe.Changed)+len(fe.Missing)+len(fe.Extra) > 0 {
 		return fe
 	}
-	for _, d := range g.dets {
-		if err := restoreDetector(d, recordState(s.Detectors, d.Name()), counters); err != nil {
-			return &DetectorError{Name: d.Name(), Err: errors.Join(ErrInvalidState, err)}
+	for i, st := range g.states {
+		if err := restoreState(st, recordState(s.Detectors, g.names[i]), counters); err != nil {
+			return &DetectorError{Name: g.names[i], Err: errors.Join(ErrInvalidState, err)}
 		}
+	}
+	if len(s.FirstStop) > 0 && string(s.FirstStop) != "null" {
+		var fs firstStop
+		if err := ReferenceUnmarshalState(s.FirstStop, &fs); err != nil {
+			return stateErr("firstStop: %v", err)
+		}
+		if fs.Step < 0 || fs.Step >= counters.Steps || fs.Reason == "" || fs.Code == "" ||
+			len(fs.Reason) > MaxNameLen || len(fs.Code) > MaxNameLen || len(fs.Rule) > MaxNameLen {
+			return stateErr("firstStop: not a stop of this run")
+		}
+		g.first, g.firstStep = fs.verdict(), fs.Step
 	}
 	g.steps, g.toolCalls, g.failedCalls, g.totals = s.Steps, s.ToolCalls, s.FailedToolCalls, s.Totals
 	return nil
@@ -202,15 +216,11 @@ func strictObject(data []byte) error {
 	return nil
 }
 
-// ReferenceUnmarshalState is UnmarshalState as it was before presize and the
-// allocation-free key checker (commit 430a9fe). It decodes a detector's state (JSON that the detector's
-// Snapshot wrote) into v, as json.Unmarshal does but strictly, so that a
-// detector's Restore accepts only what its Snapshot can write: every object
-// key must be spelt exactly as the struct refField it sets (encoding/json would
-// take it in any case) and appear once (encoding/json would keep the last),
-// a key that no refField reads is an error, and the keys of a map appear once
-// each. The built-in detectors read their states with it; a detector of your
-// own may too.
+// ReferenceUnmarshalState is the oracle of UnmarshalState: it decodes a
+// detector's state into v with json.Unmarshal after referenceCheckKeys has
+// checked, on json.Decoder's tokens, the rules UnmarshalState promises: every
+// object key spelt exactly as the struct field it sets, once, and read by
+// some field; the keys of a map once each.
 func ReferenceUnmarshalState(data []byte, v any) error {
 	t := reflect.TypeOf(v)
 	if t == nil || t.Kind() != reflect.Pointer {
@@ -222,307 +232,127 @@ func ReferenceUnmarshalState(data []byte, v any) error {
 	return json.Unmarshal(data, v)
 }
 
-// referenceCheckKeys checks the object keys of the JSON text data against the type t
-// that it will be decoded into (nil for any value): exact spelling, no
-// duplicates and, unless unknown is set, no key that no refField reads.
-// Values whose type decodes itself (json.Unmarshaler, TextUnmarshaler) are
-// only checked for duplicate keys. It reads the text without decoding any
-// value, and reports text that is not JSON as an error.
+// referenceCheckKeys checks the object keys of the JSON text data against
+// the type t that it will be decoded into (nil for any value): exact
+// spelling, no duplicates and, unless unknown is set, no key that no field
+// reads. Values whose type decodes itself (json.Unmarshaler,
+// TextUnmarshaler) are only checked for duplicate keys; text that is not
+// JSON is an error. It walks json.Decoder's tokens, so that it shares no code
+// with the one-pass scanner of UnmarshalState that it is the oracle of.
 func referenceCheckKeys(data []byte, t reflect.Type, unknown bool) error {
-	k := refKeyChecker{data: data, unknown: unknown}
-	if err := k.value(t); err != nil {
+	c := tokenChecker{dec: json.NewDecoder(bytes.NewReader(data)), unknown: unknown}
+	if err := c.value(t, "", 0); err != nil {
 		return err
 	}
-	if k.space(); k.i != len(k.data) {
-		return k.invalid()
+	if _, err := c.dec.Token(); err != io.EOF {
+		return errors.New("guard: state: not valid JSON (text after the value)")
 	}
 	return nil
 }
 
-type refKeyChecker struct {
-	data    []byte
-	i       int
+type tokenChecker struct {
+	dec     *json.Decoder
 	unknown bool
-	depth   int       // arrays and objects open
-	keys    []string  // the keys of the objects open, in order
-	path    []refStep // to the value being checked
 }
 
-// Limits of the key checker: as deep as encoding/json reads, and the keys
-// of one object looked up in a list up to a few, in a map beyond.
-const (
-	refMaxCheckDepth = 10_000
-	refListedKeys    = 16
-)
-
-// refStep is one step of the path to the value being checked: a key, or for an
-// array element its index (key "").
-type refStep struct {
-	key   string
-	index int
-}
-
-// where returns the path of the value being checked, for an error.
-func (k *refKeyChecker) where() string {
-	var b strings.Builder
-	for i, p := range k.path {
+// target is the type that a value decoded into t sets: through pointers,
+// and nil (any value) for an interface or a type that decodes itself.
+func target(t reflect.Type) reflect.Type {
+	self := func(t reflect.Type) bool {
+		p := reflect.PointerTo(t)
+		return p.Implements(reflect.TypeFor[json.Unmarshaler]()) || p.Implements(reflect.TypeFor[encoding.TextUnmarshaler]())
+	}
+	for ; t != nil; t = t.Elem() {
 		switch {
-		case p.key == "":
-			fmt.Fprintf(&b, "[%d]", p.index)
-		case i > 0:
-			b.WriteString("." + p.key)
-		default:
-			b.WriteString(p.key)
+		case self(t) || t.Kind() == reflect.Interface:
+			return nil
+		case t.Kind() != reflect.Pointer:
+			return t
 		}
 	}
-	return refCutKey(b.String())
+	return nil
 }
 
-var (
-	refJSONUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
-	refTextUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
-)
-
-// refDecodesItself reports whether values of t decode themselves.
-func refDecodesItself(t reflect.Type) bool {
-	if t.Kind() != reflect.Pointer {
-		t = reflect.PointerTo(t)
-	}
-	return t.Implements(refJSONUnmarshaler) || t.Implements(refTextUnmarshaler)
-}
-
-// refField is what a key of a struct's object may set.
-type refField struct {
-	name string
-	typ  reflect.Type
-}
-
-// refFieldsOf lists the JSON keys of struct type t, as encoding/json names its
-// fields (embedded structs are not flattened: the states have none).
-func refFieldsOf(t reflect.Type) []refField {
-	var out []refField
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if !f.IsExported() {
+// keyTypes maps the JSON names of struct t's fields to their types, as
+// encoding/json names them (no embedded structs: the states have none).
+func keyTypes(t reflect.Type) map[string]reflect.Type {
+	out := make(map[string]reflect.Type)
+	for _, f := range reflect.VisibleFields(t) {
+		tag, tagged := f.Tag.Lookup("json")
+		name, _, _ := strings.Cut(tag, ",")
+		if !f.IsExported() || len(f.Index) > 1 || tag == "-" {
 			continue
 		}
-		name := f.Name
-		if tag, ok := f.Tag.Lookup("json"); ok {
-			tagName, _, _ := strings.Cut(tag, ",")
-			if tagName == "-" && !strings.Contains(tag, ",") {
-				continue
-			}
-			if tagName != "" {
-				name = tagName
-			}
+		if !tagged || name == "" {
+			name = f.Name
 		}
-		out = append(out, refField{name, f.Type})
+		out[name] = f.Type
 	}
 	return out
 }
 
-func (k *refKeyChecker) invalid() error {
-	return fmt.Errorf("guard: state: not valid JSON (at byte %d)", k.i)
-}
-
-func (k *refKeyChecker) space() {
-	for k.i < len(k.data) {
-		switch k.data[k.i] {
-		case ' ', '\t', '\n', '\r':
-			k.i++
-		default:
-			return
-		}
+// value checks the next value of the token stream, to be decoded into t, at
+// path, with depth arrays and objects open around it.
+func (c *tokenChecker) value(t reflect.Type, path string, depth int) error {
+	t = target(t)
+	tok, err := c.dec.Token()
+	if err != nil {
+		return fmt.Errorf("guard: state: not valid JSON: %w", err)
 	}
-}
-
-// str reads a string whose '"' is next and returns its raw contents and
-// whether they hold an escape.
-func (k *refKeyChecker) str() (raw []byte, escaped bool, err error) {
-	start := k.i + 1
-	for i := start; i < len(k.data); i++ {
-		switch k.data[i] {
-		case '\\':
-			escaped = true
-			i++
-		case '"':
-			k.i = i + 1
-			return k.data[start:i], escaped, nil
-		}
+	delim, ok := tok.(json.Delim)
+	if !ok {
+		return nil // a scalar: json.Unmarshal checks its type
 	}
-	return nil, false, k.invalid()
-}
-
-// value checks the next value of the text, to be decoded into t (nil for
-// any).
-func (k *refKeyChecker) value(t reflect.Type) error {
-	for t != nil && t.Kind() == reflect.Pointer {
-		if refDecodesItself(t) {
-			break
-		}
-		t = t.Elem()
+	if depth+1 > maxJSONDepth {
+		return fmt.Errorf("guard: state: nested deeper than %d levels", maxJSONDepth)
 	}
-	if t != nil && (refDecodesItself(t) || t.Kind() == reflect.Interface) {
-		t = nil
-	}
-	k.space()
-	if k.i >= len(k.data) {
-		return k.invalid()
-	}
-	switch k.data[k.i] {
-	case '{', '[':
-		if k.depth++; k.depth > refMaxCheckDepth {
-			return fmt.Errorf("guard: state: nested deeper than %d levels", refMaxCheckDepth)
-		}
-		defer func() { k.depth-- }()
-	}
-	switch k.data[k.i] {
-	case '{':
-		k.i++
-		return k.object(t)
-	case '[':
-		k.i++
-		var elem reflect.Type
-		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
-			elem = t.Elem()
-		}
-		if k.space(); k.i < len(k.data) && k.data[k.i] == ']' {
-			k.i++
-			return nil
-		}
-		for n := 0; ; n++ {
-			k.path = append(k.path, refStep{index: n})
-			err := k.value(elem)
-			k.path = k.path[:len(k.path)-1]
-			if err != nil {
-				return err
-			}
-			if k.space(); k.i >= len(k.data) {
-				return k.invalid()
-			}
-			c := k.data[k.i]
-			k.i++
-			if c == ']' {
-				return nil
-			}
-			if c != ',' {
-				return k.invalid()
-			}
-		}
-	case '"':
-		_, _, err := k.str()
-		return err
-	}
-	// A number or a literal: json.Unmarshal checks it.
-	for k.i < len(k.data) {
-		switch k.data[k.i] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return nil
-		}
-		k.i++
-	}
-	return nil
-}
-
-// object checks the members of an object whose '{' was read.
-func (k *refKeyChecker) object(t reflect.Type) error {
-	var fields []refField
 	var elem reflect.Type
-	isStruct := t != nil && t.Kind() == reflect.Struct
+	var fields map[string]reflect.Type
 	switch {
-	case isStruct:
-		fields = refFieldsOf(t)
-	case t != nil && t.Kind() == reflect.Map:
+	case t == nil:
+	case delim == '{' && t.Kind() == reflect.Struct:
+		fields = keyTypes(t)
+	case delim == '{' && t.Kind() == reflect.Map,
+		delim == '[' && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array):
 		elem = t.Elem()
 	}
-	if k.space(); k.i < len(k.data) && k.data[k.i] == '}' {
-		k.i++
-		return nil
-	}
-	first := len(k.keys)
-	defer func() { k.keys = k.keys[:first] }()
-	var seen map[string]bool // once the object has more than refListedKeys keys
-	for {
-		if k.space(); k.i >= len(k.data) || k.data[k.i] != '"' {
-			return k.invalid()
-		}
-		raw, escaped, err := k.str()
-		if err != nil {
-			return err
-		}
-		key := string(raw)
-		if escaped {
-			var unquoted string
-			if json.Unmarshal(k.data[k.i-len(raw)-2:k.i], &unquoted) != nil {
-				return k.invalid()
-			}
-			key = unquoted
-		}
-		k.path = append(k.path, refStep{key: key})
-		where := k.where
-		switch {
-		case seen != nil:
-			if seen[key] {
-				return fmt.Errorf("guard: state: key %q appears twice", where())
-			}
-			seen[key] = true
-		case slices.Contains(k.keys[first:], key):
-			return fmt.Errorf("guard: state: key %q appears twice", where())
-		case len(k.keys)-first == refListedKeys:
-			seen = make(map[string]bool, 2*refListedKeys)
-			for _, old := range k.keys[first:] {
-				seen[old] = true
-			}
-			seen[key] = true
-		default:
-			k.keys = append(k.keys, key)
-		}
+	seen := make(map[string]bool)
+	for i := 0; c.dec.More(); i++ {
+		at := fmt.Sprintf("%s[%d]", path, i)
 		vt := elem
-		if isStruct {
-			vt = nil
-			known := false
-			for _, f := range fields {
-				if f.name == key {
-					vt, known = f.typ, true
-					break
-				}
+		if delim == '{' {
+			tok, err := c.dec.Token()
+			if err != nil {
+				return fmt.Errorf("guard: state: not valid JSON: %w", err)
 			}
-			if !known {
-				for _, f := range fields {
-					if strings.EqualFold(f.name, key) {
-						return fmt.Errorf("guard: state: key %q is not spelt %q", where(), f.name)
+			key := tok.(string)
+			if at = key; path != "" {
+				at = path + "." + key
+			}
+			if seen[key] {
+				return fmt.Errorf("guard: state: key %q appears twice", at)
+			}
+			seen[key] = true
+			if fields != nil {
+				vt = fields[key]
+				if _, known := fields[key]; !known {
+					for name := range fields {
+						if strings.EqualFold(name, key) {
+							return fmt.Errorf("guard: state: key %q is not spelt %q", at, name)
+						}
+					}
+					if !c.unknown {
+						return fmt.Errorf("guard: state: unknown key %q", at)
 					}
 				}
-				if !k.unknown {
-					return fmt.Errorf("guard: state: unknown key %q", where())
-				}
 			}
 		}
-		if k.space(); k.i >= len(k.data) || k.data[k.i] != ':' {
-			return k.invalid()
-		}
-		k.i++
-		if err := k.value(vt); err != nil {
+		if err := c.value(vt, at, depth+1); err != nil {
 			return err
 		}
-		k.path = k.path[:len(k.path)-1]
-		if k.space(); k.i >= len(k.data) {
-			return k.invalid()
-		}
-		c := k.data[k.i]
-		k.i++
-		if c == '}' {
-			return nil
-		}
-		if c != ',' {
-			return k.invalid()
-		}
 	}
-}
-
-func refCutKey(s string) string {
-	if len(s) > 64 {
-		return s[:61] + "..."
+	if _, err := c.dec.Token(); err != nil { // the closing delimiter
+		return fmt.Errorf("guard: state: not valid JSON: %w", err)
 	}
-	return s
+	return nil
 }

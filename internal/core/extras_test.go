@@ -19,13 +19,13 @@ import (
 	"github.com/loopguard/loopguard/internal/testutil"
 )
 
-func keysOf(t *testing.T, o guard.Options, calls ...guard.ToolCall) []string {
+func keysOf(t *testing.T, o guard.Config, calls ...guard.ToolCall) []string {
 	t.Helper()
 	p := &probe{name: "p"}
 	g := mustNew(t, o, p)
-	g.Check(guard.Step{ToolCalls: calls})
+	testutil.Check(t, g, guard.Step{ToolCalls: calls})
 	var out []string
-	for _, k := range p.seen[0].Keys {
+	for _, k := range p.st().seen[0].Keys {
 		out = append(out, k.String())
 	}
 	return out
@@ -45,24 +45,24 @@ func TestCallKeys(t *testing.T) {
 
 	tests := []struct {
 		name  string
-		o     guard.Options
+		o     guard.Config
 		calls []guard.ToolCall
 		same  [][2]int // pairs of calls with equal keys
 		diff  [][2]int // pairs with different keys
 	}{
-		{"no options: noise matters", guard.Options{}, []guard.ToolCall{a, b}, nil, [][2]int{{0, 1}}},
-		{"dropped for every tool", guard.Options{DropArgs: []string{"request_id", "ts"}},
+		{"no options: noise matters", guard.Config{}, []guard.ToolCall{a, b}, nil, [][2]int{{0, 1}}},
+		{"dropped for every tool", guard.Config{DropArgs: []string{"request_id", "ts"}},
 			[]guard.ToolCall{a, b, c, d, other, notObject, invalid}, [][2]int{{0, 1}, {1, 2}, {2, 3}}, [][2]int{{0, 4}, {0, 5}, {0, 6}}},
-		{"dropped for one tool", guard.Options{Tools: map[string]guard.ToolOptions{"search": {DropArgs: []string{"request_id"}}}, DropArgs: []string{"ts"}},
+		{"dropped for one tool", guard.Config{Tools: map[string]guard.ToolOptions{"search": {DropArgs: []string{"request_id"}}}, DropArgs: []string{"ts"}},
 			[]guard.ToolCall{a, b, c}, [][2]int{{0, 1}, {1, 2}}, nil},
-		{"dropped for another tool", guard.Options{Tools: map[string]guard.ToolOptions{"read": {DropArgs: []string{"request_id", "ts"}}}},
+		{"dropped for another tool", guard.Config{Tools: map[string]guard.ToolOptions{"read": {DropArgs: []string{"request_id", "ts"}}}},
 			[]guard.ToolCall{a, b}, nil, [][2]int{{0, 1}}},
-		{"guard key function", guard.Options{Key: func(tool string, args any) any { return tool }},
+		{"guard key function", guard.Config{Key: func(tool string, args any) any { return tool }},
 			[]guard.ToolCall{a, other}, [][2]int{{0, 1}}, nil},
-		{"tool key function wins", guard.Options{Key: func(string, any) any { return 1 },
+		{"tool key function wins", guard.Config{Key: func(string, any) any { return 1 },
 			Tools: map[string]guard.ToolOptions{"search": {Key: func(args any) any { return args }}}},
 			[]guard.ToolCall{a, other}, nil, [][2]int{{0, 1}}},
-		{"a panicking key function makes calls unique", guard.Options{Key: func(string, any) any { panic("no") }},
+		{"a panicking key function makes calls unique", guard.Config{Key: func(string, any) any { panic("no") }},
 			[]guard.ToolCall{a, a}, nil, [][2]int{{0, 1}}},
 	}
 	for _, tt := range tests {
@@ -83,12 +83,12 @@ func TestCallKeys(t *testing.T) {
 }
 
 func TestDroppedFieldsAreFingerprinted(t *testing.T) {
-	g := mustNew(t, guard.Options{DropArgs: []string{"ts"}})
-	data, _ := g.Snapshot(guard.SnapshotOptions{})
-	if _, err := (guard.Options{DropArgs: []string{"ts", "ts"}}).Restore(data); err != nil {
+	g := mustNew(t, guard.Config{DropArgs: []string{"ts"}})
+	data, _ := g.Snapshot(t.Context(), guard.SnapshotOptions{})
+	if _, err := guard.Restore(data, (guard.Config{DropArgs: []string{"ts", "ts"}})); err != nil {
 		t.Errorf("same dropped fields: %v", err)
 	}
-	if _, err := (guard.Options{DropArgs: []string{"request_id"}}).Restore(data); !errors.Is(err, guard.ErrOptionsChanged) {
+	if _, err := guard.Restore(data, (guard.Config{DropArgs: []string{"request_id"}})); !errors.Is(err, guard.ErrOptionsChanged) {
 		t.Errorf("other dropped fields: got %v, want ErrOptionsChanged", err)
 	}
 }
@@ -97,16 +97,16 @@ func TestObserver(t *testing.T) {
 	type ctxKey struct{}
 	var events []guard.Event
 	var ctxValues []any
-	o := guard.Options{Observer: func(ctx context.Context, e guard.Event) {
+	o := guard.Config{Observer: func(ctx context.Context, e guard.Event) {
 		events = append(events, e)
 		ctxValues = append(ctxValues, ctx.Value(ctxKey{}))
 		panic("an observer that panics must not break the guard")
 	}}
 	g := mustNew(t, o, &probe{name: "p", refuse: true, stopWhen: func(f *guard.Facts) bool { return f.Index == 1 }})
 	ctx := context.WithValue(context.Background(), ctxKey{}, "v")
-	g.CheckContext(ctx, guard.Step{})
-	g.Check(guard.Step{})
-	g.PreflightContext(ctx, testutil.Q("x"))
+	g.Check(ctx, guard.Step{})
+	testutil.Check(t, g, guard.Step{})
+	g.Preflight(ctx, testutil.Q("x"))
 	want := []guard.Event{
 		{Phase: guard.PhaseCheck, Step: 0},
 		{Phase: guard.PhaseCheck, Step: 1, Verdict: guard.Verdict{Stop: true, Reason: guard.ReasonCustom, Code: guard.CodeCustom,
@@ -124,17 +124,17 @@ func TestObserver(t *testing.T) {
 func TestBlockingObserverHoldsUpOnlyItsCaller(t *testing.T) {
 	release := make(chan struct{})
 	var first atomic.Bool
-	o := guard.Options{Observer: func(context.Context, guard.Event) {
+	o := guard.Config{Observer: func(context.Context, guard.Event) {
 		if first.CompareAndSwap(false, true) {
 			<-release
 		}
 	}}
 	g := mustNew(t, o, &probe{name: "p"})
-	go g.Check(guard.Step{}) // blocks in the observer
+	go testutil.Check(t, g, guard.Step{}) // blocks in the observer
 	done := make(chan struct{})
 	go func() {
 		time.Sleep(10 * time.Millisecond)
-		g.Check(guard.Step{}) // must not wait for the blocked observer
+		testutil.Check(t, g, guard.Step{}) // must not wait for the blocked observer
 		close(done)
 	}()
 	select {
@@ -172,7 +172,7 @@ func newRepeatGuard(t *testing.T, threshold int) *guard.Guard {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return mustNew(t, guard.Options{}, r)
+	return mustNew(t, guard.Config{}, r)
 }
 
 func TestTurn(t *testing.T) {
@@ -207,7 +207,7 @@ func TestTurn(t *testing.T) {
 	if err != nil || v.Stop {
 		t.Errorf("the refused call must be left out of the step: %v %v", v, err)
 	}
-	if s := g.Summary(); s.Steps != 3 || s.ToolCalls != 3 || s.FailedToolCalls != 1 {
+	if s := testutil.Summary(t, g); s.Steps != 3 || s.ToolCalls != 3 || s.FailedToolCalls != 1 {
 		t.Errorf("summary = %+v", s)
 	}
 	if _, err := turn.End(ctx, guard.Step{}); !errors.Is(err, guard.ErrTurnEnded) {
@@ -252,8 +252,8 @@ func TestTurnParallelCallsAreOneStep(t *testing.T) {
 	}
 	wg.Wait()
 	v, _ := turn.End(ctx, guard.Step{})
-	if refusals != 6 || v.Stop || g.Summary().ToolCalls != 2 {
+	if refusals != 6 || v.Stop || testutil.Summary(t, g).ToolCalls != 2 {
 		b, _ := json.Marshal(v)
-		t.Errorf("8 identical parallel calls with threshold 3: %d refused (want 6), verdict %s, %d recorded (want 2)", refusals, b, g.Summary().ToolCalls)
+		t.Errorf("8 identical parallel calls with threshold 3: %d refused (want 6), verdict %s, %d recorded (want 2)", refusals, b, testutil.Summary(t, g).ToolCalls)
 	}
 }

@@ -96,7 +96,7 @@ type Call struct {
 	// a retry, or an edit only re-indented.
 	Retry canonical.Sum
 	// Ignored reports whether the tool is one the guard ignores
-	// ([Options.Ignore]): such a call is no pattern, no progress and no
+	// ([Config.Ignore]): such a call is no pattern, no progress and no
 	// use of a cap.
 	Ignored bool
 

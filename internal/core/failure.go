@@ -12,7 +12,7 @@ import (
 )
 
 // failWhen marks results as failures by their text. It is built once, in
-// New, from Options.FailWhen and ToolOptions.FailWhen.
+// New, from Config.FailWhen and ToolConfig.FailWhen.
 type failWhen struct {
 	all   []*regexp.Regexp
 	tools map[string][]*regexp.Regexp // per tool, including all

@@ -9,11 +9,12 @@ import (
 
 	"github.com/loopguard/loopguard/canonical"
 	guard "github.com/loopguard/loopguard/internal/core"
+	"github.com/loopguard/loopguard/internal/testutil"
 )
 
 // failureOf returns the failure signature and the failed flag the guard
 // computes for one call.
-func failureOf(t *testing.T, o guard.Options, c guard.ToolCall) (canonical.Sum, bool) {
+func failureOf(t *testing.T, o guard.Config, c guard.ToolCall) (canonical.Sum, bool) {
 	t.Helper()
 	var sum canonical.Sum
 	var failed bool
@@ -22,7 +23,7 @@ func failureOf(t *testing.T, o guard.Options, c guard.ToolCall) (canonical.Sum, 
 		sum, failed = f.Calls[0].Failure, f.Calls[0].Failed
 		return false
 	}
-	mustNew(t, o, p).Check(guard.Step{ToolCalls: []guard.ToolCall{c}})
+	testutil.Check(t, mustNew(t, o, p), guard.Step{ToolCalls: []guard.ToolCall{c}})
 	return sum, failed
 }
 
@@ -108,8 +109,8 @@ func TestFailureSignatures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sa, fa := failureOf(t, guard.Options{}, tt.a)
-			sb, fb := failureOf(t, guard.Options{}, tt.b)
+			sa, fa := failureOf(t, guard.Config{}, tt.a)
+			sb, fb := failureOf(t, guard.Config{}, tt.b)
 			if !fa || !fb || sa == (canonical.Sum{}) || sb == (canonical.Sum{}) {
 				t.Fatalf("failed %v %v, sums %v %v: want both failed with a signature", fa, fb, sa, sb)
 			}
@@ -126,7 +127,7 @@ func quote(s string) string {
 }
 
 func TestFailWhen(t *testing.T) {
-	o := guard.Options{
+	o := guard.Config{
 		FailWhen: []string{`^ERROR:`},
 		Tools:    map[string]guard.ToolOptions{"bash": {FailWhen: []string{`<returncode>[1-9]`}}},
 	}
@@ -152,15 +153,15 @@ func TestFailWhen(t *testing.T) {
 		}
 	}
 	g := mustNew(t, o)
-	g.Check(guard.Step{ToolCalls: []guard.ToolCall{{Name: "search", Result: "ERROR: x"}, {Name: "search", Result: "ok"}}})
-	if s := g.Summary(); s.FailedToolCalls != 1 {
+	testutil.Check(t, g, guard.Step{ToolCalls: []guard.ToolCall{{Name: "search", Result: "ERROR: x"}, {Name: "search", Result: "ok"}}})
+	if s := testutil.Summary(t, g); s.FailedToolCalls != 1 {
 		t.Errorf("FailedToolCalls = %d, want 1", s.FailedToolCalls)
 	}
 }
 
 func TestFailWhenErrors(t *testing.T) {
-	_, err := guard.Options{FailWhen: []string{"ok", "(", "x"},
-		Tools: map[string]guard.ToolOptions{"b": {FailWhen: []string{"[a"}}, "a": {FailWhen: []string{"fine"}}}}.New()
+	_, err := guard.New(guard.Config{FailWhen: []string{"ok", "(", "x"},
+		Tools: map[string]guard.ToolOptions{"b": {FailWhen: []string{"[a"}}, "a": {FailWhen: []string{"fine"}}}})
 	if !errors.Is(err, guard.ErrInvalidOption) {
 		t.Fatalf("err = %v, want an invalid option", err)
 	}
@@ -177,32 +178,32 @@ func TestFailWhenErrors(t *testing.T) {
 }
 
 func TestFailWhenFingerprint(t *testing.T) {
-	g := mustNew(t, guard.Options{FailWhen: []string{"^ERROR"}})
-	data, err := g.Snapshot(guard.SnapshotOptions{})
+	g := mustNew(t, guard.Config{FailWhen: []string{"^ERROR"}})
+	data, err := g.Snapshot(t.Context(), guard.SnapshotOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := (guard.Options{}).Restore(data); !errors.Is(err, guard.ErrOptionsChanged) {
+	if _, err := guard.Restore(data, guard.Config{}); !errors.Is(err, guard.ErrOptionsChanged) {
 		t.Errorf("restored without FailWhen: %v, want ErrOptionsChanged", err)
 	}
-	if _, err := (guard.Options{FailWhen: []string{"^ERROR"}}).Restore(data); err != nil {
+	if _, err := guard.Restore(data, guard.Config{FailWhen: []string{"^ERROR"}}); err != nil {
 		t.Errorf("restored with the same FailWhen: %v", err)
 	}
 	// Any pattern that matches marks a failure, so their order and
 	// repeats change nothing: a list in another order restores.
-	two := guard.Options{FailWhen: []string{"^ERROR", "exit code [1-9]"},
+	two := guard.Config{FailWhen: []string{"^ERROR", "exit code [1-9]"},
 		Tools: map[string]guard.ToolOptions{"bash": {FailWhen: []string{"a", "b"}}}}
-	data, err = mustNew(t, two).Snapshot(guard.SnapshotOptions{})
+	data, err = mustNew(t, two).Snapshot(t.Context(), guard.SnapshotOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	reordered := guard.Options{FailWhen: []string{"exit code [1-9]", "^ERROR", "^ERROR"},
+	reordered := guard.Config{FailWhen: []string{"exit code [1-9]", "^ERROR", "^ERROR"},
 		Tools: map[string]guard.ToolOptions{"bash": {FailWhen: []string{"b", "a"}}}}
-	if _, err := reordered.Restore(data); err != nil {
+	if _, err := guard.Restore(data, reordered); err != nil {
 		t.Errorf("restored with the same patterns in another order: %v", err)
 	}
-	other := guard.Options{FailWhen: []string{"^ERROR"}, Tools: two.Tools}
-	if _, err := other.Restore(data); !errors.Is(err, guard.ErrOptionsChanged) {
+	other := guard.Config{FailWhen: []string{"^ERROR"}, Tools: two.Tools}
+	if _, err := guard.Restore(data, other); !errors.Is(err, guard.ErrOptionsChanged) {
 		t.Errorf("restored with a pattern fewer: %v, want ErrOptionsChanged", err)
 	}
 }
@@ -218,20 +219,20 @@ func TestRefusedFacts(t *testing.T) {
 		}
 		return false
 	}
-	g := mustNew(t, guard.Options{}, p)
+	g := mustNew(t, guard.Config{}, p)
 	call := guard.ToolCall{Name: "search", Args: raw(`{"q":"x"}`)}
-	g.Check(guard.Step{Refused: []guard.ToolCall{call, {Name: "open", Args: raw(`{}`)}}})
-	g.Check(guard.Step{ToolCalls: []guard.ToolCall{call}})
+	testutil.Check(t, g, guard.Step{Refused: []guard.ToolCall{call, {Name: "open", Args: raw(`{}`)}}})
+	testutil.Check(t, g, guard.Step{ToolCalls: []guard.ToolCall{call}})
 	if diff := cmp.Diff([]string{"search", "open"}, got); diff != "" {
 		t.Errorf("refused tools (-want +got):\n%s", diff)
 	}
 	var ran canonical.Sum
 	p.stopWhen = func(f *guard.Facts) bool { ran = f.Calls[0].Key; return false }
-	g.Check(guard.Step{ToolCalls: []guard.ToolCall{call}})
+	testutil.Check(t, g, guard.Step{ToolCalls: []guard.ToolCall{call}})
 	if keys[0] != ran {
 		t.Error("a refused call's key differs from the same call's key when it runs")
 	}
-	if s := g.Summary(); s.ToolCalls != 2 {
+	if s := testutil.Summary(t, g); s.ToolCalls != 2 {
 		t.Errorf("ToolCalls = %d: refused calls must not count as calls", s.ToolCalls)
 	}
 }

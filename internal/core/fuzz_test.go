@@ -21,42 +21,43 @@ func FuzzRestore(f *testing.F) {
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		clock := &testutil.Clock{T: time.Unix(1_700_000_000, 0)}
-		opts := guard.Options{Ignore: []string{"think"}}
-		r, err := opts.Restore(data, allDetectors(t, clock)...)
+		opts := guard.Config{Ignore: []string{"think"}}
+		r, err := guard.Restore(data, withRules(opts, allDetectors(t, clock)...))
 		if err != nil {
 			return
 		}
 		// What Restore accepts is what Snapshot writes: the counters agree,
 		// and saving at once gives a snapshot that restores to the same.
-		s := r.Summary()
+		s := testutil.Summary(t, r)
 		if s.Steps < 0 || s.ToolCalls < 0 || s.FailedToolCalls < 0 || s.FailedToolCalls > s.ToolCalls {
 			t.Fatalf("restored impossible counters %+v", s)
 		}
-		first, err := r.Snapshot(guard.SnapshotOptions{})
+		first, err := r.Snapshot(t.Context(), guard.SnapshotOptions{})
 		if err != nil {
 			t.Fatalf("snapshot of a restored guard: %v", err)
 		}
-		r2, err := opts.Restore(first, allDetectors(t, clock)...)
+		r2, err := guard.Restore(first, withRules(opts, allDetectors(t, clock)...))
 		if err != nil {
 			t.Fatalf("Restore accepted\n%s\nbut not the restored guard's own snapshot: %v\n%s", data, err, first)
 		}
-		if second, _ := r2.Snapshot(guard.SnapshotOptions{}); !bytes.Equal(first, second) {
+		if second, _ := r2.Snapshot(t.Context(), guard.SnapshotOptions{}); !bytes.Equal(first, second) {
 			t.Fatalf("a snapshot does not restore to itself:\n%s\n%s", first, second)
 		}
 		// A restored guard must work: check, preflight, save again, restore.
 		for i := range 4 {
-			r.Preflight(testutil.Q("x"), testutil.Call("read", `{"q":1}`))
-			r.Check(guard.Step{Text: "same", ToolCalls: []guard.ToolCall{testutil.Q("x"), testutil.Call("write", `{}`)},
+			testutil.Preflight(t, r, testutil.Q("x"), testutil.Call("read", `{"q":1}`))
+			testutil.Check(t, r, guard.Step{Text: "same", ToolCalls: []guard.ToolCall{testutil.Q("x"), testutil.Call("write", `{}`)},
 				Usage: guard.Usage{TotalTokens: int64(i)}})
+
 		}
-		again, err := r.Snapshot(guard.SnapshotOptions{})
+		again, err := r.Snapshot(t.Context(), guard.SnapshotOptions{})
 		if err != nil {
 			t.Fatalf("snapshot of a restored guard: %v", err)
 		}
 		if !json.Valid(again) {
 			t.Fatalf("invalid snapshot: %s", again)
 		}
-		if _, err := opts.Restore(again, allDetectors(t, clock)...); err != nil {
+		if _, err := guard.Restore(again, withRules(opts, allDetectors(t, clock)...)); err != nil {
 			t.Fatalf("Restore accepted\n%s\nbut not the snapshot of the guard 4 steps later: %v\n%s", data, err, again)
 		}
 	})
@@ -65,22 +66,22 @@ func FuzzRestore(f *testing.F) {
 // addRestoreSeeds adds real snapshots, and hostile edits of one, as seeds.
 func addRestoreSeeds(f *testing.F) {
 	clock := &testutil.Clock{T: time.Unix(1_700_000_000, 0)}
-	g, err := guard.Options{Ignore: []string{"think"}}.New(allDetectors(f, clock)...)
+	g, err := guard.New(withRules(guard.Config{Ignore: []string{"think"}}, allDetectors(f, clock)...))
 	if err != nil {
 		f.Fatal(err)
 	}
 	for i := range 12 {
-		seed, err := g.Snapshot(guard.SnapshotOptions{Previews: i%5 != 4})
+		seed, err := g.Snapshot(f.Context(), guard.SnapshotOptions{Previews: i%5 != 4})
 		if err != nil {
 			f.Fatal(err)
 		}
 		f.Add(seed)
-		g.Check(bigStep(i % 4))
-		g.Check(guard.Step{Text: "same", ToolCalls: []guard.ToolCall{testutil.Call("write", `{}`), testutil.Q("x")}})
+		testutil.Check(f, g, bigStep(i%4))
+		testutil.Check(f, g, guard.Step{Text: "same", ToolCalls: []guard.ToolCall{testutil.Call("write", `{}`), testutil.Q("x")}})
 	}
-	def, _ := guard.New(detector.Defaults()...)
-	def.Check(bigStep(1))
-	seed, _ := def.Snapshot(guard.SnapshotOptions{})
+	def, _ := guard.New(guard.Config{Rules: detector.Defaults()})
+	testutil.Check(f, def, bigStep(1))
+	seed, _ := def.Snapshot(f.Context(), guard.SnapshotOptions{})
 	f.Add(seed)
 	// Hostile seeds of issue 12: counts at their largest, keys in
 	// another case, states that contradict the counters.
@@ -95,6 +96,12 @@ func addRestoreSeeds(f *testing.F) {
 	} {
 		f.Add(bytes.Replace(seed, []byte(edit[0]), []byte(edit[1]), 1))
 	}
+	// A first stop, and malformed ones.
+	for _, fs := range []string{`{"step":0,"reason":"r","code":"C","detector":"d"}`,
+		`{"step":-1,"reason":"r","code":"C"}`, `{"step":0,"reason":"r","code":""}`, `[]`,
+		`{"step":0,"step":0,"reason":"r","code":"C"}`} {
+		f.Add(bytes.Replace(seed, []byte(`"detectors":`), []byte(`"firstStop":`+fs+`,"detectors":`), 1))
+	}
 	f.Add([]byte(`{"version":1}`))
 	f.Add([]byte(`null`))
 }
@@ -107,9 +114,9 @@ func FuzzRestoreAgreesWithReference(f *testing.F) {
 	addRestoreSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		clock := &testutil.Clock{T: time.Unix(1_700_000_000, 0)}
-		opts := guard.Options{Ignore: []string{"think"}}
-		got, err := opts.Restore(data, allDetectors(t, clock)...)
-		want, werr := guard.ReferenceRestore(opts, data, allDetectors(t, clock)...)
+		opts := guard.Config{Ignore: []string{"think"}}
+		got, err := guard.Restore(data, withRules(opts, allDetectors(t, clock)...))
+		want, werr := guard.ReferenceRestore(data, withRules(opts, allDetectors(t, clock)...))
 		if (err == nil) != (werr == nil) {
 			t.Fatalf("Restore: %v\nthe reference: %v\nsnapshot: %q", err, werr, data)
 		}
@@ -119,8 +126,8 @@ func FuzzRestoreAgreesWithReference(f *testing.F) {
 			}
 			return
 		}
-		a, _ := got.Snapshot(guard.SnapshotOptions{Previews: true})
-		b, _ := want.Snapshot(guard.SnapshotOptions{Previews: true})
+		a, _ := got.Snapshot(t.Context(), guard.SnapshotOptions{Previews: true})
+		b, _ := want.Snapshot(t.Context(), guard.SnapshotOptions{Previews: true})
 		if !bytes.Equal(a, b) {
 			t.Fatalf("restored differently:\n%s\n%s", a, b)
 		}

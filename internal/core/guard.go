@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/loopguard/loopguard/canonical"
+	"github.com/loopguard/loopguard/internal/ring"
 )
 
 // A Config is what a guard is built from: its rules and the options that
@@ -52,7 +53,7 @@ type Config struct {
 
 	// Key, when set, replaces a call's arguments by what it returns before
 	// they are hashed (after DropArgs), for every tool without a
-	// ToolOptions.Key of its own. It must be deterministic, and safe to
+	// ToolConfig.Key of its own. It must be deterministic, and safe to
 	// call from several goroutines at once: calls are hashed before the
 	// guard's lock is taken. Functions are not part of the fingerprint:
 	// restore a snapshot with the same ones.
@@ -68,15 +69,14 @@ type Config struct {
 	// non-zero exit code ("<returncode>[1-9]"), an MCP isError text. The
 	// text of a string result is the string; of any other result, its JSON.
 	// A call with an error (ToolCall.Err) fails whatever its result.
-	// ToolOptions.FailWhen adds patterns per tool.
+	// ToolConfig.FailWhen adds patterns per tool.
 	FailWhen []string
 
 	// Observer, when set, is told of every verdict of Check and every
 	// decision of Preflight, so that stops and warnings reach logs and
 	// metrics without wrapper code. It is called after the guard's lock is
-	// released, on the goroutine that called Check or Preflight, with the
-	// context of CheckContext or PreflightContext (context.Background()
-	// otherwise). A panic in it is recovered and dropped. One that blocks
+	// released, on the goroutine that called Check or Preflight, with
+	// its context. A panic in it is recovered and dropped. One that blocks
 	// holds up only that call, never other callers of the guard; hand
 	// slow work to a goroutine of your own.
 	Observer func(ctx context.Context, e Event)
@@ -88,7 +88,7 @@ type Config struct {
 	AllowLimitChanges bool
 }
 
-// A Guard watches one run. Create it with [New] or [Options.New]; restore a
+// A Guard watches one run. Create it with [New]; restore a
 // saved one with [Restore]. Its methods are safe for concurrent use.
 type Guard struct {
 	mu     sync.Mutex
@@ -113,8 +113,7 @@ type Guard struct {
 	totals                        Totals
 	last                          Verdict
 	hasLast                       bool
-	history                       []Step // ring of at most opts.History steps
-	histNext                      int
+	history                       ring.Ring[Step] // at most opts.History steps, grown as they come
 
 	// The calls StartCall allowed that have not finished, in start order;
 	// runMu is taken before mu, never after.
@@ -186,7 +185,7 @@ func New(cfg Config) (*Guard, error) {
 	o.FailWhen = slices.Clone(o.FailWhen)
 	o.Tools = maps.Clone(o.Tools)
 	g := &Guard{opts: o, ignore: ignore, keys: newKeyer(&o), fails: fails, rules: rules,
-		names: make([]string, len(rules))}
+		names: make([]string, len(rules)), history: ring.NewGrowing[Step](o.History)}
 	for i, r := range rules {
 		g.names[i] = r.Name()
 	}
@@ -248,7 +247,11 @@ func (g *Guard) Check(ctx context.Context, s Step) (Verdict, error) {
 	)
 	if g.b != nil {
 		var err error
-		if v, step, err = g.b.Record(ctx, s); err != nil {
+		// Copies of the step's slices, so that they do not escape: the step
+		// of a guard in memory stays on its caller's stack.
+		st := s
+		st.ToolCalls, st.Refused = slices.Clone(s.ToolCalls), slices.Clone(s.Refused)
+		if v, step, err = g.b.Record(ctx, st); err != nil {
 			return Verdict{}, err
 		}
 	} else {
@@ -361,7 +364,9 @@ func (g *Guard) Preflight(ctx context.Context, calls ...ToolCall) (Decision, err
 	)
 	if g.b != nil {
 		var err error
-		if d, step, err = g.b.Preflight(ctx, calls); err != nil {
+		// A copy, so that calls does not escape: the variadic slice of a
+		// guard in memory stays on its caller's stack.
+		if d, step, err = g.b.Preflight(ctx, slices.Clone(calls)); err != nil {
 			return Decision{}, err
 		}
 	} else {
@@ -536,22 +541,15 @@ func appendWarnings(dst, ws []Warning, name string) []Warning {
 
 // remember adds a step to the history ring.
 func (g *Guard) remember(s Step) {
-	if len(g.history) < g.opts.History {
-		g.history = append(g.history, s)
-		return
-	}
-	g.history[g.histNext] = s
-	g.histNext = (g.histNext + 1) % len(g.history)
+	g.history.Push(s)
 }
 
 // History returns copies of the newest raw steps, oldest first: at most
-// [Options.History] of them, none after a restore or a reset.
+// [Config.History] of them, none after a restore or a reset.
 func (g *Guard) History() []Step {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	out := make([]Step, 0, len(g.history))
-	out = append(out, g.history[g.histNext:]...)
-	return append(out, g.history[:g.histNext]...)
+	return g.history.AppendTo(make([]Step, 0, g.history.Len()))
 }
 
 // Reset forgets the run and keeps the configuration: step indexes start
@@ -573,7 +571,7 @@ func (g *Guard) reset() {
 	g.totals = Totals{}
 	g.last, g.hasLast = Verdict{}, false
 	g.first = nil
-	g.history, g.histNext = nil, 0
+	g.history = ring.NewGrowing[Step](g.opts.History) // drops the steps' memory
 	if err := g.freshStates(); err != nil {
 		// New made a state of every rule already: a rule that fails now
 		// breaks its own contract. Keep no state of the old run.

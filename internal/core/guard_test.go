@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,21 +15,39 @@ import (
 
 	"github.com/loopguard/loopguard/canonical"
 	guard "github.com/loopguard/loopguard/internal/core"
+	"github.com/loopguard/loopguard/internal/testutil"
+	"github.com/loopguard/loopguard/rule"
 )
 
-// probe is a detector for tests: it records the facts it sees and stops
-// when told to.
+// probe is a rule for tests: its states record the facts they see and stop
+// when told to. A probe serves one guard at a time: last is the state it
+// made last, for the test to read.
 type probe struct {
 	name     string
 	prio     int
 	opts     any
-	seen     []seenFacts
 	stopWhen func(f *guard.Facts) bool
 	warn     bool
-	verdict  guard.Verdict
 	refuse   bool
-	count    int
+	last     *probeState
 }
+
+// probeState is a probe's state of one run.
+type probeState struct {
+	p       *probe
+	seen    []seenFacts
+	verdict guard.Verdict
+	count   int
+}
+
+var (
+	_ guard.Rule = (*probe)(nil)
+	_ rule.Saver = (*probeState)(nil)
+	_ rule.State = (*probeState)(nil)
+)
+
+// st returns the probe's last state.
+func (p *probe) st() *probeState { return p.last }
 
 // seenFacts is what a probe copies out of the facts it is given.
 type seenFacts struct {
@@ -71,29 +90,34 @@ func copyFacts(f *guard.Facts) seenFacts {
 func (p *probe) Name() string  { return p.name }
 func (p *probe) Priority() int { return p.prio }
 func (p *probe) Options() any  { return p.opts }
-func (p *probe) Observe(f *guard.Facts) {
+func (p *probe) NewState() guard.State {
+	p.last = &probeState{p: p}
+	return p.last
+}
+func (s *probeState) Observe(f *guard.Facts) {
+	p := s
 	p.seen = append(p.seen, copyFacts(f))
 	p.count++
 	p.verdict = guard.Verdict{}
-	if p.stopWhen != nil && p.stopWhen(f) {
-		p.verdict = guard.Verdict{Stop: true, Detail: p.name + " stops", Evidence: map[string]any{"count": p.count}}
+	if p.p.stopWhen != nil && p.p.stopWhen(f) {
+		p.verdict = guard.Verdict{Stop: true, Detail: p.p.name + " stops", Evidence: map[string]any{"count": p.count}}
 	}
-	if p.warn {
-		p.verdict.Warnings = []guard.Warning{{Code: "PROBE_WARNING", Detail: p.name}}
+	if p.p.warn {
+		p.verdict.Warnings = []guard.Warning{{Code: "PROBE_WARNING", Detail: p.p.name}}
 	}
 }
-func (p *probe) Verdict() guard.Verdict { return p.verdict }
-func (p *probe) Preflight(f *guard.Facts) guard.Verdict {
-	p.seen = append(p.seen, copyFacts(f))
-	if p.refuse {
-		return guard.Verdict{Stop: true, Reason: "probe", Code: "PROBE", Detail: p.name}
+func (s *probeState) Verdict() guard.Verdict { return s.verdict }
+func (s *probeState) Preflight(f *guard.Facts) guard.Verdict {
+	s.seen = append(s.seen, copyFacts(f))
+	if s.p.refuse {
+		return guard.Verdict{Stop: true, Reason: "probe", Code: "PROBE", Detail: s.p.name}
 	}
 	return guard.Verdict{}
 }
-func (p *probe) Snapshot(guard.SnapshotOptions) ([]byte, error) {
-	return json.Marshal(map[string]int{"count": p.count})
+func (s *probeState) Snapshot(guard.SnapshotOptions) ([]byte, error) {
+	return json.Marshal(map[string]int{"count": s.count})
 }
-func (p *probe) Restore(state []byte) error {
+func (p *probeState) Restore(state []byte) error {
 	var s *struct {
 		Count int `json:"count"`
 	}
@@ -110,15 +134,76 @@ func (p *probe) Restore(state []byte) error {
 	p.count = s.Count
 	return nil
 }
-func (p *probe) Reset() { p.count, p.seen, p.verdict = 0, nil, guard.Verdict{} }
-
-func mustNew(t *testing.T, o guard.Options, ds ...guard.Detector) *guard.Guard {
+func mustNew(t *testing.T, o guard.Config, rs ...guard.Rule) *guard.Guard {
 	t.Helper()
-	g, err := o.New(ds...)
+	g, err := guard.New(withRules(o, rs...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return g
+}
+
+// withRules returns cfg with the rules rs.
+func withRules(cfg guard.Config, rs ...guard.Rule) guard.Config {
+	cfg.Rules = rs
+	return cfg
+}
+
+// startCall is g.StartCall; it fails t on an error.
+func startCall(t testing.TB, ctx context.Context, g *guard.Guard, call guard.ToolCall) (*guard.Running, guard.Decision) {
+	t.Helper()
+	r, d, err := g.StartCall(ctx, call)
+	if err != nil {
+		t.Fatalf("StartCall: %v", err)
+	}
+	return r, d
+}
+
+// finishCall is r.Finish; it fails t on an error.
+func finishCall(t testing.TB, ctx context.Context, r *guard.Running, result any, callErr error) guard.Verdict {
+	t.Helper()
+	v, err := r.Finish(ctx, result, callErr)
+	if err != nil {
+		t.Fatalf("Finish: %v", err)
+	}
+	return v
+}
+
+// fataler is what the helpers of property tests need of a *rapid.T (which
+// is no testing.TB) or a *testing.T.
+type fataler interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+// rcheck is g.Check for property tests; it fails t on an error.
+func rcheck(t fataler, g *guard.Guard, s guard.Step) guard.Verdict {
+	t.Helper()
+	v, err := g.Check(context.Background(), s)
+	if err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	return v
+}
+
+// rpreflight is g.Preflight for property tests; it fails t on an error.
+func rpreflight(t fataler, g *guard.Guard, calls ...guard.ToolCall) guard.Decision {
+	t.Helper()
+	d, err := g.Preflight(context.Background(), calls...)
+	if err != nil {
+		t.Fatalf("Preflight: %v", err)
+	}
+	return d
+}
+
+// rsummary is g.Summary for property tests; it fails t on an error.
+func rsummary(t fataler, g *guard.Guard) guard.Summary {
+	t.Helper()
+	s, err := g.Summary(context.Background())
+	if err != nil {
+		t.Fatalf("Summary: %v", err)
+	}
+	return s
 }
 
 func raw(s string) json.RawMessage { return json.RawMessage(s) }
@@ -126,21 +211,21 @@ func raw(s string) json.RawMessage { return json.RawMessage(s) }
 func TestNewRejectsBadDetectors(t *testing.T) {
 	tests := []struct {
 		name string
-		ds   []guard.Detector
+		ds   []guard.Rule
 		want []error
 	}{
-		{"nil", []guard.Detector{nil}, []error{guard.ErrNilDetector}},
-		{"empty name", []guard.Detector{&probe{name: ""}}, []error{guard.ErrInvalidName}},
-		{"digit first", []guard.Detector{&probe{name: "1abc"}}, []error{guard.ErrInvalidName}},
-		{"space", []guard.Detector{&probe{name: "a b"}}, []error{guard.ErrInvalidName}},
-		{"too long", []guard.Detector{&probe{name: strings.Repeat("a", 65)}}, []error{guard.ErrInvalidName}},
-		{"duplicate", []guard.Detector{&probe{name: "a"}, &probe{name: "a"}}, []error{guard.ErrDuplicateName}},
-		{"all at once", []guard.Detector{nil, &probe{name: "-x"}, &probe{name: "a"}, &probe{name: "a"}},
+		{"nil", []guard.Rule{nil}, []error{guard.ErrNilDetector}},
+		{"empty name", []guard.Rule{&probe{name: ""}}, []error{guard.ErrInvalidName}},
+		{"digit first", []guard.Rule{&probe{name: "1abc"}}, []error{guard.ErrInvalidName}},
+		{"space", []guard.Rule{&probe{name: "a b"}}, []error{guard.ErrInvalidName}},
+		{"too long", []guard.Rule{&probe{name: strings.Repeat("a", 65)}}, []error{guard.ErrInvalidName}},
+		{"duplicate", []guard.Rule{&probe{name: "a"}, &probe{name: "a"}}, []error{guard.ErrDuplicateName}},
+		{"all at once", []guard.Rule{nil, &probe{name: "-x"}, &probe{name: "a"}, &probe{name: "a"}},
 			[]error{guard.ErrNilDetector, guard.ErrInvalidName, guard.ErrDuplicateName}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := guard.New(tt.ds...)
+			_, err := guard.New(guard.Config{Rules: tt.ds})
 			if err == nil {
 				t.Fatal("New succeeded")
 			}
@@ -155,7 +240,7 @@ func TestNewRejectsBadDetectors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := (guard.Options{History: -1}).New(); !errors.Is(err, guard.ErrInvalidOption) || !strings.Contains(err.Error(), "History") {
+	if _, err := guard.New(guard.Config{History: -1}); !errors.Is(err, guard.ErrInvalidOption) || !strings.Contains(err.Error(), "History") {
 		t.Errorf("History -1: got %v, want an invalid-option error naming History", err)
 	}
 	for _, name := range []string{"a", "Z", "repeat", "my-rule_2.v1/x", strings.Repeat("a", 64)} {
@@ -166,11 +251,11 @@ func TestNewRejectsBadDetectors(t *testing.T) {
 }
 
 func TestDetectorsOrderedByPriorityThenName(t *testing.T) {
-	g := mustNew(t, guard.Options{},
+	g := mustNew(t, guard.Config{},
 		&probe{name: "zeta", prio: 100}, &probe{name: "custom", prio: 1000},
 		&probe{name: "beta", prio: 400}, &probe{name: "alpha", prio: 400})
 	var got []string
-	for _, d := range g.Detectors() {
+	for _, d := range g.Rules() {
 		got = append(got, d.Name())
 	}
 	if diff := cmp.Diff([]string{"zeta", "alpha", "beta", "custom"}, got); diff != "" {
@@ -183,8 +268,8 @@ func TestFirstStopByPriorityWinsAndAllObserve(t *testing.T) {
 	late := &probe{name: "late", prio: 500, stopWhen: always, warn: true}
 	early := &probe{name: "early", prio: 100, stopWhen: always}
 	quiet := &probe{name: "quiet", prio: 50, warn: true}
-	g := mustNew(t, guard.Options{}, late, early, quiet)
-	v := g.Check(guard.Step{Text: "x"})
+	g := mustNew(t, guard.Config{}, late, early, quiet)
+	v := testutil.Check(t, g, guard.Step{Text: "x"})
 	want := guard.Verdict{
 		Stop: true, Reason: guard.ReasonCustom, Code: guard.CodeCustom, Detail: "early stops",
 		Evidence: map[string]any{"count": 1}, Detector: "early",
@@ -194,17 +279,17 @@ func TestFirstStopByPriorityWinsAndAllObserve(t *testing.T) {
 		t.Errorf("verdict (-want +got):\n%s", diff)
 	}
 	for _, p := range []*probe{late, early, quiet} {
-		if len(p.seen) != 1 {
-			t.Errorf("%s observed %d steps, want 1", p.name, len(p.seen))
+		if len(p.st().seen) != 1 {
+			t.Errorf("%s observed %d steps, want 1", p.name, len(p.st().seen))
 		}
 	}
 }
 
 func TestFactsOfAStep(t *testing.T) {
 	p := &probe{name: "p"}
-	g := mustNew(t, guard.Options{Ignore: []string{"think"}}, p)
+	g := mustNew(t, guard.Config{Ignore: []string{"think"}}, p)
 	long := `{"q":"` + strings.Repeat("é", 100) + `"}`
-	g.Check(guard.Step{
+	testutil.Check(t, g, guard.Step{
 		Text: "  Hello\t\n  WORLD  ",
 		ToolCalls: []guard.ToolCall{
 			{Name: "search", Args: raw(`{ "b": 2.0, "a": 1 }`), Result: "r1"},
@@ -215,8 +300,9 @@ func TestFactsOfAStep(t *testing.T) {
 		Usage:        guard.Usage{InputTokens: 10, OutputTokens: 5, CostUSD: math.NaN(), Duration: -time.Second},
 		Input:        "user said hi",
 	})
-	g.Check(guard.Step{Text: "hello world", Usage: guard.Usage{InputTokens: -3, OutputTokens: 1, TotalTokens: 100, CostUSD: 0.5, Duration: 1500 * time.Millisecond}})
-	s0, s1 := p.seen[0], p.seen[1]
+
+	testutil.Check(t, g, guard.Step{Text: "hello world", Usage: guard.Usage{InputTokens: -3, OutputTokens: 1, TotalTokens: 100, CostUSD: 0.5, Duration: 1500 * time.Millisecond}})
+	s0, s1 := p.st().seen[0], p.st().seen[1]
 
 	if s0.Keys[0] != s0.Keys[1] {
 		t.Error("the same arguments written two ways give different keys")
@@ -256,7 +342,7 @@ func TestFactsOfAStep(t *testing.T) {
 	if s0.Index != 0 || s1.Index != 1 || s1.Steps != 2 || !s1.StepPresent {
 		t.Errorf("indexes %d, %d, steps %d", s0.Index, s1.Index, s1.Steps)
 	}
-	sum := g.Summary()
+	sum := testutil.Summary(t, g)
 	if sum.Steps != 2 || sum.ToolCalls != 3 || sum.FailedToolCalls != 1 || sum.LastVerdict == nil {
 		t.Errorf("summary = %+v", sum)
 	}
@@ -264,33 +350,33 @@ func TestFactsOfAStep(t *testing.T) {
 
 func TestEmptyTextIsNoText(t *testing.T) {
 	p := &probe{name: "p"}
-	g := mustNew(t, guard.Options{}, p)
-	g.Check(guard.Step{Text: " \n\t "})
-	g.Check(guard.Step{})
-	if p.seen[0].HasText || p.seen[0].TextHash != p.seen[1].TextHash {
+	g := mustNew(t, guard.Config{}, p)
+	testutil.Check(t, g, guard.Step{Text: " \n\t "})
+	testutil.Check(t, g, guard.Step{})
+	if p.st().seen[0].HasText || p.st().seen[0].TextHash != p.st().seen[1].TextHash {
 		t.Error("blank text must be no text, and hash like the empty text")
 	}
 }
 
 func TestPreflightChangesNothing(t *testing.T) {
 	p := &probe{name: "p", refuse: true}
-	g := mustNew(t, guard.Options{History: 4}, p)
-	g.Check(guard.Step{ToolCalls: []guard.ToolCall{{Name: "a", Args: raw(`{}`), Result: "x"}}, Usage: guard.Usage{TotalTokens: 5}})
-	before, _ := g.Snapshot(guard.SnapshotOptions{})
-	sumBefore := g.Summary()
-	d := g.Preflight(guard.ToolCall{Name: "a", Args: raw(`{}`), Result: "ignored in preflight"})
+	g := mustNew(t, guard.Config{History: 4}, p)
+	testutil.Check(t, g, guard.Step{ToolCalls: []guard.ToolCall{{Name: "a", Args: raw(`{}`), Result: "x"}}, Usage: guard.Usage{TotalTokens: 5}})
+	before, _ := g.Snapshot(t.Context(), guard.SnapshotOptions{})
+	sumBefore := testutil.Summary(t, g)
+	d := testutil.Preflight(t, g, guard.ToolCall{Name: "a", Args: raw(`{}`), Result: "ignored in preflight"})
 	want := guard.Decision{Reason: "probe", Code: "PROBE", Detail: "p", Detector: "p"}
 	if diff := cmp.Diff(want, d); diff != "" {
 		t.Errorf("decision (-want +got):\n%s", diff)
 	}
-	after, _ := g.Snapshot(guard.SnapshotOptions{})
+	after, _ := g.Snapshot(t.Context(), guard.SnapshotOptions{})
 	if string(before) != string(after) {
 		t.Errorf("snapshot changed:\n%s\n%s", before, after)
 	}
-	if diff := cmp.Diff(sumBefore, g.Summary()); diff != "" {
+	if diff := cmp.Diff(sumBefore, testutil.Summary(t, g)); diff != "" {
 		t.Errorf("summary changed (-before +after):\n%s", diff)
 	}
-	pf := p.seen[len(p.seen)-1]
+	pf := p.st().seen[len(p.st().seen)-1]
 	if pf.Phase != guard.PhasePreflight || pf.Index != 1 || pf.Steps != 1 || pf.StepPresent || pf.Outcomes[0] != pf.Keys[0] {
 		t.Errorf("preflight facts = %+v", pf)
 	}
@@ -298,15 +384,15 @@ func TestPreflightChangesNothing(t *testing.T) {
 
 func TestFeedbackOptionAppliesToFaultsOnly(t *testing.T) {
 	var phases []guard.Phase
-	o := guard.Options{Feedback: func(v guard.Verdict, p guard.Phase) string {
+	o := guard.Config{Feedback: func(v guard.Verdict, p guard.Phase) string {
 		phases = append(phases, p)
 		return "custom text for " + v.Code
 	}}
 	g := mustNew(t, o, &probe{name: "p", refuse: true, stopWhen: func(*guard.Facts) bool { return true }})
-	if v := g.Check(guard.Step{}); v.Feedback != "custom text for CUSTOM" {
+	if v := testutil.Check(t, g, guard.Step{}); v.Feedback != "custom text for CUSTOM" {
 		t.Errorf("check feedback = %q", v.Feedback)
 	}
-	if d := g.Preflight(guard.ToolCall{Name: "x"}); d.Feedback != "custom text for PROBE" {
+	if d := testutil.Preflight(t, g, guard.ToolCall{Name: "x"}); d.Feedback != "custom text for PROBE" {
 		t.Errorf("preflight feedback = %q", d.Feedback)
 	}
 	if diff := cmp.Diff([]guard.Phase{guard.PhaseCheck, guard.PhasePreflight}, phases); diff != "" {
@@ -335,9 +421,9 @@ func TestIsFault(t *testing.T) {
 }
 
 func TestHistoryIsBounded(t *testing.T) {
-	g := mustNew(t, guard.Options{History: 3})
+	g := mustNew(t, guard.Config{History: 3})
 	for i := range 10 {
-		g.Check(guard.Step{Text: fmt.Sprint(i)})
+		testutil.Check(t, g, guard.Step{Text: fmt.Sprint(i)})
 	}
 	var got []string
 	for _, s := range g.History() {
@@ -346,11 +432,11 @@ func TestHistoryIsBounded(t *testing.T) {
 	if diff := cmp.Diff([]string{"7", "8", "9"}, got); diff != "" {
 		t.Errorf("history (-want +got):\n%s", diff)
 	}
-	g.Reset()
-	if len(g.History()) != 0 || g.Summary().Steps != 0 {
+	g.Reset(t.Context())
+	if len(g.History()) != 0 || testutil.Summary(t, g).Steps != 0 {
 		t.Error("Reset kept the run")
 	}
-	if h := mustNew(t, guard.Options{}).History(); len(h) != 0 {
+	if h := mustNew(t, guard.Config{}).History(); len(h) != 0 {
 		t.Error("history kept without being asked")
 	}
 }
@@ -415,9 +501,9 @@ func TestStepJSONRoundTrip(t *testing.T) {
 		t.Errorf("a NaN cost: %s, %v", b, err)
 	}
 	g1, g2 := &probe{name: "p"}, &probe{name: "p"}
-	mustNew(t, guard.Options{}, g1).Check(in)
-	mustNew(t, guard.Options{}, g2).Check(out)
-	if diff := cmp.Diff(g1.seen, g2.seen); diff != "" {
+	testutil.Check(t, mustNew(t, guard.Config{}, g1), in)
+	testutil.Check(t, mustNew(t, guard.Config{}, g2), out)
+	if diff := cmp.Diff(g1.st().seen, g2.st().seen); diff != "" {
 		t.Errorf("facts differ after a JSON round trip (-in +out):\n%s", diff)
 	}
 }
@@ -439,32 +525,32 @@ func TestVerdictJSON(t *testing.T) {
 
 func TestSnapshotRestore(t *testing.T) {
 	newProbe := func() *probe { return &probe{name: "p", opts: map[string]int{"n": 1}} }
-	g := mustNew(t, guard.Options{Ignore: []string{"think"}}, newProbe())
-	g.Check(guard.Step{ToolCalls: []guard.ToolCall{{Name: "a", Err: errors.New("x")}}, Usage: guard.Usage{TotalTokens: 7, Duration: time.Millisecond}})
-	g.Check(guard.Step{})
-	data, err := json.Marshal(g)
+	g := mustNew(t, guard.Config{Ignore: []string{"think"}}, newProbe())
+	testutil.Check(t, g, guard.Step{ToolCalls: []guard.ToolCall{{Name: "a", Err: errors.New("x")}}, Usage: guard.Usage{TotalTokens: 7, Duration: time.Millisecond}})
+	testutil.Check(t, g, guard.Step{})
+	data, err := g.Snapshot(t.Context(), guard.SnapshotOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := newProbe()
-	r, err := guard.Options{Ignore: []string{"think", "think"}}.Restore(data, p)
+	r, err := guard.Restore(data, guard.Config{Ignore: []string{"think", "think"}, Rules: []guard.Rule{p}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.count != 2 {
-		t.Errorf("restored probe count = %d, want 2", p.count)
+	if p.st().count != 2 {
+		t.Errorf("restored probe count = %d, want 2", p.st().count)
 	}
 	want := guard.Summary{Steps: 2, ToolCalls: 1, FailedToolCalls: 1, Totals: guard.Totals{TotalTokens: 7, Duration: time.Millisecond}}
-	if diff := cmp.Diff(want, r.Summary()); diff != "" {
+	if diff := cmp.Diff(want, testutil.Summary(t, r)); diff != "" {
 		t.Errorf("restored summary (-want +got):\n%s", diff)
 	}
-	r.Check(guard.Step{})
-	if p.seen[0].Index != 2 {
-		t.Errorf("step index after restore = %d, want 2", p.seen[0].Index)
+	testutil.Check(t, r, guard.Step{})
+	if p.st().seen[0].Index != 2 {
+		t.Errorf("step index after restore = %d, want 2", p.st().seen[0].Index)
 	}
 
 	other := &probe{name: "p", opts: map[string]int{"n": 2}}
-	_, err = guard.Options{Ignore: []string{"think"}}.Restore(data, other, &probe{name: "q"})
+	_, err = guard.Restore(data, guard.Config{Ignore: []string{"think"}, Rules: []guard.Rule{other, &probe{name: "q"}}})
 	var fe *guard.FingerprintError
 	if !errors.As(err, &fe) || !errors.Is(err, guard.ErrOptionsChanged) {
 		t.Fatalf("restore under other options: %v", err)
@@ -472,16 +558,16 @@ func TestSnapshotRestore(t *testing.T) {
 	if diff := cmp.Diff(&guard.FingerprintError{Changed: []string{"p"}, Extra: []string{"q"}}, fe); diff != "" {
 		t.Errorf("fingerprint error (-want +got):\n%s", diff)
 	}
-	_, err = guard.Restore(data)
+	_, err = guard.Restore(data, guard.Config{})
 	if !errors.As(err, &fe) || fmt.Sprint(fe.Changed, fe.Missing) != "[guard] [p]" {
 		t.Errorf("restore without the ignore option and the detector: %v", err)
 	}
 }
 
 func TestRestoreRejectsBadSnapshots(t *testing.T) {
-	g := mustNew(t, guard.Options{}, &probe{name: "p"})
-	g.Check(guard.Step{})
-	good, _ := g.Snapshot(guard.SnapshotOptions{})
+	g := mustNew(t, guard.Config{}, &probe{name: "p"})
+	testutil.Check(t, g, guard.Step{})
+	good, _ := g.Snapshot(t.Context(), guard.SnapshotOptions{})
 	replace := func(old, new string) string {
 		s := strings.Replace(string(good), old, new, 1)
 		if s == string(good) {
@@ -510,17 +596,17 @@ func TestRestoreRejectsBadSnapshots(t *testing.T) {
 		"null guard":    replace(`"guard":"`, `"guard":null,"x":"`),
 	}
 	for name, data := range bad {
-		if _, err := guard.Restore([]byte(data), &probe{name: "p"}); err == nil {
+		if _, err := guard.Restore([]byte(data), guard.Config{Rules: []guard.Rule{&probe{name: "p"}}}); err == nil {
 			t.Errorf("%s: restored %s", name, data)
 		}
 	}
-	if _, err := guard.Restore([]byte(replace(`"version":1`, `"version":1,"extra":{"a":[1]}`)), &probe{name: "p"}); err != nil {
+	if _, err := guard.Restore([]byte(replace(`"version":1`, `"version":1,"extra":{"a":[1]}`)), guard.Config{Rules: []guard.Rule{&probe{name: "p"}}}); err != nil {
 		t.Errorf("unknown keys must be ignored: %v", err)
 	}
 }
 
 func TestConcurrentUse(t *testing.T) {
-	g := mustNew(t, guard.Options{History: 2}, &probe{name: "p", stopWhen: func(f *guard.Facts) bool { return f.Index%7 == 0 }})
+	g := mustNew(t, guard.Config{History: 2}, &probe{name: "p", stopWhen: func(f *guard.Facts) bool { return f.Index%7 == 0 }})
 	var wg sync.WaitGroup
 	for w := range 8 {
 		wg.Add(1)
@@ -528,14 +614,14 @@ func TestConcurrentUse(t *testing.T) {
 			defer wg.Done()
 			for i := range 200 {
 				call := guard.ToolCall{Name: "t", Args: map[string]int{"w": w, "i": i}}
-				g.Preflight(call)
-				g.Check(guard.Step{ToolCalls: []guard.ToolCall{call}})
-				_ = g.Summary()
+				testutil.Preflight(t, g, call)
+				testutil.Check(t, g, guard.Step{ToolCalls: []guard.ToolCall{call}})
+				_ = testutil.Summary(t, g)
 			}
 		}()
 	}
 	wg.Wait()
-	if s := g.Summary(); s.Steps != 1600 || s.ToolCalls != 1600 {
+	if s := testutil.Summary(t, g); s.Steps != 1600 || s.ToolCalls != 1600 {
 		t.Errorf("summary after concurrent use = %+v", s)
 	}
 }

@@ -14,18 +14,18 @@ type ToolOptions struct {
 	// DropArgs lists top-level argument fields to leave out before the
 	// arguments are hashed, such as "request_id" or "timestamp": two calls
 	// that differ only in them are the same call. They add to
-	// Options.DropArgs.
+	// Config.DropArgs.
 	DropArgs []string
 
 	// Key, when set, replaces the tool's arguments by what it returns
-	// before they are hashed (after DropArgs). It overrides Options.Key.
+	// before they are hashed (after DropArgs). It overrides Config.Key.
 	// It must be deterministic and safe for concurrent use (see
-	// Options.Key); it is not part of the fingerprint.
+	// Config.Key); it is not part of the fingerprint.
 	Key func(args any) any
 
 	// FailWhen lists regular expressions (RE2 syntax) that mark a result
 	// of this tool as a failure when one matches its text. They add to
-	// Options.FailWhen.
+	// Config.FailWhen.
 	FailWhen []string
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/loopguard/loopguard/detector"
 	guard "github.com/loopguard/loopguard/internal/core"
+	"github.com/loopguard/loopguard/internal/testutil"
 )
 
 // TestFactsOutsideTheLock: a step's hashing holds up no other caller. A key
@@ -18,28 +19,28 @@ import (
 // another Check, a Preflight or a Summary of the same guard.
 func TestFactsOutsideTheLock(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
-	opts := guard.Options{Tools: map[string]guard.ToolOptions{"slow": {Key: func(args any) any {
+	opts := guard.Config{Tools: map[string]guard.ToolOptions{"slow": {Key: func(args any) any {
 		entered <- struct{}{}
 		<-release
 		return args
 	}}}}
-	g, err := opts.New(detector.Defaults()...)
+	g, err := guard.New(withRules(opts, detector.Defaults()...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	slowDone := make(chan struct{})
 	go func() {
 		defer close(slowDone)
-		g.Check(guard.Step{ToolCalls: []guard.ToolCall{{Name: "slow", Args: json.RawMessage(`{}`)}}})
+		testutil.Check(t, g, guard.Step{ToolCalls: []guard.ToolCall{{Name: "slow", Args: json.RawMessage(`{}`)}}})
 	}()
 	<-entered // the slow call is being hashed
 
 	others := make(chan struct{})
 	go func() {
 		defer close(others)
-		g.Check(guard.Step{ToolCalls: []guard.ToolCall{{Name: "fast", Args: json.RawMessage(`{}`)}}})
-		g.Preflight(guard.ToolCall{Name: "fast"})
-		g.Summary()
+		testutil.Check(t, g, guard.Step{ToolCalls: []guard.ToolCall{{Name: "fast", Args: json.RawMessage(`{}`)}}})
+		testutil.Preflight(t, g, guard.ToolCall{Name: "fast"})
+		testutil.Summary(t, g)
 	}()
 	select {
 	case <-others:
@@ -49,7 +50,7 @@ func TestFactsOutsideTheLock(t *testing.T) {
 	close(release)
 	<-slowDone
 	<-others
-	if s := g.Summary(); s.Steps != 2 {
+	if s := testutil.Summary(t, g); s.Steps != 2 {
 		t.Errorf("steps = %d, want 2", s.Steps)
 	}
 }
@@ -64,7 +65,7 @@ type bigArgs struct {
 // TestNoReferenceAfterCheck: once Check (or Preflight) returns, the guard
 // holds nothing of the caller's step: a 100 MB argument is collectable.
 func TestNoReferenceAfterCheck(t *testing.T) {
-	g, err := guard.New(detector.Defaults()...)
+	g, err := guard.New(guard.Config{Rules: detector.Defaults()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,20 +75,20 @@ func TestNoReferenceAfterCheck(t *testing.T) {
 		call := guard.ToolCall{Name: "search", Args: args, Result: strings.Repeat("r", 10)}
 		switch how {
 		case "Check":
-			g.Check(guard.Step{Text: "t", ToolCalls: []guard.ToolCall{call}})
+			testutil.Check(t, g, guard.Step{Text: "t", ToolCalls: []guard.ToolCall{call}})
 		case "Preflight":
-			g.Preflight(call)
+			testutil.Preflight(t, g, call)
 		case "Check of a stop":
-			v := g.Check(guard.Step{ToolCalls: []guard.ToolCall{call, call, call}})
+			v := testutil.Check(t, g, guard.Step{ToolCalls: []guard.ToolCall{call, call, call}})
 			if !v.Stop {
 				t.Fatalf("three same calls: %s", guard.Explain(v))
 			}
-			g.Reset()
+			g.Reset(t.Context())
 		case "Turn":
 			turn := g.Begin()
 			turn.Run(t.Context(), call, func(ctx context.Context) (any, error) { return "ok", nil })
 			turn.End(t.Context(), guard.Step{})
-			g.Reset()
+			g.Reset(t.Context())
 		}
 		call, args = guard.ToolCall{}, nil
 		runtime.GC()
@@ -180,12 +181,12 @@ func TestGuardCollectedAfterOneGC(t *testing.T) {
 	const n = 8
 	var ws [n]weak.Pointer[guard.Guard]
 	for i := range n {
-		g, err := guard.New(detector.Defaults()...)
+		g, err := guard.New(guard.Config{Rules: detector.Defaults()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		g.Check(guard.Step{Text: "t", ToolCalls: []guard.ToolCall{{Name: "search", Args: map[string]any{"q": i}}}})
-		g.Preflight(guard.ToolCall{Name: "search"})
+		testutil.Check(t, g, guard.Step{Text: "t", ToolCalls: []guard.ToolCall{{Name: "search", Args: map[string]any{"q": i}}}})
+		testutil.Preflight(t, g, guard.ToolCall{Name: "search"})
 		ws[i] = weak.Make(g)
 	}
 	runtime.GC()

@@ -17,9 +17,9 @@ import (
 
 // countingKey returns options whose key function counts how often the guard
 // hashes a call's arguments, and the counter.
-func countingKey() (guard.Options, *atomic.Int64) {
+func countingKey() (guard.Config, *atomic.Int64) {
 	n := new(atomic.Int64)
-	return guard.Options{Key: func(_ string, args any) any {
+	return guard.Config{Key: func(_ string, args any) any {
 		n.Add(1)
 		return args
 	}}, n
@@ -85,17 +85,17 @@ func TestACallIsHashedOnce(t *testing.T) {
 			turn.End(ctx, guard.Step{})
 		}, 2},
 		{"StartCall, Finish", func(t *testing.T, g *guard.Guard) {
-			r, d := g.StartCall(ctx, testutil.Q("a"))
+			r, d := startCall(t, ctx, g, testutil.Q("a"))
 			if !d.Allow {
 				t.Fatalf("refused: %v", d)
 			}
-			r.Finish(ctx, "r", nil)
+			finishCall(t, ctx, r, "r", nil)
 		}, 1},
 		{"two StartCalls, two Finishes", func(t *testing.T, g *guard.Guard) {
-			r1, _ := g.StartCall(ctx, testutil.Q("a"))
-			r2, _ := g.StartCall(ctx, testutil.Q("b"))
-			r1.Finish(ctx, "r", nil)
-			r2.Finish(ctx, "r", nil)
+			r1, _ := startCall(t, ctx, g, testutil.Q("a"))
+			r2, _ := startCall(t, ctx, g, testutil.Q("b"))
+			finishCall(t, ctx, r1, "r", nil)
+			finishCall(t, ctx, r2, "r", nil)
 		}, 2},
 	}
 	for _, tt := range tests {
@@ -106,7 +106,7 @@ func TestACallIsHashedOnce(t *testing.T) {
 			if got := n.Load(); got != tt.want {
 				t.Errorf("the arguments were hashed %d times, want %d", got, tt.want)
 			}
-			if s := g.Summary(); s.Steps == 0 || s.ToolCalls != int(tt.want) {
+			if s := testutil.Summary(t, g); s.Steps == 0 || s.ToolCalls != int(tt.want) {
 				t.Errorf("summary %+v: want %d recorded calls", s, tt.want)
 			}
 		})
@@ -120,7 +120,7 @@ func TestARefusedCallIsHashedOnce(t *testing.T) {
 	o, n := countingKey()
 	g := repeatGuard(t, o)
 	for range 2 {
-		g.Check(testutil.Calls(testutil.Done("search", `{"q":"a"}`, "r")))
+		testutil.Check(t, g, testutil.Calls(testutil.Done("search", `{"q":"a"}`, "r")))
 	}
 	n.Store(0)
 	turn := g.Begin()
@@ -133,7 +133,7 @@ func TestARefusedCallIsHashedOnce(t *testing.T) {
 		t.Errorf("turn: the arguments were hashed %d times, want 1", got)
 	}
 	n.Store(0)
-	if r, d := g.StartCall(ctx, testutil.Q("a")); d.Allow || r != nil {
+	if r, d := startCall(t, ctx, g, testutil.Q("a")); d.Allow || r != nil {
 		t.Fatalf("StartCall allowed the call: %v", d)
 	}
 	if got := n.Load(); got != 1 {
@@ -150,8 +150,8 @@ type turnOp struct {
 
 // keyedOptions are guard options that make the keys differ from the hash of
 // the arguments as they are: a dropped field and a key function.
-func keyedOptions() guard.Options {
-	return guard.Options{
+func keyedOptions() guard.Config {
+	return guard.Config{
 		Ignore:   []string{"think"},
 		DropArgs: []string{"nonce"},
 		Tools: map[string]guard.ToolOptions{"write": {Key: func(args any) any {
@@ -168,16 +168,16 @@ func TestTurnAgreesWithPreflightAndCheck(t *testing.T) {
 	ctx := context.Background()
 	rapid.Check(t, func(t *rapid.T) {
 		keyed := rapid.Bool().Draw(t, "keyed")
-		var o guard.Options
+		var o guard.Config
 		if keyed {
 			o = keyedOptions()
 		}
 		clock := &testutil.Clock{T: time.Unix(1_700_000_000, 0)}
-		g, err := o.New(allDetectors(t, clock)...)
+		g, err := guard.New(withRules(o, allDetectors(t, clock)...))
 		if err != nil {
 			t.Fatal(err)
 		}
-		twin, err := o.New(allDetectors(t, clock)...)
+		twin, err := guard.New(withRules(o, allDetectors(t, clock)...))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,8 +196,14 @@ func TestTurnAgreesWithPreflightAndCheck(t *testing.T) {
 			turn := g.Begin()
 			var allowed []guard.ToolCall // the turn's allowed calls, as Turn.with gives them
 			judge := func(c guard.ToolCall) guard.Decision {
+				if fs := rsummary(t, twin).FirstStop; fs != nil {
+					// The run stopped for a fault: a turn refuses every
+					// call with that stop, where Preflight on the twin
+					// still reads each step as the reference does.
+					return guard.Decision{Reason: fs.Reason, Code: fs.Code, Detector: fs.Detector}
+				}
 				c.Result, c.Err = nil, nil
-				return twin.Preflight(append(append([]guard.ToolCall(nil), allowed...), c)...)
+				return rpreflight(t, twin, append(append([]guard.ToolCall(nil), allowed...), c)...)
 			}
 			same := func(what string, got, want guard.Decision) {
 				if got.Allow != want.Allow || got.Code != want.Code || got.Detector != want.Detector {
@@ -250,14 +256,14 @@ func TestTurnAgreesWithPreflightAndCheck(t *testing.T) {
 			}
 			base := testutil.StepGen().Draw(t, "step")
 			step := turn.Step(base)
-			want, _ := json.Marshal(twin.Check(step))
+			want, _ := json.Marshal(rcheck(t, twin, step))
 			v, _ := turn.End(ctx, base)
 			got, _ := json.Marshal(v)
 			if string(got) != string(want) {
 				t.Fatalf("End: %s\nCheck of Turn.Step on the twin: %s", got, want)
 			}
 		}
-		gs, ws := g.Summary(), twin.Summary()
+		gs, ws := rsummary(t, g), rsummary(t, twin)
 		if fmt.Sprint(gs) != fmt.Sprint(ws) {
 			t.Fatalf("summaries differ:\nturns: %+v\ntwin:  %+v", gs, ws)
 		}

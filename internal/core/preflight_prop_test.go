@@ -21,14 +21,14 @@ const maxSteps = 12
 
 // judgedDetectors are detectors whose preflight judges every rule it can:
 // no result-aware repeat rule, which preflight cannot judge by design.
-func judgedDetectors(t interface{ Fatal(...any) }, clock *testutil.Clock) []guard.Detector {
-	must := func(d guard.Detector, err error) guard.Detector {
+func judgedDetectors(t interface{ Fatal(...any) }, clock *testutil.Clock) []guard.Rule {
+	must := func(d guard.Rule, err error) guard.Rule {
 		if err != nil {
 			t.Fatal(err)
 		}
 		return d
 	}
-	return []guard.Detector{
+	return []guard.Rule{
 		must(finish.New(finish.Options{})),
 		must(budget.New(budget.Options{MaxSteps: maxSteps, MaxTotalTokens: budget.Limit{Value: 1500}, WarnAt: 0.5, Now: clock.Now})),
 		must(toollimit.New(toollimit.Options{MaxCalls: map[string]int{"write": 5}})),
@@ -61,13 +61,13 @@ func TestPreflightProperties(t *testing.T) {
 func property(refusals map[guard.Reason]int) func(*rapid.T) {
 	return func(t *rapid.T) {
 		clock := &testutil.Clock{T: time.Unix(1_700_000_000, 0)}
-		g, err := guard.Options{Ignore: []string{"ignored"}}.New(judgedDetectors(t, clock)...)
+		g, err := guard.New(withRules(guard.Config{Ignore: []string{"ignored"}}, judgedDetectors(t, clock)...))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, s := range rapid.SliceOfN(testutil.StepGen(), 0, 30).Draw(t, "run") {
 			s.FinishReason = "" // a finish-reason stop would hide the rules preflight judges
-			g.Check(s)
+			rcheck(t, g, s)
 		}
 		calls := rapid.SliceOfN(testutil.CallGen(), 0, 3).Draw(t, "calls")
 		if rapid.Bool().Draw(t, "cycle") {
@@ -77,7 +77,7 @@ func property(refusals map[guard.Reason]int) func(*rapid.T) {
 			lo := max(1, 2*len(cyc)-1)
 			n := rapid.IntRange(lo, 3*len(cyc)).Draw(t, "len")
 			for i := range n {
-				g.Check(guard.Step{ToolCalls: []guard.ToolCall{cyc[i%len(cyc)]}})
+				rcheck(t, g, guard.Step{ToolCalls: []guard.ToolCall{cyc[i%len(cyc)]}})
 			}
 			calls = append([]guard.ToolCall{cyc[n%len(cyc)]}, calls...)
 		}
@@ -85,12 +85,12 @@ func property(refusals map[guard.Reason]int) func(*rapid.T) {
 			calls[i].Result, calls[i].Err = nil, nil
 		}
 
-		before, _ := g.Snapshot(guard.SnapshotOptions{})
-		sumBefore, _ := json.Marshal(g.Summary())
-		d1 := g.Preflight(calls...)
-		d2 := g.Preflight(calls...)
-		after, _ := g.Snapshot(guard.SnapshotOptions{})
-		sumAfter, _ := json.Marshal(g.Summary())
+		before, _ := g.Snapshot(t.Context(), guard.SnapshotOptions{})
+		sumBefore, _ := json.Marshal(rsummary(t, g))
+		d1 := rpreflight(t, g, calls...)
+		d2 := rpreflight(t, g, calls...)
+		after, _ := g.Snapshot(t.Context(), guard.SnapshotOptions{})
+		sumAfter, _ := json.Marshal(rsummary(t, g))
 		if string(before) != string(after) {
 			t.Fatalf("Preflight changed the snapshot:\nbefore %s\nafter  %s", before, after)
 		}
@@ -106,8 +106,8 @@ func property(refusals map[guard.Reason]int) func(*rapid.T) {
 			return
 		}
 		refusals[d1.Reason]++
-		v := g.Check(guard.Step{ToolCalls: calls})
-		if v.Reason == guard.ReasonMaxSteps && g.Summary().Steps == maxSteps {
+		v := rcheck(t, g, guard.Step{ToolCalls: calls})
+		if v.Reason == guard.ReasonMaxSteps && rsummary(t, g).Steps == maxSteps {
 			return // this very step reached the step limit, which ranks first
 		}
 		if !v.Stop || v.Reason != d1.Reason || v.Code != d1.Code {

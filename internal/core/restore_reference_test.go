@@ -191,21 +191,22 @@ func editTree(t *rapid.T, root *jnode) {
 // documents, and restore what both accept to the same guard.
 func TestRestoreAgreesWithReference(t *testing.T) {
 	clock := &testutil.Clock{T: time.Unix(1_700_000_000, 0)}
-	opts := guard.Options{Ignore: []string{"think"}}
-	g, err := opts.New(allDetectors(t, clock)...)
+	opts := guard.Config{Ignore: []string{"think"}}
+	g, err := guard.New(withRules(opts, allDetectors(t, clock)...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var seeds [][]byte
 	for i := range 8 {
-		seed, err := g.Snapshot(guard.SnapshotOptions{Previews: i%3 != 2})
+		seed, err := g.Snapshot(t.Context(), guard.SnapshotOptions{Previews: i%3 != 2})
 		if err != nil {
 			t.Fatal(err)
 		}
 		seeds = append(seeds, seed)
-		g.Check(bigStep(i % 4))
-		g.Check(guard.Step{Text: "same", ToolCalls: []guard.ToolCall{testutil.Call("write", `{}`), testutil.Q("x")},
+		testutil.Check(t, g, bigStep(i%4))
+		testutil.Check(t, g, guard.Step{Text: "same", ToolCalls: []guard.ToolCall{testutil.Call("write", `{}`), testutil.Q("x")},
 			Usage: guard.Usage{TotalTokens: 5, CostUSD: 0.25}})
+
 	}
 	accepted, refused := 0, 0
 	rapid.Check(t, func(t *rapid.T) {
@@ -232,8 +233,8 @@ func TestRestoreAgreesWithReference(t *testing.T) {
 		case 2:
 			data = append([]byte(rapid.SampledFrom([]string{"\ufeff", "\f", " \t\r\n"}).Draw(t, "leader")), data...)
 		}
-		got, err := opts.Restore(data, allDetectors(t, &testutil.Clock{T: clock.T})...)
-		want, werr := guard.ReferenceRestore(opts, data, allDetectors(t, &testutil.Clock{T: clock.T})...)
+		got, err := guard.Restore(data, withRules(opts, allDetectors(t, &testutil.Clock{T: clock.T})...))
+		want, werr := guard.ReferenceRestore(data, withRules(opts, allDetectors(t, &testutil.Clock{T: clock.T})...))
 		if (err == nil) != (werr == nil) {
 			t.Fatalf("Restore: %v\nthe reference: %v\nsnapshot: %s", err, werr, data)
 		}
@@ -245,8 +246,8 @@ func TestRestoreAgreesWithReference(t *testing.T) {
 			return
 		}
 		accepted++
-		a, _ := got.Snapshot(guard.SnapshotOptions{Previews: true})
-		b2, _ := want.Snapshot(guard.SnapshotOptions{Previews: true})
+		a, _ := got.Snapshot(t.Context(), guard.SnapshotOptions{Previews: true})
+		b2, _ := want.Snapshot(t.Context(), guard.SnapshotOptions{Previews: true})
 		if !bytes.Equal(a, b2) {
 			t.Fatalf("restored differently:\n%s\n%s", a, b2)
 		}

@@ -22,14 +22,14 @@ import (
 // snapshotOf runs steps on a default guard and returns its snapshot.
 func snapshotOf(t *testing.T, steps ...guard.Step) []byte {
 	t.Helper()
-	g, err := guard.New(detector.Defaults()...)
+	g, err := guard.New(guard.Config{Rules: detector.Defaults()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range steps {
-		g.Check(s)
+		testutil.Check(t, g, s)
 	}
-	data, err := g.Snapshot(guard.SnapshotOptions{})
+	data, err := g.Snapshot(t.Context(), guard.SnapshotOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,25 +57,25 @@ func TestCountersSaturate(t *testing.T) {
 		{`"steps":1,"toolCalls":1,"failedToolCalls":0`, `"steps":` + max + `,"toolCalls":` + max + `,"failedToolCalls":` + max},
 	} {
 		doc := replaceOnce(t, data, counters[0], counters[1])
-		g, err := guard.Restore(doc, detector.Defaults()...)
+		g, err := guard.Restore(doc, guard.Config{Rules: detector.Defaults()})
 		if err != nil {
 			t.Fatalf("Restore(%s): %v", counters[1], err)
 		}
 		for i := range 3 {
-			v := g.Check(guard.Step{ToolCalls: []guard.ToolCall{testutil.Failed("search", `{"q":1}`, "no")}})
+			v := testutil.Check(t, g, guard.Step{ToolCalls: []guard.ToolCall{testutil.Failed("search", `{"q":1}`, "no")}})
 			if v.Code != budget.CodeMaxSteps {
 				t.Errorf("%s, step %d: %s, want MAX_STEPS", counters[1], i, guard.Explain(v))
 			}
 		}
-		s := g.Summary()
+		s := testutil.Summary(t, g)
 		if s.Steps != math.MaxInt || s.ToolCalls < 0 || s.FailedToolCalls < 0 || s.FailedToolCalls > s.ToolCalls {
 			t.Errorf("%s: summary %+v", counters[1], s)
 		}
-		again, err := g.Snapshot(guard.SnapshotOptions{})
+		again, err := g.Snapshot(t.Context(), guard.SnapshotOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := guard.Restore(again, detector.Defaults()...); err != nil {
+		if _, err := guard.Restore(again, guard.Config{Rules: detector.Defaults()}); err != nil {
 			t.Errorf("%s: the guard's own snapshot does not restore: %v\n%s", counters[1], err, again)
 		}
 	}
@@ -86,18 +86,18 @@ func TestCountersSaturate(t *testing.T) {
 // detector's record and every built-in detector's state.
 func TestRestoreRejectsKeysInAnyCase(t *testing.T) {
 	clock := &testutil.Clock{T: time.Unix(1_700_000_000, 0)}
-	g, err := guard.New(allDetectors(t, clock)...)
+	g, err := guard.New(guard.Config{Rules: allDetectors(t, clock)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.Check(guard.Step{Text: "same", ToolCalls: []guard.ToolCall{testutil.Call("write", `{}`), testutil.Q("x")}, Usage: guard.Usage{TotalTokens: 5}})
-	g.Check(guard.Step{Text: "same", ToolCalls: []guard.ToolCall{testutil.Call("write", `{}`), testutil.Q("x")}, Usage: guard.Usage{TotalTokens: 5}})
-	good, err := g.Snapshot(guard.SnapshotOptions{})
+	testutil.Check(t, g, guard.Step{Text: "same", ToolCalls: []guard.ToolCall{testutil.Call("write", `{}`), testutil.Q("x")}, Usage: guard.Usage{TotalTokens: 5}})
+	testutil.Check(t, g, guard.Step{Text: "same", ToolCalls: []guard.ToolCall{testutil.Call("write", `{}`), testutil.Q("x")}, Usage: guard.Usage{TotalTokens: 5}})
+	good, err := g.Snapshot(t.Context(), guard.SnapshotOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	restore := func(doc []byte) error {
-		_, err := guard.Restore(doc, allDetectors(t, &testutil.Clock{T: clock.T})...)
+		_, err := guard.Restore(doc, guard.Config{Rules: allDetectors(t, &testutil.Clock{T: clock.T})})
 		return err
 	}
 	if err := restore(good); err != nil {
@@ -209,7 +209,7 @@ func TestRestoreRejectsImpossibleStates(t *testing.T) {
 		"no-progress stalled beyond steps":   {`"steps":2,`, `"steps":1,`},
 	} {
 		doc := replaceOnce(t, data, edit[0], edit[1])
-		if _, err := guard.Restore(doc, detector.Defaults()...); err == nil {
+		if _, err := guard.Restore(doc, guard.Config{Rules: detector.Defaults()}); err == nil {
 			t.Errorf("%s: restored %s", name, doc)
 		}
 	}
@@ -218,18 +218,18 @@ func TestRestoreRejectsImpossibleStates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := cfg.New()
+	g, err := guard.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range three {
-		g.Check(s)
+		testutil.Check(t, g, s)
 	}
-	data, err = g.Snapshot(guard.SnapshotOptions{})
+	data, err = g.Snapshot(t.Context(), guard.SnapshotOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cfg.Restore(data); err != nil {
+	if _, err := guard.Restore(data, cfg); err != nil {
 		t.Fatalf("the good snapshot: %v", err)
 	}
 	for name, edit := range map[string][2]string{
@@ -237,7 +237,7 @@ func TestRestoreRejectsImpossibleStates(t *testing.T) {
 		"outcomes beyond the calls":  {`"toolCalls":2`, `"toolCalls":1`},
 	} {
 		doc := replaceOnce(t, data, edit[0], edit[1])
-		if _, err := cfg.Restore(doc); err == nil {
+		if _, err := guard.Restore(doc, cfg); err == nil {
 			t.Errorf("%s: restored %s", name, doc)
 		}
 	}
@@ -248,21 +248,21 @@ func TestRestoreRejectsImpossibleStates(t *testing.T) {
 // the restored guard runs more steps and its own snapshot restores again.
 func TestRestoredGuardsSaveAgain(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		opts := guard.Options{Ignore: []string{"think"}}
+		opts := guard.Config{Ignore: []string{"think"}}
 		clock := &testutil.Clock{T: time.Unix(1_700_000_000, 0)}
-		g, err := opts.New(allDetectors(t, clock)...)
+		g, err := guard.New(withRules(opts, allDetectors(t, clock)...))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, o := range rapid.SliceOfN(opGen(), 0, 30).Draw(t, "before") {
 			apply(g, o)
 		}
-		data, err := g.Snapshot(guard.SnapshotOptions{})
+		data, err := g.Snapshot(t.Context(), guard.SnapshotOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		doc := mutate(t, data)
-		r, err := opts.Restore(doc, allDetectors(t, clock)...)
+		r, err := guard.Restore(doc, withRules(opts, allDetectors(t, clock)...))
 		if err != nil {
 			return
 		}
@@ -270,11 +270,11 @@ func TestRestoredGuardsSaveAgain(t *testing.T) {
 			clock.Advance(o.advance)
 			apply(r, o)
 		}
-		again, err := r.Snapshot(guard.SnapshotOptions{})
+		again, err := r.Snapshot(t.Context(), guard.SnapshotOptions{})
 		if err != nil {
 			t.Fatalf("Snapshot of a restored guard: %v", err)
 		}
-		if _, err := opts.Restore(again, allDetectors(t, clock)...); err != nil {
+		if _, err := guard.Restore(again, withRules(opts, allDetectors(t, clock)...)); err != nil {
 			t.Fatalf("Restore accepted\n%s\nbut not the restored guard's own snapshot: %v\n%s", doc, err, again)
 		}
 	})
@@ -367,7 +367,7 @@ func regexpKeys(doc []byte) [][2]int {
 	return out
 }
 
-// TestSnapshotHoldsNoData: by default (and so in json.Marshal(g)) a snapshot
+// TestSnapshotHoldsNoData: by default a snapshot
 // holds no character of any argument, result, text or finish reason, and no
 // tool name that is not an identifier; previews are there only when asked
 // for. Decisions after a restore are the same either way.
@@ -378,7 +378,7 @@ func TestSnapshotHoldsNoData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := cfg.New()
+	g, err := guard.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,24 +391,24 @@ func TestSnapshotHoldsNoData(t *testing.T) {
 			FinishReason: "SYSTEM: ignore",
 		})
 	}
-	twin, err := cfg.New()
+	twin, err := guard.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range steps[:5] {
-		g.Check(s)
-		twin.Check(s)
+		testutil.Check(t, g, s)
+		testutil.Check(t, twin, s)
 	}
-	data, err := json.Marshal(g)
+	data, err := g.Snapshot(t.Context(), guard.SnapshotOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range append(secrets, "password", "my ", "search(") {
 		if bytes.Contains(data, []byte(s)) {
-			t.Errorf("json.Marshal(g) holds %q:\n%s", s, data)
+			t.Errorf("the default snapshot holds %q:\n%s", s, data)
 		}
 	}
-	full, err := g.Snapshot(guard.SnapshotOptions{Previews: true})
+	full, err := g.Snapshot(t.Context(), guard.SnapshotOptions{Previews: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,13 +417,13 @@ func TestSnapshotHoldsNoData(t *testing.T) {
 	}
 	// Restored from the snapshot without data, the guard decides as the
 	// twin does: the capped tool's count survives its hashed name.
-	r, err := cfg.Restore(data)
+	r, err := guard.Restore(data, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	stops := 0
 	for i, s := range steps[5:] {
-		want, got := twin.Check(s), r.Check(s)
+		want, got := testutil.Check(t, twin, s), testutil.Check(t, r, s)
 		if want.Stop {
 			stops++
 		}
@@ -434,7 +434,7 @@ func TestSnapshotHoldsNoData(t *testing.T) {
 	if stops == 0 {
 		t.Error("the twin never stops: the test shows nothing")
 	}
-	if got := r.Summary().Detectors["toollimit"]; fmt.Sprint(got) != fmt.Sprint(twin.Summary().Detectors["toollimit"]) {
-		t.Errorf("tool counts after restore: %v, want %v", got, twin.Summary().Detectors["toollimit"])
+	if got := testutil.Summary(t, r).Detectors["toollimit"]; fmt.Sprint(got) != fmt.Sprint(testutil.Summary(t, twin).Detectors["toollimit"]) {
+		t.Errorf("tool counts after restore: %v, want %v", got, testutil.Summary(t, twin).Detectors["toollimit"])
 	}
 }

@@ -16,38 +16,38 @@ func TestStartCall(t *testing.T) {
 
 	// Two identical calls running at once hold their places: the third is
 	// refused before either has finished.
-	a, d := g.StartCall(ctx, testutil.Q("x"))
-	b, _ := g.StartCall(ctx, testutil.Q("x"))
+	a, d := startCall(t, ctx, g, testutil.Q("x"))
+	b, _ := startCall(t, ctx, g, testutil.Q("x"))
 	if a == nil || b == nil || !d.Allow {
 		t.Fatal("the first two calls must be allowed")
 	}
-	if c, d := g.StartCall(ctx, testutil.Q("x")); c != nil || d.Allow || d.Feedback == "" {
+	if c, d := startCall(t, ctx, g, testutil.Q("x")); c != nil || d.Allow || d.Feedback == "" {
 		t.Fatalf("third identical call while two run: %+v", d)
 	}
 	// The refusal is recorded at once, as a step that holds only it.
-	if s := g.Summary(); s.Steps != 1 || s.ToolCalls != 0 {
+	if s := testutil.Summary(t, g); s.Steps != 1 || s.ToolCalls != 0 {
 		t.Errorf("summary after a refusal: %+v; want 1 step, 0 calls", s)
 	}
-	if v := a.Finish(ctx, "r", nil); v.Stop {
+	if v := finishCall(t, ctx, a, "r", nil); v.Stop {
 		t.Errorf("first finish: %v", v)
 	}
-	if v := a.Finish(ctx, "r", nil); v.Stop || g.Summary().Steps != 2 {
+	if v := finishCall(t, ctx, a, "r", nil); v.Stop || testutil.Summary(t, g).Steps != 2 {
 		t.Error("a second Finish must record nothing")
 	}
 	b.Abandon() // its caller went away: no outcome
-	if s := g.Summary(); s.Steps != 2 || s.ToolCalls != 1 {
+	if s := testutil.Summary(t, g); s.Steps != 2 || s.ToolCalls != 1 {
 		t.Errorf("summary after one finish and one abandon: %+v", s)
 	}
-	if v := b.Finish(ctx, "r", nil); v.Stop || g.Summary().Steps != 2 {
+	if v := finishCall(t, ctx, b, "r", nil); v.Stop || testutil.Summary(t, g).Steps != 2 {
 		t.Error("Finish after Abandon must record nothing")
 	}
 	// One recorded, none running: the second is allowed, the third refused.
-	c, _ := g.StartCall(ctx, testutil.Q("x"))
+	c, _ := startCall(t, ctx, g, testutil.Q("x"))
 	if c == nil {
 		t.Fatal("second identical call refused")
 	}
-	c.Finish(ctx, "r", nil)
-	if r, d := g.StartCall(ctx, testutil.Q("x")); r != nil || d.Allow {
+	finishCall(t, ctx, c, "r", nil)
+	if r, d := startCall(t, ctx, g, testutil.Q("x")); r != nil || d.Allow {
 		t.Errorf("third identical call allowed")
 	}
 }
@@ -58,7 +58,7 @@ func TestStartCallConcurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := mustNew(t, guard.Options{History: 32}, r)
+	g := mustNew(t, guard.Config{History: 32}, r)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	allowed := 0
@@ -69,7 +69,7 @@ func TestStartCallConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			if r, d := g.StartCall(ctx, testutil.Q("same")); d.Allow {
+			if r, d := startCall(t, ctx, g, testutil.Q("same")); d.Allow {
 				mu.Lock()
 				allowed++
 				running = append(running, r)
@@ -80,7 +80,7 @@ func TestStartCallConcurrent(t *testing.T) {
 	close(start)
 	wg.Wait()
 	for _, r := range running {
-		r.Finish(ctx, "r", nil)
+		finishCall(t, ctx, r, "r", nil)
 	}
 	ran, refused := 0, 0
 	for _, s := range g.History() {
@@ -90,8 +90,8 @@ func TestStartCallConcurrent(t *testing.T) {
 			t.Errorf("a step of StartCall holds %d calls and %d refusals, want one in all", len(s.ToolCalls), len(s.Refused))
 		}
 	}
-	if allowed != 2 || ran != 2 || refused != 14 || g.Summary().Steps != 16 {
+	if allowed != 2 || ran != 2 || refused != 14 || testutil.Summary(t, g).Steps != 16 {
 		t.Errorf("16 identical calls at once with threshold 3: %d allowed, %d ran, %d refused, %d steps; want 2, 2, 14, 16",
-			allowed, ran, refused, g.Summary().Steps)
+			allowed, ran, refused, testutil.Summary(t, g).Steps)
 	}
 }

@@ -141,6 +141,13 @@ func (g *Guard) snapshot(o SnapshotOptions) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// MarshalJSON returns the guard's snapshot without previews (Snapshot with
+// SnapshotOptions{}), so that json.Marshal(g) saves the run rather than an
+// empty object. A guard over a store is read with a background context.
+func (g *Guard) MarshalJSON() ([]byte, error) {
+	return g.Snapshot(context.Background(), SnapshotOptions{})
+}
+
 // firstStop is a run's first stop as a snapshot holds it.
 type firstStop struct {
 	Step   int    `json:"step"`

@@ -28,18 +28,19 @@ func TestSnapshotBytesAsEncodingJSON(t *testing.T) {
 		FailedToolCalls int             `json:"failedToolCalls"`
 		Totals          json.RawMessage `json:"totals"`
 		Guard           string          `json:"guard"`
+		FirstStop       json.RawMessage `json:"firstStop,omitempty"`
 		Detectors       []record        `json:"detectors"`
 	}
 	rapid.Check(t, func(t *rapid.T) {
-		g, err := guard.Options{Ignore: []string{"think"}}.New(detector.Defaults()...)
+		g, err := guard.New(withRules(guard.Config{Ignore: []string{"think"}}, detector.Defaults()...))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, s := range rapid.SliceOfN(testutil.StepGen(), 0, 30).Draw(t, "steps") {
-			g.Check(s)
+			rcheck(t, g, s)
 		}
 		previews := rapid.Bool().Draw(t, "previews")
-		got, err := g.Snapshot(guard.SnapshotOptions{Previews: previews})
+		got, err := g.Snapshot(t.Context(), guard.SnapshotOptions{Previews: previews})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -22,6 +23,7 @@ import (
 	"github.com/loopguard/loopguard/detector/repeat"
 	"github.com/loopguard/loopguard/internal/benchcpu"
 	guard "github.com/loopguard/loopguard/internal/core"
+	"github.com/loopguard/loopguard/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -43,14 +45,14 @@ func bigStep(i int) guard.Step {
 }
 
 func snapshotAfter(t testing.TB, steps int) []byte {
-	g, err := guard.New(detector.Defaults()...)
+	g, err := guard.New(guard.Config{Rules: detector.Defaults()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range steps {
-		g.Check(bigStep(i))
+		testutil.Check(t, g, bigStep(i))
 	}
-	data, err := g.Snapshot(guard.SnapshotOptions{})
+	data, err := g.Snapshot(t.Context(), guard.SnapshotOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,17 +89,17 @@ func TestGoldenSnapshot(t *testing.T) {
 			s := guard.Step{Text: "Looking it up", FinishReason: "tool-calls",
 				ToolCalls: []guard.ToolCall{{Name: "search", Args: json.RawMessage(fmt.Sprintf(`{"q":"loop %d"}`, i%2)), Result: "nothing"}},
 				Usage:     guard.Usage{InputTokens: 100, OutputTokens: 10}}
-			b, _ := json.Marshal(g.Check(s))
+			b, _ := json.Marshal(testutil.Check(t, g, s))
 			out = append(out, string(b))
 		}
 		return out
 	}
-	g, err := guard.New(v1Detectors(t)...)
+	g, err := guard.New(guard.Config{Rules: v1Detectors(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	run(g, 0, 3)
-	got, err := g.Snapshot(guard.SnapshotOptions{Previews: true})
+	got, err := g.Snapshot(t.Context(), guard.SnapshotOptions{Previews: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,19 +116,32 @@ func TestGoldenSnapshot(t *testing.T) {
 	if string(got)+"\n" != string(want) {
 		t.Errorf("the snapshot format changed (raise SnapshotVersion and keep reading version 1):\n got: %s\nwant: %s", got, want)
 	}
-	restored, err := guard.Restore(want, v1Detectors(t)...)
+	restored, err := guard.Restore(want, guard.Config{Rules: v1Detectors(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The golden file is older than firstStop: it restores with none.
+	if fs := testutil.Summary(t, restored).FirstStop; fs != nil {
+		t.Errorf("restored from the golden file (no firstStop), FirstStop = %+v", fs)
+	}
 	if a, b := run(g, 3, 8), run(restored, 3, 8); fmt.Sprint(a) != fmt.Sprint(b) {
 		t.Errorf("restored from the golden file, the guard answers differently:\n orig: %v\nrestored: %v", a, b)
+	}
+	// Both stopped at the same step since, and save the same first stop.
+	a, b := testutil.Summary(t, g).FirstStop, testutil.Summary(t, restored).FirstStop
+	if a == nil || b == nil || a.Code != b.Code || a.Detector != b.Detector {
+		t.Errorf("first stops after the golden run: orig %+v, restored %+v; want the same stop", a, b)
+	}
+	sa, sb := testutil.Snapshot(t, g, guard.SnapshotOptions{Previews: true}), testutil.Snapshot(t, restored, guard.SnapshotOptions{Previews: true})
+	if !bytes.Equal(sa, sb) || !bytes.Contains(sa, []byte(`"firstStop":{"step":`)) {
+		t.Errorf("snapshots after the golden run differ or hold no firstStop:\n orig: %s\nrestored: %s", sa, sb)
 	}
 }
 
 // v1Detectors returns the detectors the golden file was saved with: the
 // default set when it was written. The default set may grow; the file pins
 // the format.
-func v1Detectors(t *testing.T) []guard.Detector {
+func v1Detectors(t *testing.T) []guard.Rule {
 	t.Helper()
 	fin, err1 := finish.New(finish.Options{})
 	bud, err2 := budget.New(budget.Options{MaxSteps: 50})
@@ -136,7 +151,7 @@ func v1Detectors(t *testing.T) []guard.Detector {
 	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 		t.Fatal(err)
 	}
-	return []guard.Detector{fin, bud, rep, osc, nop}
+	return []guard.Rule{fin, bud, rep, osc, nop}
 }
 
 // BenchmarkSnapshot and BenchmarkRestore measure saving and restoring a
@@ -144,15 +159,15 @@ func v1Detectors(t *testing.T) []guard.Detector {
 func BenchmarkSnapshot(b *testing.B) {
 	for _, n := range []int{10, 1000, 6000} {
 		b.Run(fmt.Sprintf("steps=%d", n), func(b *testing.B) {
-			g, _ := guard.New(detector.Defaults()...)
+			g, _ := guard.New(guard.Config{Rules: detector.Defaults()})
 			for i := range n {
-				g.Check(bigStep(i))
+				testutil.Check(b, g, bigStep(i))
 			}
 			var size int
 			b.ReportAllocs()
 			cpu := benchcpu.Start(b)
 			for b.Loop() {
-				data, err := g.Snapshot(guard.SnapshotOptions{})
+				data, err := g.Snapshot(b.Context(), guard.SnapshotOptions{})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -171,7 +186,7 @@ func BenchmarkRestore(b *testing.B) {
 			b.ReportAllocs()
 			cpu := benchcpu.Start(b)
 			for b.Loop() {
-				if _, err := guard.Restore(data, detector.Defaults()...); err != nil {
+				if _, err := guard.Restore(data, guard.Config{Rules: detector.Defaults()}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -182,7 +197,7 @@ func BenchmarkRestore(b *testing.B) {
 }
 
 // maxDefaultSnapshot is the largest snapshot of a guard with default options
-// (detector.Defaults(), guard.Options{}) taken without previews: every count
+// (detector.Defaults(), guard.Config{}) taken without previews: every count
 // at its largest (math.MaxInt, and 2^62 where a detector caps it first),
 // costUsd and durationMs in their longest forms, 64 step indexes of 19
 // digits in the repeat rule, three calls of 64-character tool names (the
@@ -199,11 +214,11 @@ func repeatN(s string, n int) string {
 }
 
 func maxDefaultSnapshot(t testing.TB) []byte {
-	g, err := guard.New(detector.Defaults()...)
+	g, err := guard.New(guard.Config{Rules: detector.Defaults()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	base, err := g.Snapshot(guard.SnapshotOptions{})
+	base, err := g.Snapshot(t.Context(), guard.SnapshotOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,22 +288,22 @@ func maxDefaultSnapshot(t testing.TB) []byte {
 	doc, _ := json.Marshal(env)
 	// Restore accepts exactly what Snapshot can write: this is a snapshot
 	// a guard with default options can write.
-	r, err := guard.Restore(doc, detector.Defaults()...)
+	r, err := guard.Restore(doc, guard.Config{Rules: detector.Defaults()})
 	if err != nil {
 		t.Fatalf("the largest snapshot does not restore: %v\n%s", err, doc)
 	}
-	data, err := r.Snapshot(guard.SnapshotOptions{})
+	data, err := r.Snapshot(t.Context(), guard.SnapshotOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return data
 }
 
-// TestSnapshotSizeBound pins the bound the README states.
+// TestSnapshotSizeBound pins the bound docs/snapshots.md states.
 func TestSnapshotSizeBound(t *testing.T) {
 	data := maxDefaultSnapshot(t)
 	t.Logf("largest snapshot with default options: %d bytes", len(data))
 	if len(data) != 33_494 {
-		t.Errorf("the largest snapshot with default options is %d bytes; the README says 33,494", len(data))
+		t.Errorf("the largest snapshot with default options is %d bytes; docs/snapshots.md says 33,494", len(data))
 	}
 }

@@ -15,7 +15,7 @@ import (
 // reported and the usage numbers of the turn.
 //
 // Every field may be zero. A Guard never modifies a Step, and keeps it only
-// when [Options.History] asks it to: otherwise, once Check returns, the
+// when [Config.History] asks it to: otherwise, once Check returns, the
 // guard holds no reference to the step nor to anything reachable from it
 // (its arguments and results can be collected).
 type Step struct {

@@ -60,7 +60,7 @@ type RefusedError struct {
 }
 
 // Error returns the decision's feedback, or, when it has none (a custom
-// Options.Feedback may leave it empty), a plain sentence saying the call was
+// Config.Feedback may leave it empty), a plain sentence saying the call was
 // not run. It never quotes the call's arguments.
 func (e *RefusedError) Error() string {
 	return refusalText(e.Decision)
@@ -99,9 +99,11 @@ const stoppedFeedback = "That call was not run: this run has been stopped. Do no
 
 // stoppedDecision refuses a call of a run that stopped at step.
 func stoppedDecision(first *Verdict, step int) Decision {
-	fb := first.Feedback
-	if fb == "" {
-		fb = stoppedFeedback
+	// As a refusal that stops the run reads (Verdict.Refusal): the call
+	// was not run, then why the run should end.
+	fb := stoppedFeedback
+	if first.Feedback != "" {
+		fb = "That call was not run. " + first.Feedback
 	}
 	return Decision{Reason: first.Reason, Code: first.Code, Detector: first.Detector, Feedback: fb,
 		Detail: "the run stopped at step " + strconv.Itoa(step)}

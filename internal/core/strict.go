@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+
+	"github.com/loopguard/loopguard/internal/strictjson"
 )
 
 // UnmarshalState decodes a detector's state (JSON that the detector's
@@ -51,14 +53,14 @@ func (k *keyChecker) check(t reflect.Type) error {
 type keyChecker struct {
 	data  []byte
 	i     int
-	depth int             // arrays and objects open
-	keys  stack[[]byte]   // the keys of the objects open, in order, decoded
-	path  stack[pathStep] // to the value being checked
+	depth int                        // arrays and objects open
+	keys  strictjson.Keys            // of the objects open
+	path  strictjson.Stack[pathStep] // to the value being checked
 
 	// presize is set when sizes is wanted: the number of elements of each
 	// array that sets a slice field of the top-level struct.
 	presize bool
-	sizes   stack[fieldSize]
+	sizes   strictjson.Stack[fieldSize]
 	// top is the struct type of the top-level object, when the text is one
 	// and v decodes into a struct (through pointers).
 	top reflect.Type
@@ -83,7 +85,7 @@ const maxPresize = 4096
 // result of decoding is the same: json.Unmarshal decodes into the struct a
 // pointer already points to, and appends to a slice from length 0.
 func presize(v reflect.Value, k *keyChecker) {
-	if k.top == nil || k.sizes.n == 0 || v.IsNil() {
+	if k.top == nil || k.sizes.Len() == 0 || v.IsNil() {
 		return
 	}
 	e := v.Elem()
@@ -96,8 +98,8 @@ func presize(v reflect.Value, k *keyChecker) {
 	if e.Type() != k.top {
 		return
 	}
-	for i := range k.sizes.n {
-		fs := k.sizes.at(i)
+	for i := range k.sizes.Len() {
+		fs := k.sizes.At(i)
 		f := e.Field(fs.field)
 		if f.Kind() == reflect.Slice && f.Cap() < fs.n && fs.n <= maxPresize {
 			f.Set(reflect.MakeSlice(f.Type(), 0, fs.n))
@@ -105,46 +107,9 @@ func presize(v reflect.Value, k *keyChecker) {
 	}
 }
 
-// stack is a slice with room for its first elements in itself, so that a
-// keyChecker on the stack allocates nothing while its stacks stay short.
-type stack[T any] struct {
-	buf  [32]T
-	more []T // the elements beyond buf
-	n    int
-}
-
-func (s *stack[T]) push(x T) {
-	switch i := s.n - len(s.buf); {
-	case i < 0:
-		s.buf[s.n] = x
-	case i < len(s.more):
-		s.more[i] = x
-	default:
-		s.more = append(s.more, x)
-	}
-	s.n++
-}
-
-func (s *stack[T]) at(i int) T {
-	if i < len(s.buf) {
-		return s.buf[i]
-	}
-	return s.more[i-len(s.buf)]
-}
-
-// containsKey reports whether key is among the keys from first on.
-func containsKey(s *stack[[]byte], first int, key []byte) bool {
-	for i := first; i < s.n; i++ {
-		if bytes.Equal(s.at(i), key) {
-			return true
-		}
-	}
-	return false
-}
-
 // The keys of one object are looked up in a list up to a few, in a map
 // beyond.
-const listedKeys = 16
+const listedKeys = strictjson.ListedKeys
 
 // pathStep is one step of the path to the value being checked: a key, or for
 // an array element its index (key nil).
@@ -156,8 +121,8 @@ type pathStep struct {
 // where returns the path of the value being checked, for an error.
 func (k *keyChecker) where() string {
 	var b strings.Builder
-	for i := range k.path.n {
-		p := k.path.at(i)
+	for i := range k.path.Len() {
+		p := k.path.At(i)
 		switch {
 		case p.key == nil:
 			fmt.Fprintf(&b, "[%d]", p.index)
@@ -229,16 +194,7 @@ func (k *keyChecker) invalid() error {
 	return fmt.Errorf("guard: state: not valid JSON (at byte %d)", k.i)
 }
 
-func (k *keyChecker) space() {
-	for k.i < len(k.data) {
-		switch k.data[k.i] {
-		case ' ', '\t', '\n', '\r':
-			k.i++
-		default:
-			return
-		}
-	}
-}
+func (k *keyChecker) space() { k.i = strictjson.SkipSpace(k.data, k.i) }
 
 // str reads a string whose '"' is next and returns its raw contents and
 // whether they hold an escape. Long runs without a quote or a backslash
@@ -305,9 +261,9 @@ func (k *keyChecker) value(t reflect.Type) error {
 			return nil
 		}
 		for n := 0; ; n++ {
-			k.path.push(pathStep{index: n})
+			k.path.Push(pathStep{index: n})
 			err := k.value(elem)
-			k.path.n--
+			k.path.Truncate(k.path.Len() - 1)
 			if err != nil {
 				return err
 			}
@@ -354,9 +310,8 @@ func (k *keyChecker) object(t reflect.Type) error {
 		k.i++
 		return nil
 	}
-	first := k.keys.n
-	defer func() { k.keys.n = first }()
-	var seen map[string]bool // once the object has more than listedKeys keys
+	keys := k.keys.Open()
+	defer k.keys.Close(keys)
 	for {
 		if k.space(); k.i >= len(k.data) || k.data[k.i] != '"' {
 			return k.invalid()
@@ -372,23 +327,9 @@ func (k *keyChecker) object(t reflect.Type) error {
 			}
 			key = []byte(unquoted)
 		}
-		k.path.push(pathStep{key: key})
-		switch {
-		case seen != nil:
-			if seen[string(key)] {
-				return fmt.Errorf("guard: state: key %q appears twice", k.where())
-			}
-			seen[string(key)] = true
-		case containsKey(&k.keys, first, key):
+		k.path.Push(pathStep{key: key})
+		if k.keys.Add(&keys, key) {
 			return fmt.Errorf("guard: state: key %q appears twice", k.where())
-		case k.keys.n-first == listedKeys:
-			seen = make(map[string]bool, 2*listedKeys)
-			for i := first; i < k.keys.n; i++ {
-				seen[string(k.keys.at(i))] = true
-			}
-			seen[string(key)] = true
-		default:
-			k.keys.push(key)
 		}
 		vt := elem
 		at := -1 // the index of the struct field the key sets
@@ -419,9 +360,9 @@ func (k *keyChecker) object(t reflect.Type) error {
 			return err
 		}
 		if at >= 0 && k.n > 0 && k.depth == 1 && k.top == t && t != nil {
-			k.sizes.push(fieldSize{field: at, n: k.n})
+			k.sizes.Push(fieldSize{field: at, n: k.n})
 		}
-		k.path.n--
+		k.path.Truncate(k.path.Len() - 1)
 		if k.space(); k.i >= len(k.data) {
 			return k.invalid()
 		}

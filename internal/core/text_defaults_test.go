@@ -9,18 +9,19 @@ import (
 
 	"github.com/loopguard/loopguard/detector"
 	guard "github.com/loopguard/loopguard/internal/core"
+	"github.com/loopguard/loopguard/internal/testutil"
 )
 
 // firstStop checks the steps with the default guard and returns the code
 // and index of the first stop ("" and len(steps) when none).
 func firstStop(t *testing.T, steps func(i int) guard.Step, n int) (string, int) {
 	t.Helper()
-	g, err := guard.New(detector.Defaults()...)
+	g, err := guard.New(guard.Config{Rules: detector.Defaults()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range n {
-		if v := g.Check(steps(i)); v.Stop {
+		if v := testutil.Check(t, g, steps(i)); v.Stop {
 			return v.Code, i
 		}
 	}

@@ -495,7 +495,7 @@ func (t *Turn) close(s Step, b *factsBuf) bool {
 }
 
 // End finishes the turn: it records the step [Turn.Step] returns for s
-// (with [Guard.CheckContext], so the observer is told) and returns the
+// (as [Guard.Check] does, so the observer is told) and returns the
 // guard's verdict. The error is a [*StopError] carrying the verdict when the
 // verdict stops the run for a fault ([Verdict.Err]); a verdict that goes on,
 // and a normal finish (v.Stop with IsFault false: the model answered), come

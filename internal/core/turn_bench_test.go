@@ -6,6 +6,7 @@ import (
 
 	"github.com/loopguard/loopguard/internal/benchcpu"
 	guard "github.com/loopguard/loopguard/internal/core"
+	"github.com/loopguard/loopguard/internal/testutil"
 )
 
 // BenchmarkTurnPreflight4 measures one step with four parallel calls keyed
@@ -70,7 +71,7 @@ func BenchmarkPair(b *testing.B) {
 		warm := func(b *testing.B) *guard.Guard {
 			g := defaultGuard(b)
 			for i := range 2048 {
-				g.Check(steps[i])
+				testutil.Check(b, g, steps[i])
 			}
 			b.ReportAllocs()
 			return g
@@ -80,7 +81,7 @@ func BenchmarkPair(b *testing.B) {
 			i := 2048
 			cpu := benchcpu.Start(b)
 			for b.Loop() {
-				if v := g.Check(steps[i%len(steps)]); v.Stop {
+				if v, _ := g.Check(ctx, steps[i%len(steps)]); v.Stop {
 					b.Fatalf("unexpected stop: %v", v)
 				}
 				i++
@@ -135,7 +136,7 @@ func BenchmarkPair(b *testing.B) {
 			i := 2048
 			cpu := benchcpu.Start(b)
 			for b.Loop() {
-				if v := g.Check(guard.Step{ToolCalls: steps[i%len(steps)].ToolCalls}); v.Stop {
+				if v, _ := g.Check(ctx, guard.Step{ToolCalls: steps[i%len(steps)].ToolCalls}); v.Stop {
 					b.Fatalf("unexpected stop: %v", v)
 				}
 				i++
@@ -148,11 +149,11 @@ func BenchmarkPair(b *testing.B) {
 			cpu := benchcpu.Start(b)
 			for b.Loop() {
 				c := steps[i%len(steps)].ToolCalls[0]
-				r, d := g.StartCall(ctx, guard.ToolCall{Name: c.Name, Args: c.Args})
+				r, d, _ := g.StartCall(ctx, guard.ToolCall{Name: c.Name, Args: c.Args})
 				if !d.Allow {
 					b.Fatalf("refused: %v", d)
 				}
-				if v := r.Finish(ctx, c.Result, nil); v.Stop {
+				if v, _ := r.Finish(ctx, c.Result, nil); v.Stop {
 					b.Fatalf("unexpected stop: %v", v)
 				}
 				i++

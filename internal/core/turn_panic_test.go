@@ -20,7 +20,7 @@ func TestTurnUsableAfterPreflightPanic(t *testing.T) {
 		t.Run(door, func(t *testing.T) {
 			armed := new(atomic.Int32)
 			rule := testutil.PreflightPanicky{Panicky: testutil.Panicky{Panics: new(atomic.Int32)}, Armed: armed}
-			g, err := guard.New(append(detector.Defaults(), rule)...)
+			g, err := guard.New(guard.Config{Rules: append(detector.Defaults(), rule)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -58,20 +58,20 @@ func TestTurnUsableAfterPreflightPanic(t *testing.T) {
 // after it never saw it.
 func TestCheckPanicLeavesPartOfTheStep(t *testing.T) {
 	panics := new(atomic.Int32)
-	g, err := guard.New(append(detector.Defaults(), testutil.Panicky{Panics: panics})...)
+	g, err := guard.New(guard.Config{Rules: append(detector.Defaults(), testutil.Panicky{Panics: panics})})
 	if err != nil {
 		t.Fatal(err)
 	}
 	panics.Store(1)
 	func() {
 		defer func() { _ = recover() }()
-		g.Check(testutil.Calls(testutil.Done("search", `{"q":1}`, "r")))
+		testutil.Check(t, g, testutil.Calls(testutil.Done("search", `{"q":1}`, "r")))
 	}()
 	if panics.Load() != 0 {
 		t.Fatal("the rule did not panic")
 	}
 	done := make(chan guard.Summary, 1)
-	go func() { done <- g.Summary() }()
+	go func() { done <- testutil.Summary(t, g) }()
 	select {
 	case s := <-done:
 		if s.Steps != 1 {
@@ -80,7 +80,7 @@ func TestCheckPanicLeavesPartOfTheStep(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the guard's lock stayed held after a rule panicked in Check")
 	}
-	if v := g.Check(guard.Step{Text: "x"}); v.Stop {
+	if v := testutil.Check(t, g, guard.Step{Text: "x"}); v.Stop {
 		t.Errorf("the next step stopped: %s", v.Code)
 	}
 }

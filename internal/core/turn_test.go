@@ -29,7 +29,7 @@ func withID(id string, c guard.ToolCall) guard.ToolCall {
 
 // repeatGuard returns a guard with the repeat rule at threshold 3, keeping
 // its steps, with these options.
-func repeatGuard(t *testing.T, o guard.Options) *guard.Guard {
+func repeatGuard(t *testing.T, o guard.Config) *guard.Guard {
 	t.Helper()
 	r, err := repeat.New(repeat.Options{Threshold: 3})
 	if err != nil {
@@ -44,7 +44,7 @@ func repeatGuard(t *testing.T, o guard.Options) *guard.Guard {
 // is allowed.
 func TestTurnPreflightJudgesParallelCallsTogether(t *testing.T) {
 	ctx := context.Background()
-	g := repeatGuard(t, guard.Options{})
+	g := repeatGuard(t, guard.Config{})
 	turn := g.Begin()
 	calls := []guard.ToolCall{withID("a", testutil.Q("x")), withID("b", testutil.Q("x")), withID("c", testutil.Q("x")), withID("d", testutil.Q("y"))}
 	ds, err := turn.Preflight(ctx, calls...)
@@ -107,7 +107,7 @@ func TestTurnPreflightJudgesParallelCallsTogether(t *testing.T) {
 	if diff := cmp.Diff([]guard.Step{want}, g.History(), errText); diff != "" {
 		t.Errorf("recorded (-want +got):\n%s", diff)
 	}
-	if s := g.Summary(); s.Steps != 1 || s.ToolCalls != 2 || s.FailedToolCalls != 1 {
+	if s := testutil.Summary(t, g); s.Steps != 1 || s.ToolCalls != 2 || s.FailedToolCalls != 1 {
 		t.Errorf("summary %+v", s)
 	}
 
@@ -129,7 +129,7 @@ func TestTurnPreflightJudgesParallelCallsTogether(t *testing.T) {
 func TestTurnRunTakesPreflightDecisions(t *testing.T) {
 	ctx := context.Background()
 	var preflights atomic.Int32
-	g := repeatGuard(t, guard.Options{Observer: func(_ context.Context, e guard.Event) {
+	g := repeatGuard(t, guard.Config{Observer: func(_ context.Context, e guard.Event) {
 		if e.Phase == guard.PhasePreflight {
 			preflights.Add(1)
 		}
@@ -199,7 +199,7 @@ func TestTurnRunTakesPreflightDecisions(t *testing.T) {
 // Step.Refused.
 func TestTurnRunRecordsRefusals(t *testing.T) {
 	ctx := context.Background()
-	g := repeatGuard(t, guard.Options{})
+	g := repeatGuard(t, guard.Config{})
 	runs := 0
 	tool := func(context.Context) (any, error) { runs++; return "same", nil }
 	for i := range 4 {
@@ -232,7 +232,7 @@ func TestTurnBlockingObserverHoldsUpOnlyItsCaller(t *testing.T) {
 			ctx := context.Background()
 			entered, release := make(chan struct{}), make(chan struct{})
 			var once sync.Once
-			g := repeatGuard(t, guard.Options{Observer: func(ctx context.Context, e guard.Event) {
+			g := repeatGuard(t, guard.Config{Observer: func(ctx context.Context, e guard.Event) {
 				if ctx.Value(slowKey{}) != nil {
 					once.Do(func() { close(entered) })
 					<-release
@@ -293,7 +293,7 @@ func TestTurnEndStopError(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := mustNew(t, guard.Options{}, f)
+		g := mustNew(t, guard.Config{}, f)
 		v, err := g.Begin().End(ctx, guard.Step{Text: "done", FinishReason: tt.finish})
 		var stop *guard.StopError
 		if v.Stop != tt.stop || errors.As(err, &stop) != tt.stopErr || (err != nil) != tt.stopErr || v.Code != tt.wantCode {
@@ -318,7 +318,7 @@ func TestTurnEndStopError(t *testing.T) {
 // while the developer's detail stays in the decision.
 func TestRefusedErrorIsSafe(t *testing.T) {
 	ctx := context.Background()
-	g := repeatGuard(t, guard.Options{})
+	g := repeatGuard(t, guard.Config{})
 	secret := testutil.Call("login", `{"password":"hunter2"}`)
 	for range 2 {
 		turn := g.Begin()
@@ -344,16 +344,16 @@ func TestRefusedErrorIsSafe(t *testing.T) {
 // In a refused batch, the decision names the first call at which the
 // refusing rule refuses.
 func TestDecisionSaysWhichCall(t *testing.T) {
-	r := func() guard.Detector { d, _ := repeat.New(repeat.Options{Threshold: 3}); return d }
-	tl := func() guard.Detector {
+	r := func() guard.Rule { d, _ := repeat.New(repeat.Options{Threshold: 3}); return d }
+	tl := func() guard.Rule {
 		d, _ := toollimit.New(toollimit.Options{MaxCalls: map[string]int{"read": 1}})
 		return d
 	}
-	b := func() guard.Detector { d, _ := budget.New(budget.Options{MaxSteps: 1}); return d }
+	b := func() guard.Rule { d, _ := budget.New(budget.Options{MaxSteps: 1}); return d }
 	x := testutil.Q("x")
 	tests := []struct {
 		name    string
-		ds      func() guard.Detector
+		ds      func() guard.Rule
 		calls   []guard.ToolCall
 		index   int
 		id      string
@@ -367,11 +367,11 @@ func TestDecisionSaysWhichCall(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := mustNew(t, guard.Options{}, tt.ds())
+			g := mustNew(t, guard.Config{}, tt.ds())
 			for range tt.history {
-				g.Check(guard.Step{ToolCalls: []guard.ToolCall{x}})
+				testutil.Check(t, g, guard.Step{ToolCalls: []guard.ToolCall{x}})
 			}
-			d := g.Preflight(tt.calls...)
+			d := testutil.Preflight(t, g, tt.calls...)
 			if d.Allow || d.CallIndex != tt.index || d.CallID != tt.id || d.Code != tt.code {
 				t.Errorf("decision %+v; want %s at index %d, ID %q", d, tt.code, tt.index, tt.id)
 			}
@@ -391,7 +391,7 @@ func TestDecisionSaysWhichCall(t *testing.T) {
 // The defaults refuse a call in a long batch at the right place, and the
 // turn says which call by its index among those given.
 func TestTurnPreflightCallIndexWithDefaults(t *testing.T) {
-	g, err := guard.New(detector.Defaults()...)
+	g, err := guard.New(guard.Config{Rules: detector.Defaults()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +407,7 @@ func TestTurnPreflightCallIndexWithDefaults(t *testing.T) {
 // calls.
 func TestTurnEndWhileACallRuns(t *testing.T) {
 	ctx := context.Background()
-	g := repeatGuard(t, guard.Options{})
+	g := repeatGuard(t, guard.Config{})
 	turn := g.Begin()
 	started, finish := make(chan struct{}), make(chan struct{})
 	done := make(chan error)
@@ -443,7 +443,7 @@ func TestTurnEndWhileACallRuns(t *testing.T) {
 
 	// Refusals alone: Refused holds them, ToolCalls is nil.
 	for range 2 {
-		g.Check(guard.Step{ToolCalls: []guard.ToolCall{testutil.Q("x")}})
+		testutil.Check(t, g, guard.Step{ToolCalls: []guard.ToolCall{testutil.Q("x")}})
 	}
 	turn = g.Begin()
 	turn.Preflight(ctx, testutil.Q("x"))
@@ -459,7 +459,7 @@ func TestTurnEndWhileACallRuns(t *testing.T) {
 // and not a tool that failed: the step records no call.
 func TestTurnRunNilFunction(t *testing.T) {
 	ctx := context.Background()
-	g := repeatGuard(t, guard.Options{})
+	g := repeatGuard(t, guard.Config{})
 	turn := g.Begin()
 	_, err := turn.Run(ctx, testutil.Q("x"), nil)
 	if err == nil || !strings.Contains(err.Error(), "not nil") {

@@ -193,6 +193,22 @@ var hints = map[Reason]string{
 	"windowed-repeat":      "the agent keeps coming back to the same call between others",
 }
 
+// hintOf returns the hint of v's evidence, when it is a [Hinter], or else
+// the hint of its reason.
+func hintOf(v Verdict) (h string) {
+	defer func() {
+		if recover() != nil {
+			h = "" // a custom evidence type that panics gives no hint
+		}
+	}()
+	if hv, ok := v.Evidence.(Hinter); ok {
+		if h := hv.Hint(); h != "" {
+			return h
+		}
+	}
+	return hints[v.Reason]
+}
+
 // Explain returns a readable account of v for logs: the rule, the detail, a
 // short hint and any warnings, one per line. It is for developers; it may
 // quote argument previews. Use v.Feedback for the model. Whatever detector
@@ -212,7 +228,7 @@ func Explain(v Verdict) string {
 			b.WriteString(": ")
 			b.WriteString(cleanDetail(v.Detail))
 		}
-		if h := hints[v.Reason]; h != "" && IsFault(v) {
+		if h := hintOf(v); h != "" && IsFault(v) {
 			b.WriteString("; hint: ")
 			b.WriteString(h)
 		}

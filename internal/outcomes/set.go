@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/loopguard/loopguard/canonical"
+	"github.com/loopguard/loopguard/internal/ring"
 )
 
 // A Set remembers the newest limit distinct sums, in the order they were
@@ -24,10 +25,9 @@ import (
 // itself, should it ever be added, is kept aside in hasZero.
 type Set struct {
 	limit int
-	// fifo holds the sums in the order they were added. It grows to limit
-	// and then is a ring whose oldest entry is fifo[head].
-	fifo []canonical.Sum
-	head int
+	// fifo holds the sums in the order they were added; its storage grows
+	// to limit.
+	fifo ring.Ring[canonical.Sum]
 	// table has a power-of-two length, at least twice the number of sums
 	// in it (so probes stay short).
 	table   []canonical.Sum
@@ -43,16 +43,17 @@ const minTable = 16
 // Init empties the set and makes it remember at most limit sums (limit must be
 // at least 1).
 func (s *Set) Init(limit int) {
-	*s = Set{limit: limit, seed: rand.Uint64()}
+	*s = Set{limit: limit, fifo: ring.NewGrowing[canonical.Sum](limit), seed: rand.Uint64()}
 }
 
 // Len returns the number of sums remembered.
-func (s *Set) Len() int { return len(s.fifo) }
+func (s *Set) Len() int { return s.fifo.Len() }
 
 // Reset empties the set and keeps its memory.
 func (s *Set) Reset() {
 	clear(s.table)
-	s.fifo, s.head, s.hasZero = s.fifo[:0], 0, false
+	s.fifo.Clear()
+	s.hasZero = false
 }
 
 // slot returns the home slot of x in a table of the given mask.
@@ -93,16 +94,11 @@ func (s *Set) Add(x canonical.Sum) bool {
 	if s.Contains(x) {
 		return false
 	}
-	if len(s.fifo) == s.limit {
-		s.remove(s.fifo[s.head])
-		s.fifo[s.head] = x
-		s.head = (s.head + 1) % s.limit
-	} else {
-		s.fifo = append(s.fifo, x)
-		if 2*len(s.fifo) > len(s.table) {
-			s.grow()
-			return true // grow inserted every sum of fifo, x included
-		}
+	if old, evicted := s.fifo.Push(x); evicted {
+		s.remove(old)
+	} else if 2*s.fifo.Len() > len(s.table) {
+		s.grow()
+		return true // grow inserted every sum of fifo, x included
 	}
 	s.insert(x)
 	return true
@@ -126,11 +122,11 @@ func (s *Set) insert(x canonical.Sum) {
 // into it.
 func (s *Set) grow() {
 	size := max(len(s.table)*2, minTable)
-	for size < 2*len(s.fifo) {
+	for size < 2*s.fifo.Len() {
 		size *= 2
 	}
 	s.table = make([]canonical.Sum, size)
-	for _, x := range s.fifo {
+	for _, x := range s.fifo.Unordered() {
 		s.insert(x)
 	}
 }
@@ -160,10 +156,7 @@ func (s *Set) remove(x canonical.Sum) {
 
 // AppendOldestFirst appends the bytes of the sums, oldest first, to dst.
 func (s *Set) AppendOldestFirst(dst []byte) []byte {
-	for _, x := range s.fifo[s.head:] {
-		dst = append(dst, x[:]...)
-	}
-	for _, x := range s.fifo[:s.head] {
+	for _, x := range s.fifo.All() {
 		dst = append(dst, x[:]...)
 	}
 	return dst
@@ -201,7 +194,7 @@ func (s *Set) Decode(text string) error {
 	next.Init(s.limit)
 	if n := len(raw) / 16; n > 0 {
 		// Room for them all at once, rather than growing as they come.
-		next.fifo = make([]canonical.Sum, 0, n)
+		next.fifo.Grow(n)
 		size := minTable
 		for size < 2*n {
 			size *= 2

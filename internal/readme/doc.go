@@ -1,9 +1,9 @@
 // Package readme builds every Go block of the repository's README.md and
 // docs/*.md, each as a program of its own, so that the examples compile as
-// they are written. Its tests also run each README block that needs no
-// service, key or network, and compare what it prints with the block's
-// "// Output:" comment; run each test-file block with the block before it;
-// and follow the recipes of docs/checkout.md.
+// they are written. Its tests also run each block of those files that
+// needs no service, key or network, and compare what it prints with the
+// block's "// Output:" comment; run each test-file block with the block
+// before it; and follow the recipes of docs/checkout.md.
 //
 // A block is built by the test of the module it imports: a block that
 // imports an adapter (adapters/...) is built by that adapter's test, one

@@ -29,10 +29,10 @@ func fencedBlocks(t *testing.T, text string) []fenced {
 	return fs
 }
 
-// goBlocks returns the ```go blocks of README.md's text.
-func goBlocks(t *testing.T, text string) []block {
+// goBlocks returns the ```go blocks of a Markdown text, the content of file.
+func goBlocks(t *testing.T, file, text string) []block {
 	t.Helper()
-	bs, err := parseGoBlocks("README.md", text)
+	bs, err := parseGoBlocks(file, text)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-var update = flag.Bool("update", false, "rewrite the // Output: comments of README.md's Go blocks with what they print")
+var update = flag.Bool("update", false, "rewrite the // Output: comments of the Go blocks of README.md and docs/*.md with what they print")
 
 // outputMark opens a block's expected output: the comment lines that follow
 // it, each "// " and a line of output, as in a Go example.
@@ -101,36 +101,45 @@ func shorten(line string) string {
 	return line
 }
 
-// TestOutputs runs every block of README.md that can run anywhere (see
-// runnable) and compares what it prints with its "// Output:" comment. Each
-// runs in a directory of its own; a block that reads loopguard.json finds
-// there the last JSON block of the README before it. With -update, the
-// comments are rewritten with what the blocks print (shown lines that still
-// match are kept; new long lines are cut short at a space, with "...").
+// TestOutputs runs every block of README.md and docs/*.md that can run
+// anywhere (see runnable) and compares what it prints with its "// Output:"
+// comment. Each runs in a directory of its own; a block that reads
+// loopguard.json finds there the last JSON block of its file before it.
+// With -update, the comments are rewritten with what the blocks print
+// (shown lines that still match are kept; new long lines are cut short at a
+// space, with "...").
 func TestOutputs(t *testing.T) {
-	root, readme := readREADME(t)
-	readmePath := filepath.Join(root, "README.md")
-	blocks := goBlocks(t, readme)
-	jsonBefore := lastJSONBlocks(t, readme)
+	root, docs := readDocs(t)
 	tmp := t.TempDir()
 	files := map[string]block{}
 	var pkgs []string
-	var run []int
-	for i, b := range blocks {
-		if !runnable(b) {
-			continue
+	type toRun struct {
+		b        block
+		bin      string // the name of its program
+		json     string // the last JSON block of its file before it
+		jsonSeen bool
+	}
+	var run []toRun
+	for _, d := range docs {
+		jsonBefore := lastJSONBlocks(t, d.text)
+		for _, b := range goBlocks(t, d.file, d.text) {
+			if !runnable(b) {
+				continue
+			}
+			if _, _, _, ok := shownOutput(b.code); !ok {
+				t.Errorf("%s: the block runs anywhere but does not say what it prints (a %q comment)", b.name(), outputMark)
+				continue
+			}
+			bin := fmt.Sprintf("block%03d", len(run))
+			pkg := filepath.Join(root, "internal", "readmeblocks", bin)
+			files[filepath.Join(pkg, "main.go")] = b
+			pkgs = append(pkgs, pkg)
+			doc, ok := jsonBefore[b.line]
+			run = append(run, toRun{b: b, bin: bin, json: doc, jsonSeen: ok})
 		}
-		if _, _, _, ok := shownOutput(b.code); !ok {
-			t.Errorf("README.md:%d: the block runs anywhere but does not say what it prints (a %q comment)", b.line, outputMark)
-			continue
-		}
-		pkg := filepath.Join(root, "internal", "readmeblocks", fmt.Sprintf("block%02d", i))
-		files[filepath.Join(pkg, "main.go")] = b
-		pkgs = append(pkgs, pkg)
-		run = append(run, i)
 	}
 	if len(run) < 4 {
-		t.Fatalf("only %d blocks of README.md run anywhere", len(run))
+		t.Fatalf("only %d blocks of README.md and docs/*.md run anywhere", len(run))
 	}
 	overlayFile := writeOverlay(t, tmp, "overlay.json", files)
 	bin := filepath.Join(tmp, "bin")
@@ -140,31 +149,30 @@ func TestOutputs(t *testing.T) {
 		t.Fatalf("go build of the blocks that run anywhere: %v\n%s", err, out) // TestGoBlocks names the block
 	}
 
-	lines := strings.Split(readme, "\n")
-	rewrite := map[int][]string{} // by the README's 0-based line of the first output line
-	ends := map[int]int{}
-	for _, i := range run {
-		b := blocks[i]
+	// By file, by the file's 0-based line of the first output line.
+	rewrite := map[string]map[int][]string{}
+	ends := map[string]map[int]int{}
+	for _, r := range run {
+		b := r.b
 		dir := t.TempDir()
 		if strings.Contains(b.code, `"loopguard.json"`) {
-			doc, ok := jsonBefore[b.line]
-			if !ok {
-				t.Errorf("README.md:%d: the block reads loopguard.json, and no JSON block comes before it", b.line)
+			if !r.jsonSeen {
+				t.Errorf("%s: the block reads loopguard.json, and no JSON block comes before it in %s", b.name(), b.file)
 				continue
 			}
-			if err := os.WriteFile(filepath.Join(dir, "loopguard.json"), []byte(doc), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, "loopguard.json"), []byte(r.json), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		cmd := exec.CommandContext(ctx, filepath.Join(bin, fmt.Sprintf("block%02d", i)))
+		cmd := exec.CommandContext(ctx, filepath.Join(bin, r.bin))
 		cmd.Dir = dir
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		stdout, err := cmd.Output()
 		cancel()
 		if err != nil {
-			t.Errorf("README.md:%d: the block fails: %v\n%s", b.line, err, stderr.String())
+			t.Errorf("%s: the block fails: %v\n%s", b.name(), err, stderr.String())
 			continue
 		}
 		got := strings.Split(strings.TrimSuffix(string(stdout), "\n"), "\n")
@@ -181,37 +189,42 @@ func TestOutputs(t *testing.T) {
 					out = append(out, shorten(g))
 				}
 			}
-			start := b.line - 1 + first // 0-based README line of the first output line
-			rewrite[start] = out
-			ends[start] = b.line - 1 + end
+			if rewrite[b.file] == nil {
+				rewrite[b.file], ends[b.file] = map[int][]string{}, map[int]int{}
+			}
+			start := b.line - 1 + first // 0-based line of the first output line
+			rewrite[b.file][start] = out
+			ends[b.file][start] = b.line - 1 + end
 			continue
 		}
-		t.Errorf("README.md:%d: the block prints (run go test ./internal/readme -run TestOutputs -update to rewrite its comment):\n%s\nbut says it prints:\n%s",
-			b.line, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		t.Errorf("%s: the block prints (run go test ./internal/readme -run TestOutputs -update to rewrite its comment):\n%s\nbut says it prints:\n%s",
+			b.name(), strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if len(rewrite) == 0 {
-		return
-	}
-	rewritten := len(rewrite)
-	var out []string
-	for n := 0; n < len(lines); {
-		repl, ok := rewrite[n]
-		if !ok {
-			out = append(out, lines[n])
-			n++
+	for _, d := range docs {
+		if rewrite[d.file] == nil {
 			continue
 		}
-		indent := lines[n-1][:len(lines[n-1])-len(strings.TrimLeft(lines[n-1], " \t"))]
-		for _, r := range repl {
-			out = append(out, strings.TrimRight(indent+"// "+r, " "))
+		rewritten := len(rewrite[d.file])
+		lines := strings.Split(d.text, "\n")
+		var out []string
+		for n := 0; n < len(lines); {
+			repl, ok := rewrite[d.file][n]
+			if !ok {
+				out = append(out, lines[n])
+				n++
+				continue
+			}
+			indent := lines[n-1][:len(lines[n-1])-len(strings.TrimLeft(lines[n-1], " \t"))]
+			for _, r := range repl {
+				out = append(out, strings.TrimRight(indent+"// "+r, " "))
+			}
+			n = ends[d.file][n]
 		}
-		delete(rewrite, n)
-		n = ends[n]
+		if err := os.WriteFile(filepath.Join(root, filepath.FromSlash(d.file)), []byte(strings.Join(out, "\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("rewrote the output of %d blocks in %s", rewritten, d.file)
 	}
-	if err := os.WriteFile(readmePath, []byte(strings.Join(out, "\n")), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("rewrote the output of %d blocks in README.md", rewritten)
 }
 
 // lastJSONBlocks maps the first code line of each ```go block to the last
@@ -232,67 +245,84 @@ func lastJSONBlocks(t *testing.T, text string) map[int]string {
 	return found
 }
 
-// TestTestFileBlocks runs every test-file block of README.md (see
-// isTestFile) as the main_test.go of the Go block before it, with go test.
+// TestTestFileBlocks runs every test-file block of README.md and docs/*.md
+// (see isTestFile) as the main_test.go of the Go block before it in its
+// file, with go test.
 func TestTestFileBlocks(t *testing.T) {
-	root, readme := readREADME(t)
-	blocks := goBlocks(t, readme)
+	root, docs := readDocs(t)
 	tmp := t.TempDir()
 	found := 0
-	for i, b := range blocks {
-		if !isTestFile(b.code) {
-			continue
-		}
-		found++
-		if i == 0 || isTestFile(blocks[i-1].code) || !runnable(blocks[i-1]) {
-			t.Errorf("README.md:%d: a test file must follow the block it tests, a program that runs anywhere", b.line)
-			continue
-		}
-		pkg := filepath.Join(root, "internal", "readmeblocks", fmt.Sprintf("block%02d", i))
-		overlayFile := writeOverlay(t, tmp, fmt.Sprintf("overlay%d.json", i), map[string]block{
-			filepath.Join(pkg, "main.go"): blocks[i-1], filepath.Join(pkg, "main_test.go"): b})
-		// The package's directory exists only in the overlay: build the
-		// test binary, and run it elsewhere.
-		bin := filepath.Join(tmp, fmt.Sprintf("block%02d.test", i))
-		cmd := exec.Command("go", "test", "-c", "-vet=off", "-overlay", overlayFile, "-o", bin, pkg)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("README.md:%d: go test -c of the block with the block before it (README.md:%d) fails: %v\n%s", b.line, blocks[i-1].line, err, out)
-			continue
-		}
-		cmd = exec.Command(bin, "-test.v", "-test.short="+strconv.FormatBool(testing.Short()))
-		cmd.Dir = t.TempDir()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("README.md:%d: the test of the block with the block before it (README.md:%d) fails: %v\n%s", b.line, blocks[i-1].line, err, out)
+	for _, d := range docs {
+		blocks := goBlocks(t, d.file, d.text)
+		for i, b := range blocks {
+			if !isTestFile(b.code) {
+				continue
+			}
+			found++
+			if i == 0 || isTestFile(blocks[i-1].code) || !runnable(blocks[i-1]) {
+				t.Errorf("%s: a test file must follow the block it tests, a program that runs anywhere", b.name())
+				continue
+			}
+			pkg := filepath.Join(root, "internal", "readmeblocks", fmt.Sprintf("block%03d", found))
+			overlayFile := writeOverlay(t, tmp, fmt.Sprintf("overlay%d.json", found), map[string]block{
+				filepath.Join(pkg, "main.go"): blocks[i-1], filepath.Join(pkg, "main_test.go"): b})
+			// The package's directory exists only in the overlay: build the
+			// test binary, and run it elsewhere.
+			bin := filepath.Join(tmp, fmt.Sprintf("block%03d.test", found))
+			cmd := exec.Command("go", "test", "-c", "-vet=off", "-overlay", overlayFile, "-o", bin, pkg)
+			cmd.Dir = root
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("%s: go test -c of the block with the block before it (%s) fails: %v\n%s", b.name(), blocks[i-1].name(), err, out)
+				continue
+			}
+			cmd = exec.Command(bin, "-test.v", "-test.short="+strconv.FormatBool(testing.Short()))
+			cmd.Dir = t.TempDir()
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("%s: the test of the block with the block before it (%s) fails: %v\n%s", b.name(), blocks[i-1].name(), err, out)
+			}
 		}
 	}
 	if found == 0 {
-		t.Fatal("no test-file block in README.md: the custom detectors' section shows guardtest in one")
+		t.Fatal("no test-file block in README.md or docs/*.md: the custom detectors' page shows guardtest in one")
 	}
 }
 
-// readREADME returns the repository's root and its README.md.
-func readREADME(t *testing.T) (root, text string) {
+// A doc is one of the Markdown files whose Go blocks are built.
+type doc struct {
+	file string // relative to the repository's root, slash-separated
+	text string
+}
+
+// readDocs returns the repository's root and its README.md and docs/*.md,
+// in the order of docs.
+func readDocs(t *testing.T) (root string, ds []doc) {
 	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	files, err := docs(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return root, string(b)
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds = append(ds, doc{file: f, text: string(b)})
+	}
+	return root, ds
 }
 
-// writeOverlay writes each block into dir, as README-line-N.go, and an
-// overlay file for go build -overlay that lays each at its path; it
-// returns the overlay file's path.
+// writeOverlay writes each block into dir, as FILE-line-N.go (README.md-line-12.go,
+// docs-loop.md-line-40.go), and an overlay file for go build -overlay that
+// lays each at its path; it returns the overlay file's path.
 func writeOverlay(t *testing.T, dir, name string, files map[string]block) string {
 	t.Helper()
 	replace := map[string]string{}
 	for path, b := range files {
-		file := filepath.Join(dir, fmt.Sprintf("README-line-%d.go", b.line))
+		file := filepath.Join(dir, fmt.Sprintf("%s-line-%d.go", strings.ReplaceAll(b.file, "/", "-"), b.line))
 		if err := os.WriteFile(file, []byte(b.code), 0o644); err != nil {
 			t.Fatal(err)
 		}
