@@ -27,7 +27,7 @@
 //
 // A server cannot end its client's loop, so it refuses and records. Once a
 // run has stopped for a fault (a loop, a budget), every later call of that
-// run is refused with that stop until the run is reset
+// run is refused with that stop, and not recorded, until the run is reset
 // ([guard.Guard.Reset]) or a new segment begins (a step with user input);
 // [guard.Guard.Summary]'s FirstStop says why it stopped.
 //

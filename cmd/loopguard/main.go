@@ -1,4 +1,4 @@
-// Command loopguard runs loopguard's detectors over agent traces from
+// Command loopguard runs loopguard's rules over agent traces from
 // outside Go.
 //
 // Usage:
