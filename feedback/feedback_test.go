@@ -9,6 +9,7 @@ import (
 
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -18,28 +19,28 @@ var cases = []struct {
 	name string
 	v    guard.Verdict
 }{
-	{"max_steps", guard.Verdict{Reason: guard.ReasonMaxSteps, Code: "MAX_STEPS", Evidence: map[string]any{"steps": 50, "limit": 50}}},
-	{"tool_call_cap", guard.Verdict{Reason: guard.ReasonToolLimit, Code: "TOOL_CALL_CAP", Evidence: map[string]any{"tool": "search", "calls": 9, "limit": 8}}},
-	{"tool_call_cap_zero", guard.Verdict{Reason: guard.ReasonToolLimit, Code: "TOOL_CALL_CAP", Evidence: map[string]any{"tool": "rm", "calls": 1, "limit": 0}}},
-	{"repeated_tool_call", guard.Verdict{Reason: guard.ReasonRepeatedToolCall, Code: "REPEATED_TOOL_CALL", Evidence: map[string]any{"tool": "search", "count": 3, "threshold": 3}}},
-	{"repeated_identical_results", guard.Verdict{Reason: guard.ReasonRepeatedToolCall, Code: "REPEATED_TOOL_CALL", Evidence: map[string]any{"tool": "job_status", "count": 6, "threshold": 6, "identicalResults": true}}},
-	{"oscillation", guard.Verdict{Reason: guard.ReasonOscillation, Code: "OSCILLATION", Evidence: map[string]any{"period": 2, "repeats": 3, "threshold": 3, "tools": []string{"search", "read"}}}},
-	{"no_progress", guard.Verdict{Reason: guard.ReasonNoProgress, Code: "NO_PROGRESS", Evidence: map[string]any{"steps": 3, "threshold": 3}}},
-	{"finish_terminal", guard.Verdict{Reason: guard.ReasonFinishReason, Code: "FINISH_TERMINAL", Evidence: map[string]any{"normalized": "length"}}},
-	{"finish_other", guard.Verdict{Reason: guard.ReasonFinishReason, Code: "FINISH_OTHER", Evidence: map[string]any{"normalized": "other"}}},
-	{"finish_other_text_only", guard.Verdict{Reason: guard.ReasonFinishReason, Code: "FINISH_OTHER_TEXT_ONLY", Evidence: map[string]any{"normalized": "other"}}},
-	{"budget_total_tokens", guard.Verdict{Reason: guard.ReasonBudget, Code: "BUDGET_TOTAL_TOKENS", Evidence: map[string]any{"metric": "totalTokens", "value": 1200, "limit": 1000}}},
-	{"budget_input_tokens", guard.Verdict{Reason: guard.ReasonBudget, Code: "BUDGET_INPUT_TOKENS", Evidence: map[string]any{"metric": "inputTokens", "value": 1000, "limit": 1000}}},
-	{"budget_output_tokens", guard.Verdict{Reason: guard.ReasonBudget, Code: "BUDGET_OUTPUT_TOKENS", Evidence: map[string]any{"metric": "outputTokens", "value": 10, "limit": 10}}},
-	{"budget_cost_usd", guard.Verdict{Reason: guard.ReasonBudget, Code: "BUDGET_COST_USD", Evidence: map[string]any{"metric": "costUsd", "value": 0.123456789, "limit": 0.1}}},
-	{"budget_duration_ms", guard.Verdict{Reason: guard.ReasonBudget, Code: "BUDGET_DURATION_MS", Evidence: map[string]any{"metric": "durationMs", "value": 60000, "limit": 60000}}},
+	{"max_steps", guard.Verdict{Reason: rule.ReasonMaxSteps, Code: "MAX_STEPS", Evidence: map[string]any{"steps": 50, "limit": 50}}},
+	{"tool_call_cap", guard.Verdict{Reason: rule.ReasonToolLimit, Code: "TOOL_CALL_CAP", Evidence: map[string]any{"tool": "search", "calls": 9, "limit": 8}}},
+	{"tool_call_cap_zero", guard.Verdict{Reason: rule.ReasonToolLimit, Code: "TOOL_CALL_CAP", Evidence: map[string]any{"tool": "rm", "calls": 1, "limit": 0}}},
+	{"repeated_tool_call", guard.Verdict{Reason: rule.ReasonRepeatedToolCall, Code: "REPEATED_TOOL_CALL", Evidence: map[string]any{"tool": "search", "count": 3, "threshold": 3}}},
+	{"repeated_identical_results", guard.Verdict{Reason: rule.ReasonRepeatedToolCall, Code: "REPEATED_TOOL_CALL", Evidence: map[string]any{"tool": "job_status", "count": 6, "threshold": 6, "identicalResults": true}}},
+	{"oscillation", guard.Verdict{Reason: rule.ReasonOscillation, Code: "OSCILLATION", Evidence: map[string]any{"period": 2, "repeats": 3, "threshold": 3, "tools": []string{"search", "read"}}}},
+	{"no_progress", guard.Verdict{Reason: rule.ReasonNoProgress, Code: "NO_PROGRESS", Evidence: map[string]any{"steps": 3, "threshold": 3}}},
+	{"finish_terminal", guard.Verdict{Reason: rule.ReasonFinishReason, Code: "FINISH_TERMINAL", Evidence: map[string]any{"normalized": "length"}}},
+	{"finish_other", guard.Verdict{Reason: rule.ReasonFinishReason, Code: "FINISH_OTHER", Evidence: map[string]any{"normalized": "other"}}},
+	{"finish_other_text_only", guard.Verdict{Reason: rule.ReasonFinishReason, Code: "FINISH_OTHER_TEXT_ONLY", Evidence: map[string]any{"normalized": "other"}}},
+	{"budget_total_tokens", guard.Verdict{Reason: rule.ReasonBudget, Code: "BUDGET_TOTAL_TOKENS", Evidence: map[string]any{"metric": "totalTokens", "value": 1200, "limit": 1000}}},
+	{"budget_input_tokens", guard.Verdict{Reason: rule.ReasonBudget, Code: "BUDGET_INPUT_TOKENS", Evidence: map[string]any{"metric": "inputTokens", "value": 1000, "limit": 1000}}},
+	{"budget_output_tokens", guard.Verdict{Reason: rule.ReasonBudget, Code: "BUDGET_OUTPUT_TOKENS", Evidence: map[string]any{"metric": "outputTokens", "value": 10, "limit": 10}}},
+	{"budget_cost_usd", guard.Verdict{Reason: rule.ReasonBudget, Code: "BUDGET_COST_USD", Evidence: map[string]any{"metric": "costUsd", "value": 0.123456789, "limit": 0.1}}},
+	{"budget_duration_ms", guard.Verdict{Reason: rule.ReasonBudget, Code: "BUDGET_DURATION_MS", Evidence: map[string]any{"metric": "durationMs", "value": 60000, "limit": 60000}}},
 }
 
 func TestGolden(t *testing.T) {
 	for _, c := range cases {
 		c.v.Stop = true
 		for _, phase := range []guard.Phase{guard.PhaseCheck, guard.PhasePreflight} {
-			if phase == guard.PhasePreflight && c.v.Reason == guard.ReasonFinishReason {
+			if phase == guard.PhasePreflight && c.v.Reason == rule.ReasonFinishReason {
 				continue // finish reasons are never judged before a call runs
 			}
 			got := feedback.For(c.v, phase)
@@ -83,8 +84,8 @@ func TestEveryTextDiffers(t *testing.T) {
 func TestNoFeedback(t *testing.T) {
 	tests := map[string]guard.Verdict{
 		"go on":         {},
-		"normal finish": {Stop: true, Reason: guard.ReasonFinishReason, Code: "FINISH_TERMINAL", Evidence: map[string]any{"normalized": "stop"}},
-		"custom":        {Stop: true, Reason: guard.ReasonCustom, Code: "CUSTOM", Evidence: map[string]any{"tool": "x"}},
+		"normal finish": {Stop: true, Reason: rule.ReasonFinishReason, Code: "FINISH_TERMINAL", Evidence: map[string]any{"normalized": "stop"}},
+		"custom":        {Stop: true, Reason: rule.ReasonCustom, Code: "CUSTOM", Evidence: map[string]any{"tool": "x"}},
 		"unknown code":  {Stop: true, Reason: "mine", Code: "MINE"},
 	}
 	for name, v := range tests {
@@ -115,7 +116,7 @@ func TestToolName(t *testing.T) {
 }
 
 func ExampleFor() {
-	v := guard.Verdict{Stop: true, Reason: guard.ReasonRepeatedToolCall, Code: "REPEATED_TOOL_CALL",
+	v := guard.Verdict{Stop: true, Reason: rule.ReasonRepeatedToolCall, Code: "REPEATED_TOOL_CALL",
 		Evidence: map[string]any{"tool": "search", "count": 3, "argsPreview": `{"q":"secret"}`}}
 	println := func(s string) { os.Stdout.WriteString(s + "\n") }
 	println(feedback.For(v, guard.PhaseCheck))

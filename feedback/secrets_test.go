@@ -9,6 +9,7 @@ import (
 
 	"github.com/loopguard/loopguard/detector"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/testutil"
 )
 
 // secrets are planted in every argument, result, error, text and finish
@@ -30,7 +31,7 @@ func TestNoSecretReachesFeedback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := cfg.New()
+	g, err := guard.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,8 +54,8 @@ func TestNoSecretReachesFeedback(t *testing.T) {
 			FinishReason: []string{"tool-calls", "", "tool-calls", secrets[i%len(secrets)]}[i%4],
 			Usage:        guard.Usage{TotalTokens: 150, CostUSD: 0.06},
 		}
-		d := g.Preflight(step.ToolCalls...)
-		v := g.Check(step)
+		d := testutil.Preflight(t, g, step.ToolCalls...)
+		v := testutil.Check(t, g, step)
 		for _, text := range []string{v.Feedback, d.Feedback} {
 			if text != "" {
 				texts = append(texts, text)

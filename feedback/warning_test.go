@@ -10,6 +10,7 @@ import (
 	"github.com/loopguard/loopguard/detector"
 	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/testutil"
 )
 
 // warningCases are one warning for every code ForWarning knows.
@@ -194,7 +195,7 @@ func TestNoSecretReachesWarnings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, err := cfg.New()
+		g, err := guard.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,8 +208,8 @@ func TestNoSecretReachesWarnings(t *testing.T) {
 			default:
 				s.ToolCalls = []guard.ToolCall{c}
 			}
-			d := g.Preflight(s.ToolCalls...)
-			v := g.Check(s)
+			d := testutil.Preflight(t, g, s.ToolCalls...)
+			v := testutil.Check(t, g, s)
 			for _, text := range []string{v.Feedback, d.Feedback} {
 				if text != "" {
 					texts = append(texts, text)

@@ -13,31 +13,49 @@ import (
 
 	"github.com/loopguard/loopguard/detector/finish"
 	"github.com/loopguard/loopguard/detector/repeat"
-	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/guardtest"
+	"github.com/loopguard/loopguard/rule"
 )
 
-// The broken detectors below each wrap the repeat detector, which passes the
-// kit, and break one property of the contract.
+// The broken rules below each wrap the repeat rule, which passes the kit,
+// and break one property of the contract, in the rule or in its states.
 
-func newRepeat(threshold int) *repeat.Detector {
-	d, err := repeat.New(repeat.Options{Threshold: threshold})
+// newRepeat returns the repeat rule with a threshold. guardtest.Check gives
+// its factories no test, so an error panics (and Check reports it).
+func newRepeat(threshold int) *repeat.Rule {
+	r, err := repeat.New(repeat.Options{Threshold: threshold})
 	if err != nil {
 		panic(err)
 	}
-	return d
+	return r
 }
 
-// unowned hides the repeat detector's guard.Owned marker behind the
-// interface: guard.New cannot tell that it is shared.
-type unowned struct{ guard.Detector }
+// saver is the repeat rule's state: a State and a Saver.
+type saver interface {
+	rule.State
+	rule.Saver
+}
 
-// wrapped forwards everything to the repeat detector.
-type wrapped struct{ *repeat.Detector }
+// broken is the repeat rule whose states wrap makes from the rule's own.
+type broken struct {
+	rule.Rule
+	wrap func(inner saver) rule.State
+}
+
+func (b broken) NewState() rule.State { return b.wrap(b.Rule.NewState().(saver)) }
+
+// breaks returns a factory of the repeat rule with threshold 3 whose states
+// wrap makes.
+func breaks(wrap func(inner saver) rule.State) func(t *testing.T) rule.Rule {
+	return func(*testing.T) rule.Rule { return broken{newRepeat(3), wrap} }
+}
+
+// wrapped forwards everything to the repeat rule.
+type wrapped struct{ *repeat.Rule }
 
 // preflightCounts counts the questions it is asked, in its state.
 type preflightCounts struct {
-	*repeat.Detector
+	saver
 	asked int
 }
 
@@ -46,13 +64,13 @@ type countedState struct {
 	Asked int             `json:"asked"`
 }
 
-func (d *preflightCounts) Preflight(f *guard.Facts) guard.Verdict {
+func (d *preflightCounts) Preflight(f *rule.Facts) rule.Verdict {
 	d.asked++
-	return d.Detector.Preflight(f)
+	return d.saver.Preflight(f)
 }
 
-func (d *preflightCounts) Snapshot(o guard.SnapshotOptions) ([]byte, error) {
-	inner, err := d.Detector.Snapshot(o)
+func (d *preflightCounts) Snapshot(o rule.SnapshotOptions) ([]byte, error) {
+	inner, err := d.saver.Snapshot(o)
 	if err != nil {
 		return nil, err
 	}
@@ -62,33 +80,31 @@ func (d *preflightCounts) Snapshot(o guard.SnapshotOptions) ([]byte, error) {
 func (d *preflightCounts) Restore(state []byte) error {
 	if string(state) == "null" {
 		d.asked = 0
-		return d.Detector.Restore(state)
+		return d.saver.Restore(state)
 	}
 	var s countedState
 	if err := json.Unmarshal(state, &s); err != nil {
 		return err
 	}
 	d.asked = s.Asked
-	return d.Detector.Restore(s.Inner)
+	return d.saver.Restore(s.Inner)
 }
-
-func (d *preflightCounts) Reset() { d.asked = 0; d.Detector.Reset() }
 
 // preflightObserves records the calls it is asked about as if they had run,
 // a state change that Snapshot shows.
-type preflightObserves struct{ *repeat.Detector }
+type preflightObserves struct{ saver }
 
-func (d preflightObserves) Preflight(f *guard.Facts) guard.Verdict {
-	d.Detector.Observe(f)
-	return d.Detector.Verdict()
+func (d preflightObserves) Preflight(f *rule.Facts) rule.Verdict {
+	d.saver.Observe(f)
+	return d.saver.Verdict()
 }
 
 // observeTidies rewrites integer arguments in maps as float64: the facts do
 // not change (the canonical form compares numbers as numbers), but the
 // caller's step does.
-type observeTidies struct{ *repeat.Detector }
+type observeTidies struct{ saver }
 
-func (d observeTidies) Observe(f *guard.Facts) {
+func (d observeTidies) Observe(f *rule.Facts) {
 	if s := f.Step(); s != nil {
 		for _, c := range s.ToolCalls {
 			if m, ok := c.Args.(map[string]any); ok {
@@ -100,64 +116,71 @@ func (d observeTidies) Observe(f *guard.Facts) {
 			}
 		}
 	}
-	d.Detector.Observe(f)
+	d.saver.Observe(f)
 }
 
-// observeRenames upper-cases the tool names of the step other detectors
-// read, in the guard's own copy of the step.
-type observeRenames struct{ *repeat.Detector }
+// observeRenames upper-cases the tool names of the step other rules read,
+// in the guard's own copy of the step.
+type observeRenames struct{ saver }
 
-func (d observeRenames) Observe(f *guard.Facts) {
-	d.Detector.Observe(f)
+func (d observeRenames) Observe(f *rule.Facts) {
+	d.saver.Observe(f)
 	for i := range f.Calls {
 		f.Calls[i].Tool = strings.ToUpper(f.Calls[i].Tool)
 	}
 }
 
-// restoreForgets accepts any state but keeps none (except null).
-type restoreForgets struct{ *repeat.Detector }
+// restoreForgets accepts any state but keeps none.
+type restoreForgets struct{ saver }
 
-func (d restoreForgets) Restore(state []byte) error {
+func (d restoreForgets) Restore([]byte) error { return d.saver.Restore([]byte("null")) }
+
+// restoreNullKeeps keeps its state when it is restored from null.
+type restoreNullKeeps struct{ saver }
+
+func (d restoreNullKeeps) Restore(state []byte) error {
 	if string(state) == "null" {
-		return d.Detector.Restore(state)
+		return nil
 	}
-	d.Detector.Reset()
-	return nil
+	return d.saver.Restore(state)
 }
+
+// notSaved keeps the repeat rule's state between steps, but is not a
+// Saver: its snapshots are null.
+type notSaved struct{ rule.State }
 
 // snapshotReuses returns the same buffer from every Snapshot.
 type snapshotReuses struct {
-	*repeat.Detector
+	saver
 	buf []byte
 }
 
-func (d *snapshotReuses) Snapshot(o guard.SnapshotOptions) ([]byte, error) {
-	inner, err := d.Detector.Snapshot(o)
+func (d *snapshotReuses) Snapshot(o rule.SnapshotOptions) ([]byte, error) {
+	inner, err := d.saver.Snapshot(o)
 	d.buf = append(d.buf[:0], inner...)
 	return d.buf, err
 }
 
 // snapshotAliases returns the bytes of its state itself.
 type snapshotAliases struct {
-	*repeat.Detector
+	saver
 	state []byte
 }
 
 func (d *snapshotAliases) refresh() {
-	d.state, _ = d.Detector.Snapshot(guard.SnapshotOptions{})
+	d.state, _ = d.saver.Snapshot(rule.SnapshotOptions{})
 }
 
-func (d *snapshotAliases) Observe(f *guard.Facts) { d.Detector.Observe(f); d.refresh() }
-func (d *snapshotAliases) Reset()                 { d.Detector.Reset(); d.refresh() }
+func (d *snapshotAliases) Observe(f *rule.Facts) { d.saver.Observe(f); d.refresh() }
 func (d *snapshotAliases) Restore(state []byte) error {
-	err := d.Detector.Restore(state)
+	err := d.saver.Restore(state)
 	d.refresh()
 	return err
 }
 
-func (d *snapshotAliases) Snapshot(o guard.SnapshotOptions) ([]byte, error) {
+func (d *snapshotAliases) Snapshot(o rule.SnapshotOptions) ([]byte, error) {
 	if !o.Previews {
-		return d.Detector.Snapshot(o)
+		return d.saver.Snapshot(o)
 	}
 	if d.state == nil {
 		d.refresh()
@@ -167,19 +190,19 @@ func (d *snapshotAliases) Snapshot(o guard.SnapshotOptions) ([]byte, error) {
 
 // snapshotUnordered writes a map in the order Go iterates it.
 type snapshotUnordered struct {
-	*repeat.Detector
+	saver
 	seen map[string]int
 }
 
-func (d *snapshotUnordered) Observe(f *guard.Facts) {
-	d.Detector.Observe(f)
+func (d *snapshotUnordered) Observe(f *rule.Facts) {
+	d.saver.Observe(f)
 	for _, c := range f.Calls {
 		d.seen[c.Tool]++
 	}
 }
 
-func (d *snapshotUnordered) Snapshot(o guard.SnapshotOptions) ([]byte, error) {
-	inner, err := d.Detector.Snapshot(o)
+func (d *snapshotUnordered) Snapshot(o rule.SnapshotOptions) ([]byte, error) {
+	inner, err := d.saver.Snapshot(o)
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `{"inner":%s,"seen":{`, inner)
 	first := true
@@ -198,7 +221,7 @@ func (d *snapshotUnordered) Snapshot(o guard.SnapshotOptions) ([]byte, error) {
 func (d *snapshotUnordered) Restore(state []byte) error {
 	if string(state) == "null" {
 		d.seen = map[string]int{}
-		return d.Detector.Restore(state)
+		return d.saver.Restore(state)
 	}
 	var s struct {
 		Inner json.RawMessage `json:"inner"`
@@ -211,67 +234,84 @@ func (d *snapshotUnordered) Restore(state []byte) error {
 	if d.seen == nil {
 		d.seen = map[string]int{}
 	}
-	return d.Detector.Restore(s.Inner)
+	return d.saver.Restore(s.Inner)
 }
 
-func (d *snapshotUnordered) Reset() { d.seen = map[string]int{}; d.Detector.Reset() }
-
-// resetKeeps forgets nothing on Reset.
-type resetKeeps struct{ *repeat.Detector }
-
-func (resetKeeps) Reset() {}
-
 // panicsOnParallel panics on a step with more than 1000 calls.
-type panicsOnParallel struct{ *repeat.Detector }
+type panicsOnParallel struct{ saver }
 
-func (d panicsOnParallel) Observe(f *guard.Facts) {
+func (d panicsOnParallel) Observe(f *rule.Facts) {
 	if len(f.Calls) > 1000 {
 		var counts []int
 		_ = counts[len(f.Calls)] // index out of range
 	}
-	d.Detector.Observe(f)
+	d.saver.Observe(f)
 }
 
 // sharedState counts steps in a package-level variable, shared by all its
-// instances, and stops on the tenth.
+// states, and stops on the tenth.
 var sharedSteps atomic.Int64
 
-type sharedState struct{ *repeat.Detector }
+type sharedState struct{ saver }
 
-func (d sharedState) Observe(f *guard.Facts) { sharedSteps.Add(1); d.Detector.Observe(f) }
-func (d sharedState) Verdict() guard.Verdict {
+func (d sharedState) Observe(f *rule.Facts) { sharedSteps.Add(1); d.saver.Observe(f) }
+func (d sharedState) Verdict() rule.Verdict {
 	if sharedSteps.Load()%10 == 0 {
-		return guard.Verdict{Stop: true, Code: "TENTH"}
+		return rule.Verdict{Stop: true, Code: "TENTH"}
 	}
-	return d.Detector.Verdict()
+	return d.saver.Verdict()
+}
+
+// oneState hands out the same state to every guard: the first it made.
+type oneState struct {
+	rule.Rule
+	st *rule.State
+}
+
+func (r oneState) NewState() rule.State {
+	if *r.st == nil {
+		*r.st = r.Rule.NewState()
+	}
+	return *r.st
 }
 
 // sameOptions says its options are always the same.
-type sameOptions struct{ *repeat.Detector }
+type sameOptions struct{ *repeat.Rule }
 
 func (sameOptions) Options() any { return "repeat" }
 
-// optionsCount puts the number of steps it has seen into its options.
+// optionsCount puts the number of steps its states have seen into its
+// options.
 type optionsCount struct {
-	*repeat.Detector
-	n int
+	*repeat.Rule
+	n *atomic.Int64
 }
 
-func (d *optionsCount) Observe(f *guard.Facts) { d.n++; d.Detector.Observe(f) }
-func (d *optionsCount) Options() any {
-	return map[string]any{"inner": d.Detector.Options(), "n": d.n}
+type countingState struct {
+	saver
+	n *atomic.Int64
+}
+
+func (d countingState) Observe(f *rule.Facts) { d.n.Add(1); d.saver.Observe(f) }
+
+func (d optionsCount) NewState() rule.State {
+	return countingState{d.Rule.NewState().(saver), d.n}
+}
+
+func (d optionsCount) Options() any {
+	return map[string]any{"inner": d.Rule.Options(), "n": d.n.Load()}
 }
 
 // badName has a name with a space.
-type badName struct{ *repeat.Detector }
+type badName struct{ *repeat.Rule }
 
 func (badName) Name() string { return "my rule" }
 
-// countedName names each instance differently.
+// countedName names each rule differently.
 var instances atomic.Int64
 
 type countedName struct {
-	*repeat.Detector
+	*repeat.Rule
 	name string
 }
 
@@ -295,69 +335,71 @@ func failed(err error) map[string]string {
 	return out
 }
 
-func TestBrokenDetectors(t *testing.T) {
-	other := func() guard.Detector { return wrapped{newRepeat(4)} }
+func TestBrokenRules(t *testing.T) {
+	other := func(*testing.T) rule.Rule { return wrapped{newRepeat(4)} }
 	for _, tc := range []struct {
 		name     string
-		det      func() guard.Detector
-		other    func() guard.Detector
+		rule     func(t *testing.T) rule.Rule
+		other    func(t *testing.T) rule.Rule
 		property string
 		message  string // what the problem says; alternatives split by |
 		// only: no other property may fail.
 		only bool
 	}{
-		{"preflight counts", func() guard.Detector { return &preflightCounts{Detector: newRepeat(3)} }, nil,
+		{"preflight counts", breaks(func(s saver) rule.State { return &preflightCounts{saver: s} }), nil,
 			"PreflightKeepsState", "Preflight changed the snapshot before step", true},
 		// SnapshotRestore asks Preflight too, so it sees the changed state.
-		{"preflight observes", func() guard.Detector { return preflightObserves{newRepeat(3)} }, nil,
+		{"preflight observes", breaks(func(s saver) rule.State { return preflightObserves{s} }), nil,
 			"PreflightKeepsState", "Preflight changed the snapshot before step", false},
-		{"observe tidies", func() guard.Detector { return observeTidies{newRepeat(3)} }, nil,
+		{"observe tidies", breaks(func(s saver) rule.State { return observeTidies{s} }), nil,
 			"ObserveKeepsStep", "Observe or Verdict modified the step given to Check, at ToolCalls[", true},
-		{"observe renames", func() guard.Detector { return observeRenames{newRepeat(3)} }, nil,
-			"ObserveKeepsStep", "Observe or Verdict modified the facts that later detectors read, at Calls[", true},
-		{"restore forgets", func() guard.Detector { return restoreForgets{newRepeat(3)} }, nil,
-			"SnapshotRestore", "then Restore into a fresh detector, then Snapshot gives another state", true},
-		{"snapshot reuses its buffer", func() guard.Detector { return &snapshotReuses{Detector: newRepeat(3)} }, nil,
+		{"observe renames", breaks(func(s saver) rule.State { return observeRenames{s} }), nil,
+			"ObserveKeepsStep", "Observe or Verdict modified the facts that later rules read, at Calls[", true},
+		{"restore forgets", breaks(func(s saver) rule.State { return restoreForgets{s} }), nil,
+			"SnapshotRestore", "then Restore into a new state, then Snapshot gives another state", true},
+		{"restore of null keeps", breaks(func(s saver) rule.State { return restoreNullKeeps{s} }), nil,
+			"RestoreNullIsFresh", "gives another snapshot than a fresh state's", true},
+		{"keeps state but is not a Saver", breaks(func(s saver) rule.State { return notSaved{s} }), nil,
+			"SnapshotRestore", "the state is not a rule.Saver, so it is saved as null", true},
+		{"snapshot reuses its buffer", breaks(func(s saver) rule.State { return &snapshotReuses{saver: s} }), nil,
 			"SnapshotBytes", "changed when the run had gone on and Snapshot was called again", true},
-		{"snapshot aliases the state", func() guard.Detector { return &snapshotAliases{Detector: newRepeat(3)} }, nil,
+		{"snapshot aliases the state", breaks(func(s saver) rule.State { return &snapshotAliases{saver: s} }), nil,
 			"SnapshotBytes", "were overwritten, it returns another state", true},
-		{"snapshot unordered", func() guard.Detector {
-			return &snapshotUnordered{Detector: newRepeat(3), seen: map[string]int{}}
-		}, nil, "SnapshotBytes", "is not deterministic|two detectors given the same steps have different snapshots", false},
-		{"reset keeps", func() guard.Detector { return resetKeeps{newRepeat(3)} }, nil,
-			"ResetIsFresh", "Reset after", true},
-		{"panics on parallel calls", func() guard.Detector { return panicsOnParallel{newRepeat(3)} }, nil,
+		{"snapshot unordered", breaks(func(s saver) rule.State {
+			return &snapshotUnordered{saver: s, seen: map[string]int{}}
+		}), nil, "SnapshotBytes", "is not deterministic|two states given the same steps have different snapshots", false},
+		{"panics on parallel calls", breaks(func(s saver) rule.State { return panicsOnParallel{s} }), nil,
 			"OddSteps", "Check of 5000 identical parallel calls panicked: runtime error: index out of range", true},
-		{"shared state", func() guard.Detector { return sharedState{newRepeat(3)} }, nil,
+		{"shared state", breaks(func(s saver) rule.State { return sharedState{s} }), nil,
 			"OddSteps", "running in parallel disturb one another", false},
-		{"options ignored", func() guard.Detector { return sameOptions{newRepeat(3)} },
-			func() guard.Detector { return sameOptions{newRepeat(4)} },
-			"FingerprintDiffers", `a detector with other options has the same fingerprint`, true},
-		{"options count steps", func() guard.Detector { return &optionsCount{Detector: newRepeat(3)} }, other,
+		{"options ignored", func(*testing.T) rule.Rule { return sameOptions{newRepeat(3)} },
+			func(*testing.T) rule.Rule { return sameOptions{newRepeat(4)} },
+			"FingerprintDiffers", `a rule with other options has the same fingerprint`, true},
+		{"options count steps", func(*testing.T) rule.Rule { return optionsCount{newRepeat(3), new(atomic.Int64)} }, other,
 			"Fingerprint", "the fingerprint changed after 1 step", false},
-		{"bad name", func() guard.Detector { return badName{newRepeat(3)} }, nil,
-			"Name", `Name() = "my rule" is not a valid detector name`, false},
-		{"shared silently", func() guard.Detector { return unowned{newRepeat(3)} }, nil,
-			"NotShared", "the detector is shared silently", true},
+		{"bad name", func(*testing.T) rule.Rule { return badName{newRepeat(3)} }, nil,
+			"Name", `Name() = "my rule" is not a valid rule name`, false},
+		{"one state for every guard", func(*testing.T) rule.Rule { return oneState{newRepeat(3), new(rule.State)} }, nil,
+			"IndependentStates", "the states of one rule are not independent", false},
 		// The finish rule keeps only the verdict of the step it observed
 		// last: only a step that comes between two calls shows it.
-		{"shared between observe and verdict", func() guard.Detector {
-			d, err := finish.New(finish.Options{OtherPolicy: finish.Stop})
+		{"one state between observe and verdict", func(*testing.T) rule.Rule {
+			r, err := finish.New(finish.Options{OtherPolicy: finish.Stop})
 			if err != nil {
 				panic(err)
 			}
-			return unowned{d}
-		}, nil, "NotShared", "the detector is shared silently", true},
-		{"a name per instance", func() guard.Detector {
+			return oneState{r, new(rule.State)}
+		}, nil, "IndependentStates", "the states of one rule are not independent", false},
+		{"a name per rule", func(*testing.T) rule.Rule {
 			return countedName{newRepeat(3), fmt.Sprintf("rule%d", instances.Add(1))}
-		}, nil, "Name", "two fresh detectors are named", false},
+		}, nil, "Name", "two rules from the factory are named", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := []guardtest.Option{guardtest.WithSeed(1), guardtest.WithChecks(10)}
 			if tc.other != nil {
 				opts = append(opts, guardtest.WithOtherOptions(tc.other))
 			}
-			err := guardtest.Check(tc.det, opts...)
+			err := guardtest.Check(tc.rule, opts...)
 			got := failed(err)
 			msg, ok := got[tc.property]
 			if !ok {
@@ -389,38 +431,38 @@ func containsAny(s string, subs []string) bool {
 	return false
 }
 
-// TestCorrectDetector: Check returns nil for a correct detector, with or
-// without WithOtherOptions.
-func TestCorrectDetector(t *testing.T) {
-	det := func() guard.Detector { return newRepeat(3) }
-	if err := guardtest.Check(det, guardtest.WithChecks(20)); err != nil {
-		t.Errorf("Check of the repeat detector: %v", err)
+// TestCorrectRule: Check returns nil for a correct rule, with or without
+// WithOtherOptions.
+func TestCorrectRule(t *testing.T) {
+	r := func(*testing.T) rule.Rule { return newRepeat(3) }
+	if err := guardtest.Check(r, guardtest.WithChecks(20)); err != nil {
+		t.Errorf("Check of the repeat rule: %v", err)
 	}
-	other := func() guard.Detector { return newRepeat(5) }
-	if err := guardtest.Check(det, guardtest.WithChecks(20), guardtest.WithOtherOptions(other)); err != nil {
-		t.Errorf("Check of the repeat detector, with other options: %v", err)
+	other := func(*testing.T) rule.Rule { return newRepeat(5) }
+	if err := guardtest.Check(r, guardtest.WithChecks(20), guardtest.WithOtherOptions(other)); err != nil {
+		t.Errorf("Check of the repeat rule, with other options: %v", err)
 	}
 }
 
-// TestNilDetector: a factory that returns nil is reported, not a panic.
-func TestNilDetector(t *testing.T) {
-	err := guardtest.Check(func() guard.Detector { return nil }, guardtest.WithChecks(2))
+// TestNilRule: a factory that returns nil is reported, not a panic.
+func TestNilRule(t *testing.T) {
+	err := guardtest.Check(func(*testing.T) rule.Rule { return nil }, guardtest.WithChecks(2))
 	got := failed(err)
 	for _, p := range guardtest.Properties() {
 		if p == "FingerprintDiffers" {
 			continue // skipped without other options
 		}
-		if !strings.Contains(got[p], "newDetector returned nil") {
-			t.Errorf("%s: got %q, want a nil detector reported", p, got[p])
+		if !strings.Contains(got[p], "the rule's factory returned nil") {
+			t.Errorf("%s: got %q, want a nil rule reported", p, got[p])
 		}
 	}
 }
 
 // TestSeedRepeats: the same seed finds the same failure on the same run.
 func TestSeedRepeats(t *testing.T) {
-	det := func() guard.Detector { return restoreForgets{newRepeat(3)} }
-	a := guardtest.Check(det, guardtest.WithSeed(42), guardtest.WithChecks(30))
-	b := guardtest.Check(det, guardtest.WithSeed(42), guardtest.WithChecks(30))
+	r := breaks(func(s saver) rule.State { return restoreForgets{s} })
+	a := guardtest.Check(r, guardtest.WithSeed(42), guardtest.WithChecks(30))
+	b := guardtest.Check(r, guardtest.WithSeed(42), guardtest.WithChecks(30))
 	if a == nil || b == nil {
 		t.Fatalf("Check = %v and %v, want failures", a, b)
 	}
@@ -435,12 +477,12 @@ func TestWithSteps(t *testing.T) {
 	var texts []string
 	check := func(seed uint64) error {
 		texts = nil
-		return guardtest.Check(func() guard.Detector { return &preflightCounts{Detector: newRepeat(3)} },
+		return guardtest.Check(breaks(func(s saver) rule.State { return &preflightCounts{saver: s} }),
 			guardtest.WithSeed(seed), guardtest.WithChecks(5), guardtest.WithMaxSteps(3),
-			guardtest.WithSteps(func(r *rand.Rand) guard.Step {
+			guardtest.WithSteps(func(r *rand.Rand) rule.Step {
 				text := fmt.Sprintf("text %d", r.IntN(1000))
 				texts = append(texts, text)
-				return guard.Step{Text: text}
+				return rule.Step{Text: text}
 			}))
 	}
 	err := check(7)

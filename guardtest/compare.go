@@ -10,21 +10,22 @@ import (
 	"unsafe"
 
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // cloneStep returns a deep copy of s: new slices, maps and pointed-to values
 // all the way down, cycles kept as cycles. Functions and channels are shared;
 // unexported fields are copied as they are.
-func cloneStep(s guard.Step) guard.Step {
-	var out guard.Step
+func cloneStep(s rule.Step) rule.Step {
+	var out rule.Step
 	c := cloner{}
 	reflect.ValueOf(&out).Elem().Set(c.clone(reflect.ValueOf(s)))
 	return out
 }
 
 // cloneCalls returns a deep copy of calls.
-func cloneCalls(calls []guard.ToolCall) []guard.ToolCall {
-	return cloneStep(guard.Step{ToolCalls: calls}).ToolCalls
+func cloneCalls(calls []rule.ToolCall) []rule.ToolCall {
+	return cloneStep(rule.Step{ToolCalls: calls}).ToolCalls
 }
 
 type visit struct {
@@ -247,8 +248,8 @@ func printable(k reflect.Value) any {
 // text that is not UTF-8 and the same text with its bad bytes replaced (JSON
 // cannot tell them apart). A verdict that cannot be written as JSON is
 // returned as it is.
-func normalised(v guard.Verdict) any {
-	type plain guard.Verdict
+func normalised(v rule.Verdict) any {
+	type plain rule.Verdict
 	b, err := json.Marshal(plain(v))
 	if err != nil {
 		return v
@@ -261,7 +262,7 @@ func normalised(v guard.Verdict) any {
 }
 
 // sameVerdict reports whether a and b are equal as JSON documents.
-func sameVerdict(a, b guard.Verdict) bool {
+func sameVerdict(a, b rule.Verdict) bool {
 	return reflect.DeepEqual(a, b) || reflect.DeepEqual(normalised(a), normalised(b))
 }
 
@@ -293,13 +294,13 @@ func decodeJSON(b []byte) (any, bool) {
 
 // sameStop reports whether a and b decide the same way: the same stop, the
 // same rule.
-func sameStop(a, b guard.Verdict) bool {
+func sameStop(a, b rule.Verdict) bool {
 	return a.Stop == b.Stop && a.Reason == b.Reason && a.Code == b.Code && a.Detector == b.Detector
 }
 
 // showVerdict writes every field of v.
-func showVerdict(v guard.Verdict) string {
-	type plain guard.Verdict
+func showVerdict(v rule.Verdict) string {
+	type plain rule.Verdict
 	b, err := json.Marshal(plain(v))
 	if err != nil {
 		return fmt.Sprintf("%+v", v)
@@ -332,7 +333,7 @@ func showBytes(b []byte) string { return cut(string(b)) }
 // showStep writes a step in loopguard's JSON shape (values that cannot be
 // written as JSON are left out, and usage numbers that JSON cannot hold are
 // written apart).
-func showStep(s guard.Step) (out string) {
+func showStep(s rule.Step) (out string) {
 	defer func() {
 		if recover() != nil {
 			out = cut(fmt.Sprintf("%+v", s))
@@ -341,7 +342,7 @@ func showStep(s guard.Step) (out string) {
 	b, err := json.Marshal(s)
 	if err != nil {
 		u := s.Usage
-		s.Usage = guard.Usage{}
+		s.Usage = rule.Usage{}
 		if b, err = json.Marshal(s); err != nil {
 			return cut(fmt.Sprintf("%+v", s))
 		}
@@ -350,15 +351,15 @@ func showStep(s guard.Step) (out string) {
 	return cut(string(b))
 }
 
-func showCalls(calls []guard.ToolCall) string {
-	s := showStep(guard.Step{ToolCalls: calls})
+func showCalls(calls []rule.ToolCall) string {
+	s := showStep(rule.Step{ToolCalls: calls})
 	if i := strings.Index(s, `"toolCalls":`); i >= 0 {
 		s = strings.TrimSuffix(s[i+len(`"toolCalls":`):], "}")
 	}
 	return s
 }
 
-func showRun(run []guard.Step) string {
+func showRun(run []rule.Step) string {
 	if len(run) == 0 {
 		return "  (no steps)"
 	}

@@ -1,7 +1,9 @@
 package guardtest_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -13,6 +15,8 @@ import (
 
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/guardtest"
+	"github.com/loopguard/loopguard/internal/testutil"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // An op is one call of a guard by the concurrency test: a Check of a step
@@ -56,22 +60,22 @@ type orderSpy struct {
 	order []*byte
 }
 
-func (s *orderSpy) record(f *guard.Facts) {
+func (s *orderSpy) record(f *rule.Facts) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	raw := f.Calls[0].ToolCall().Args.(json.RawMessage)
 	s.order = append(s.order, unsafe.SliceData(raw))
 }
 
-func (s *orderSpy) Name() string                                   { return "order-spy" }
-func (s *orderSpy) Priority() int                                  { return 0 }
-func (s *orderSpy) Options() any                                   { return nil }
-func (s *orderSpy) Observe(f *guard.Facts)                         { s.record(f) }
-func (s *orderSpy) Verdict() guard.Verdict                         { return guard.Verdict{} }
-func (s *orderSpy) Preflight(f *guard.Facts) guard.Verdict         { s.record(f); return guard.Verdict{} }
-func (s *orderSpy) Snapshot(guard.SnapshotOptions) ([]byte, error) { return []byte("null"), nil }
-func (s *orderSpy) Restore([]byte) error                           { return nil }
-func (s *orderSpy) Reset()                                         {}
+// The spy is a rule and its own state, for one guard: it keeps nothing a
+// snapshot must hold.
+func (s *orderSpy) Name() string                         { return "order-spy" }
+func (s *orderSpy) Priority() int                        { return 0 }
+func (s *orderSpy) Options() any                         { return nil }
+func (s *orderSpy) NewState() rule.State                 { return s }
+func (s *orderSpy) Observe(f *rule.Facts)                { s.record(f) }
+func (s *orderSpy) Verdict() rule.Verdict                { return rule.Verdict{} }
+func (s *orderSpy) Preflight(f *rule.Facts) rule.Verdict { s.record(f); return rule.Verdict{} }
 
 // TestConcurrentGuard: 8 goroutines call Check and Preflight on one guard at
 // once. Replayed one by one, in the order the guard ran them, on a fresh
@@ -85,9 +89,12 @@ func TestConcurrentGuard(t *testing.T) {
 	case race:
 		perGoroutine = 150
 	}
-	opts := guard.Options{Ignore: []string{"think"}, History: 4}
+	rules := allRules(t) // shared by the guard under test and the replay
+	cfg := func(spy *orderSpy) guard.Config {
+		return guard.Config{Ignore: []string{"think"}, History: 4, Rules: append(slices.Clone(rules), spy)}
+	}
 	spy := &orderSpy{}
-	g, err := opts.New(append(allDetectors(t), spy)...)
+	g, err := guard.New(cfg(spy))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,26 +132,36 @@ func TestConcurrentGuard(t *testing.T) {
 
 	var wg sync.WaitGroup
 	start := make(chan struct{})
+	errs := make([]error, goroutines)
 	for w := range goroutines {
 		wg.Go(func() {
 			<-start
+			ctx := context.Background()
 			for _, o := range ops[w] {
+				var err error
 				if o.check {
-					o.verdict = g.Check(o.step)
+					o.verdict, err = g.Check(ctx, o.step)
 				} else {
-					o.decision = g.Preflight(o.calls...)
+					o.decision, err = g.Preflight(ctx, o.calls...)
+				}
+				if err != nil {
+					errs[w] = err
+					return
 				}
 			}
 		})
 	}
 	close(start)
 	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
 
 	if got, want := len(spy.order), goroutines*perGoroutine; got != want {
 		t.Fatalf("the guard ran %d ops, want %d", got, want)
 	}
 	// Replay serially, in the guard's order, on a fresh guard.
-	replay, err := opts.New(append(allDetectors(t), &orderSpy{})...)
+	replay, err := guard.New(cfg(&orderSpy{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,14 +174,14 @@ func TestConcurrentGuard(t *testing.T) {
 		}
 		if o.check {
 			checks++
-			v := replay.Check(o.step)
+			v := testutil.Check(t, replay, o.step)
 			counts[outcome(o.verdict)]++
 			replayCounts[outcome(v)]++
 			if !sameJSON(t, o.verdict, v) {
 				t.Errorf("op %d (Check): concurrently %s, replayed %s", i, jsonOf(o.verdict), jsonOf(v))
 			}
 		} else {
-			d := replay.Preflight(o.calls...)
+			d := testutil.Preflight(t, replay, o.calls...)
 			counts["preflight "+outcome(d.Verdict())]++
 			replayCounts["preflight "+outcome(d.Verdict())]++
 			if !sameJSON(t, o.decision, d) {
@@ -175,11 +192,11 @@ func TestConcurrentGuard(t *testing.T) {
 	if !reflect.DeepEqual(counts, replayCounts) {
 		t.Errorf("verdict counts: concurrently %v, replayed %v", counts, replayCounts)
 	}
-	if got := g.Summary().Steps; got != checks {
+	if got := testutil.Summary(t, g).Steps; got != checks {
 		t.Errorf("Summary().Steps = %d, want %d", got, checks)
 	}
-	a, _ := g.Snapshot(guard.SnapshotOptions{})
-	b, _ := replay.Snapshot(guard.SnapshotOptions{})
+	a := testutil.Snapshot(t, g, guard.SnapshotOptions{})
+	b := testutil.Snapshot(t, replay, guard.SnapshotOptions{})
 	if string(a) != string(b) {
 		t.Errorf("snapshots differ:\nconcurrent: %s\nreplayed:   %s", a, b)
 	}

@@ -1,12 +1,15 @@
 package guardtest
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"runtime/debug"
 	"slices"
+	"testing"
 
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // A property is one rule of the contract, checked on random runs.
@@ -19,14 +22,15 @@ type property struct {
 	skip func(e *env) string
 	// fn checks the property on one run. It reports a violation by
 	// calling e.fail (or by panicking), and must be deterministic.
-	fn func(e *env, run []guard.Step)
+	fn func(e *env, run []rule.Step)
 }
 
 // env is what a property runs with.
 type env struct {
 	*config
-	newDet func() guard.Detector
-	prop   int // the property's index, part of the seed of its runs
+	t       *testing.T // what the factories are given
+	newRule func(t *testing.T) rule.Rule
+	prop    int // the property's index, part of the seed of its runs
 }
 
 // abort carries a violation out of a property. kind tells violations
@@ -77,7 +81,7 @@ func (p *property) check(e *env, r *reporter) {
 	}
 	n := max(1, e.checks/max(p.div, 1))
 	for i := range n {
-		var run []guard.Step
+		var run []rule.Step
 		if v := try(func() { run = e.genRun(i) }); v != nil {
 			r.errorf("the step generator failed: %v", v.err)
 			return
@@ -91,7 +95,7 @@ func (p *property) check(e *env, r *reporter) {
 		if short() {
 			budget /= 4
 		}
-		small := shrink(run, budget, func(run []guard.Step) bool {
+		small := shrink(run, budget, func(run []rule.Step) bool {
 			w := try(func() { p.fn(e, run) })
 			return w != nil && w.kind == v.kind
 		})
@@ -107,9 +111,9 @@ func (p *property) check(e *env, r *reporter) {
 }
 
 // genRun returns the i-th random run of the property.
-func (e *env) genRun(i int) []guard.Step {
+func (e *env) genRun(i int) []rule.Step {
 	r := rand.New(rand.NewPCG(e.seed, uint64(e.prop)<<32|uint64(i)))
-	run := make([]guard.Step, 1+r.IntN(e.maxLen))
+	run := make([]rule.Step, 1+r.IntN(e.maxLen))
 	for j := range run {
 		run[j] = e.steps(r)
 	}
@@ -122,7 +126,7 @@ const shrinkBudget = 200
 
 // shrink returns a smaller run that still fails: it drops steps, chunks
 // first, then single calls, trying at most budget candidates.
-func shrink(run []guard.Step, budget int, fails func([]guard.Step) bool) []guard.Step {
+func shrink(run []rule.Step, budget int, fails func([]rule.Step) bool) []rule.Step {
 	for chunk := max(len(run)/2, 1); chunk >= 1; chunk /= 2 {
 		for i := 0; i+chunk <= len(run) && budget > 0; {
 			cand := slices.Concat(run[:i], run[i+chunk:])
@@ -152,14 +156,14 @@ func shrink(run []guard.Step, budget int, fails func([]guard.Step) bool) []guard
 	return run
 }
 
-// fresh returns a new detector under test.
-func (e *env) fresh() guard.Detector {
-	var d guard.Detector
-	protect("newDetector", func() { d = e.newDet() })
-	if d == nil {
-		e.fail("newDetector returned nil")
+// fresh returns a new rule from the factory under test.
+func (e *env) fresh() rule.Rule {
+	var r rule.Rule
+	protect("the rule's factory", func() { r = e.newRule(e.t) })
+	if r == nil {
+		e.fail("the rule's factory returned nil")
 	}
-	return d
+	return r
 }
 
 // protect runs fn, turning a panic into a violation that says what
@@ -176,88 +180,139 @@ func protect(what string, fn func()) {
 	fn()
 }
 
-// newGuard returns a guard of the detectors, with the configured options.
-func (e *env) newGuard(dets ...guard.Detector) *guard.Guard {
+// tap is the rule under test as a guard sees it: it hands out the rule's own
+// states, and keeps the last one so that a property can ask the state
+// itself (its Snapshot, its Restore).
+type tap struct {
+	rule.Rule
+	state rule.State
+}
+
+// NewState returns a state of the rule under test, and keeps it.
+func (p *tap) NewState() rule.State {
+	p.state = p.Rule.NewState()
+	return p.state
+}
+
+// OnlyLimits is the rule's own, so that a tap restores as the rule does.
+func (p *tap) OnlyLimits() bool {
+	l, ok := p.Rule.(rule.Limiter)
+	return ok && l.OnlyLimits()
+}
+
+// cfg returns the configured guard options with these rules.
+func (e *env) cfg(rules []rule.Rule) guard.Config {
+	c := e.guardCfg
+	c.Rules = rules
+	return c
+}
+
+// newGuard returns a guard of r and the other rules, with the configured
+// options, and the tap through which it got r's state.
+func (e *env) newGuard(r rule.Rule, others ...rule.Rule) (*guard.Guard, *tap) {
+	p := &tap{Rule: r}
 	var g *guard.Guard
 	var err error
-	protect("guard.New", func() { g, err = e.guardOpts.New(dets...) })
+	protect("guard.New", func() { g, err = guard.New(e.cfg(append([]rule.Rule{p}, others...))) })
 	if err != nil {
-		e.fail("guard.New rejected the detector: %v", err)
+		e.fail("guard.New rejected the rule: %v", err)
+	}
+	if p.state == nil {
+		e.fail("guard.New did not ask the rule for a state")
+	}
+	return g, p
+}
+
+// plainGuard returns a guard of r itself, with the configured options: for
+// guards that run in parallel, which a tap would make race.
+func (e *env) plainGuard(r rule.Rule) *guard.Guard {
+	var g *guard.Guard
+	var err error
+	protect("guard.New", func() { g, err = guard.New(e.cfg([]rule.Rule{r})) })
+	if err != nil {
+		e.fail("guard.New rejected the rule: %v", err)
 	}
 	return g
 }
 
-// relay hands a detector to a second guard once the first that holds it is
-// no longer used. It forwards the methods of the Detector interface only, so
-// the new guard does not see the detector's guard.Owned marker.
-type relay struct{ guard.Detector }
-
-// restore returns a guard restored from a snapshot into a fresh detector.
-func (e *env) restore(snap []byte, what string) (*guard.Guard, guard.Detector) {
-	d := e.fresh()
+// restore returns a guard of r restored from a snapshot, and its tap.
+func (e *env) restore(r rule.Rule, snap []byte, what string) (*guard.Guard, *tap) {
+	p := &tap{Rule: r}
 	var g *guard.Guard
 	var err error
-	protect("Restore", func() { g, err = e.guardOpts.Restore(snap, d) })
+	protect("Restore", func() { g, err = guard.Restore(snap, e.cfg([]rule.Rule{p})) })
 	if err != nil {
 		e.fail("Restore rejected %s: %v\nsnapshot: %s", what, err, showBytes(snap))
 	}
-	return g, d
+	return g, p
 }
 
-func check(g *guard.Guard, s guard.Step, i int) (v guard.Verdict) {
-	protect(fmt.Sprintf("Check of step %d", i), func() { v = g.Check(s) })
+func check(g *guard.Guard, s rule.Step, i int) (v rule.Verdict) {
+	var err error
+	protect(fmt.Sprintf("Check of step %d", i), func() { v, err = g.Check(context.Background(), s) })
+	if err != nil {
+		panic(abort{fmt.Errorf("Check of step %d failed: %w", i, err), "check error"})
+	}
 	return v
 }
 
-func preflight(g *guard.Guard, calls []guard.ToolCall, i int) (d guard.Decision) {
-	protect(fmt.Sprintf("Preflight before step %d", i), func() { d = g.Preflight(calls...) })
+func preflight(g *guard.Guard, calls []rule.ToolCall, i int) (d guard.Decision) {
+	var err error
+	protect(fmt.Sprintf("Preflight before step %d", i), func() { d, err = g.Preflight(context.Background(), calls...) })
+	if err != nil {
+		panic(abort{fmt.Errorf("Preflight before step %d failed: %w", i, err), "preflight error"})
+	}
 	return d
 }
 
 // The snapshot options the properties use: full keeps previews and tool
 // names as given, redact is the default, which keeps neither.
 var (
-	full   = guard.SnapshotOptions{Previews: true}
-	redact = guard.SnapshotOptions{}
+	full   = rule.SnapshotOptions{Previews: true}
+	redact = rule.SnapshotOptions{}
 )
 
-// snap returns the detector's own snapshot.
-func (e *env) snap(d guard.Detector, o guard.SnapshotOptions, when string) []byte {
+// snap returns the state's own snapshot: null for a state that is not a
+// [rule.Saver], as the guard writes it.
+func (e *env) snap(p *tap, o rule.SnapshotOptions, when string) []byte {
+	sv, ok := p.state.(rule.Saver)
+	if !ok {
+		return []byte("null")
+	}
 	var b []byte
 	var err error
-	protect("Snapshot "+when, func() { b, err = d.Snapshot(o) })
+	protect("Snapshot "+when, func() { b, err = sv.Snapshot(o) })
 	if err != nil {
 		e.fail("Snapshot failed %s: %v", when, err)
+	}
+	if len(b) == 0 {
+		return []byte("null")
 	}
 	return b
 }
 
 // guardSnap returns the guard's snapshot.
-func (e *env) guardSnap(g *guard.Guard, o guard.SnapshotOptions, when string) []byte {
+func (e *env) guardSnap(g *guard.Guard, o rule.SnapshotOptions, when string) []byte {
 	var b []byte
 	var err error
-	protect("Snapshot "+when, func() { b, err = g.Snapshot(o) })
+	protect("Snapshot "+when, func() { b, err = g.Snapshot(context.Background(), o) })
 	if err != nil {
 		e.fail("Snapshot failed %s: %v", when, err)
 	}
 	return b
 }
 
-func name(d guard.Detector) (n string) {
-	protect("Name", func() { n = d.Name() })
+func name(r rule.Rule) (n string) {
+	protect("Name", func() { n = r.Name() })
 	return n
 }
 
-func priority(d guard.Detector) (p int) {
-	protect("Priority", func() { p = d.Priority() })
+func priority(r rule.Rule) (p int) {
+	protect("Priority", func() { p = r.Priority() })
 	return p
 }
 
-func reset(d guard.Detector) {
-	protect("Reset", d.Reset)
-}
-
-// stepsText says "after N steps".
+// after says "after N steps".
 func after(n int) string {
 	if n == 1 {
 		return "after 1 step"

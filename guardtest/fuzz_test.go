@@ -3,6 +3,7 @@ package guardtest_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/loopguard/loopguard/detector"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/testutil"
 )
 
 // A program decodes fuzz bytes into a run of Checks, Preflights, snapshots
@@ -149,13 +151,13 @@ func (p *program) step() guard.Step {
 // built-in one.
 func fuzzGuard(t testing.TB, data []byte) *guard.Guard {
 	t.Helper()
-	o := guard.Options{Ignore: []string{"think"}, History: 2}
+	cfg := guard.Config{Ignore: []string{"think"}, History: 2, Rules: allRules(t)}
 	var g *guard.Guard
 	var err error
 	if data == nil {
-		g, err = o.New(allDetectors(t)...)
+		g, err = guard.New(cfg)
 	} else {
-		g, err = o.Restore(data, allDetectors(t)...)
+		g, err = guard.Restore(data, cfg)
 	}
 	if err != nil {
 		t.Fatalf("guard: %v", err)
@@ -165,11 +167,7 @@ func fuzzGuard(t testing.TB, data []byte) *guard.Guard {
 
 func snapshot(t *testing.T, g *guard.Guard) []byte {
 	t.Helper()
-	s, err := g.Snapshot(guard.SnapshotOptions{})
-	if err != nil {
-		t.Fatalf("Snapshot: %v", err)
-	}
-	return s
+	return testutil.Snapshot(t, g, guard.SnapshotOptions{})
 }
 
 // FuzzCheck runs fuzzed steps through a guard of every built-in detector.
@@ -195,14 +193,14 @@ func runFuzzCheck(t *testing.T, data []byte) {
 			switch op := p.byte() % 10; {
 			case op < 6:
 				s := p.step()
-				v, w := g.Check(s), twin.Check(s)
+				v, w := testutil.Check(t, g, s), testutil.Check(t, twin, s)
 				if a, b := jsonOf(v), jsonOf(w); a != b {
 					t.Fatalf("op %d: the restored guard gives %s, its twin %s", i, a, b)
 				}
 			case op < 8:
 				s := p.step()
 				before := snapshot(t, g)
-				d, e := g.Preflight(s.ToolCalls...), twin.Preflight(s.ToolCalls...)
+				d, e := testutil.Preflight(t, g, s.ToolCalls...), testutil.Preflight(t, twin, s.ToolCalls...)
 				if after := snapshot(t, g); !bytes.Equal(before, after) {
 					t.Fatalf("op %d: Preflight changed the snapshot:\n%s\n%s", i, before, after)
 				}
@@ -219,8 +217,12 @@ func runFuzzCheck(t *testing.T, data []byte) {
 					t.Fatalf("op %d: restored, the snapshot differs:\n%s\n%s", i, s, again)
 				}
 			default:
-				g.Reset()
-				twin.Reset()
+				if err := g.Reset(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				if err := twin.Reset(context.Background()); err != nil {
+					t.Fatal(err)
+				}
 				if a, b := snapshot(t, g), snapshot(t, fuzzGuard(t, nil)); !bytes.Equal(a, b) {
 					t.Fatalf("op %d: after Reset, the snapshot is not a fresh guard's:\n%s\n%s", i, a, b)
 				}
@@ -243,11 +245,15 @@ func FuzzStepJSON(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		g, err := guard.New(detector.Defaults()...)
+		cfg := guard.Config{Rules: detector.Defaults()}
+		g, err := guard.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rt, _ := guard.New(detector.Defaults()...)
+		rt, err := guard.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
 		sc := bufio.NewScanner(bytes.NewReader(data))
 		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {
@@ -255,8 +261,8 @@ func FuzzStepJSON(f *testing.F) {
 			if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
 				continue
 			}
-			v := g.Check(s)
-			g.Preflight(s.ToolCalls...)
+			v := testutil.Check(t, g, s)
+			testutil.Preflight(t, g, s.ToolCalls...)
 			out, err := json.Marshal(s)
 			if err != nil {
 				t.Fatalf("a step read from %q cannot be written: %v", sc.Bytes(), err)
@@ -265,7 +271,7 @@ func FuzzStepJSON(f *testing.F) {
 			if err := json.Unmarshal(out, &back); err != nil {
 				t.Fatalf("a step written as %s cannot be read back: %v", out, err)
 			}
-			if w := rt.Check(back); jsonOf(v) != jsonOf(w) {
+			if w := testutil.Check(t, rt, back); jsonOf(v) != jsonOf(w) {
 				t.Fatalf("line %q gives %s, written and read back as %s it gives %s", sc.Bytes(), jsonOf(v), out, jsonOf(w))
 			}
 		}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // The small alphabets of RandomStep, so that random runs repeat themselves,
@@ -32,8 +32,8 @@ var (
 //
 // It is the default generator of [Run] and [Check]. Call it from a generator
 // of your own to mix your steps with these.
-func RandomStep(r *rand.Rand) guard.Step {
-	s := guard.Step{
+func RandomStep(r *rand.Rand) rule.Step {
+	s := rule.Step{
 		Text:         pick(r, texts),
 		FinishReason: pick(r, finishReasons),
 	}
@@ -67,8 +67,8 @@ func RandomStep(r *rand.Rand) guard.Step {
 
 func pick[T any](r *rand.Rand, list []T) T { return list[r.IntN(len(list))] }
 
-func randomCall(r *rand.Rand) guard.ToolCall {
-	c := guard.ToolCall{Name: pick(r, tools), Args: randomArgs(r, r.IntN(3))}
+func randomCall(r *rand.Rand) rule.ToolCall {
+	c := rule.ToolCall{Name: pick(r, tools), Args: randomArgs(r, r.IntN(3))}
 	switch r.IntN(40) {
 	case 0:
 		c.Name = strings.Repeat("t", 300) + "a" // longer than the 256 bytes states keep
@@ -127,8 +127,8 @@ func randomResult(r *rand.Rand, k int) any {
 	}
 }
 
-func randomUsage(r *rand.Rand) guard.Usage {
-	u := guard.Usage{
+func randomUsage(r *rand.Rand) rule.Usage {
+	u := rule.Usage{
 		InputTokens:  r.Int64N(400),
 		OutputTokens: r.Int64N(200),
 		CostUSD:      float64(r.IntN(50)) / 1000,
@@ -153,7 +153,7 @@ func randomUsage(r *rand.Rand) guard.Usage {
 // An oddStep is a step a detector must survive.
 type oddStep struct {
 	what string
-	step guard.Step
+	step rule.Step
 }
 
 // panicError is an error whose Error method panics.
@@ -183,43 +183,43 @@ func oddSteps() []oddStep {
 	deepJSON := json.RawMessage(strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000))
 	huge := strings.Repeat("loop and loop again ", 1<<14) // 320 kB
 	var nilErr *panicError
-	same := make([]guard.ToolCall, 5000)
+	same := make([]rule.ToolCall, 5000)
 	for i := range same {
-		same[i] = guard.ToolCall{Name: "search", Args: json.RawMessage(`{"q":1}`), Result: "r"}
+		same[i] = rule.ToolCall{Name: "search", Args: json.RawMessage(`{"q":1}`), Result: "r"}
 	}
-	distinct := make([]guard.ToolCall, 5000)
+	distinct := make([]rule.ToolCall, 5000)
 	for i := range distinct {
-		distinct[i] = guard.ToolCall{Name: fmt.Sprintf("tool%d", i%97), Args: map[string]any{"i": i}}
+		distinct[i] = rule.ToolCall{Name: fmt.Sprintf("tool%d", i%97), Args: map[string]any{"i": i}}
 	}
-	call := func(c guard.ToolCall) []guard.ToolCall { return []guard.ToolCall{c, c, c} }
+	call := func(c rule.ToolCall) []rule.ToolCall { return []rule.ToolCall{c, c, c} }
 	return []oddStep{
-		{"an empty step", guard.Step{}},
-		{"a huge text", guard.Step{Text: huge, FinishReason: "stop"}},
-		{"text that is not UTF-8", guard.Step{Text: "\xff\xfe\xfd loop \xc3", FinishReason: "\xff"}},
-		{"a huge finish reason and input", guard.Step{FinishReason: huge[:100_000], Input: huge}},
-		{"NaN usage", guard.Step{Usage: guard.Usage{CostUSD: math.NaN(), InputTokens: 1}}},
-		{"infinite cost", guard.Step{Usage: guard.Usage{CostUSD: math.Inf(1)}}},
-		{"negative usage", guard.Step{Usage: guard.Usage{InputTokens: -5, OutputTokens: -7, TotalTokens: -1,
+		{"an empty step", rule.Step{}},
+		{"a huge text", rule.Step{Text: huge, FinishReason: "stop"}},
+		{"text that is not UTF-8", rule.Step{Text: "\xff\xfe\xfd loop \xc3", FinishReason: "\xff"}},
+		{"a huge finish reason and input", rule.Step{FinishReason: huge[:100_000], Input: huge}},
+		{"NaN usage", rule.Step{Usage: rule.Usage{CostUSD: math.NaN(), InputTokens: 1}}},
+		{"infinite cost", rule.Step{Usage: rule.Usage{CostUSD: math.Inf(1)}}},
+		{"negative usage", rule.Step{Usage: rule.Usage{InputTokens: -5, OutputTokens: -7, TotalTokens: -1,
 			CostUSD: -1, Duration: -time.Hour}}},
-		{"the largest usage", guard.Step{Usage: guard.Usage{InputTokens: math.MaxInt64, OutputTokens: math.MaxInt64,
+		{"the largest usage", rule.Step{Usage: rule.Usage{InputTokens: math.MaxInt64, OutputTokens: math.MaxInt64,
 			TotalTokens: math.MaxInt64, CostUSD: math.MaxFloat64, Duration: math.MaxInt64}}},
-		{"invalid JSON arguments", guard.Step{ToolCalls: call(guard.ToolCall{Name: "search", Args: json.RawMessage(`{"q":`)})}},
-		{"empty JSON arguments", guard.Step{ToolCalls: call(guard.ToolCall{Name: "search", Args: json.RawMessage{}})}},
-		{"arguments that are not UTF-8", guard.Step{ToolCalls: call(guard.ToolCall{Name: "search", Args: json.RawMessage("\"\xff\"")})}},
-		{"a tool name that is not UTF-8", guard.Step{ToolCalls: call(guard.ToolCall{Name: "se\xffarch", Args: "x"})}},
-		{"an empty tool name", guard.Step{ToolCalls: call(guard.ToolCall{Name: "", Args: "x"})}},
-		{"a tool name of 10,000 bytes", guard.Step{ToolCalls: call(guard.ToolCall{Name: strings.Repeat("é", 5000), Args: "x"})}},
-		{"a cyclic map in the arguments", guard.Step{ToolCalls: call(guard.ToolCall{Name: "search", Args: cyclicMap, Result: cyclicMap})}},
-		{"a cyclic slice in the arguments", guard.Step{ToolCalls: call(guard.ToolCall{Name: "search", Args: cyclicSlice})}},
-		{"a cyclic pointer in the arguments", guard.Step{ToolCalls: call(guard.ToolCall{Name: "search", Args: ring, Result: ring})}},
-		{"unencodable arguments", guard.Step{ToolCalls: call(guard.ToolCall{Name: "search",
+		{"invalid JSON arguments", rule.Step{ToolCalls: call(rule.ToolCall{Name: "search", Args: json.RawMessage(`{"q":`)})}},
+		{"empty JSON arguments", rule.Step{ToolCalls: call(rule.ToolCall{Name: "search", Args: json.RawMessage{}})}},
+		{"arguments that are not UTF-8", rule.Step{ToolCalls: call(rule.ToolCall{Name: "search", Args: json.RawMessage("\"\xff\"")})}},
+		{"a tool name that is not UTF-8", rule.Step{ToolCalls: call(rule.ToolCall{Name: "se\xffarch", Args: "x"})}},
+		{"an empty tool name", rule.Step{ToolCalls: call(rule.ToolCall{Name: "", Args: "x"})}},
+		{"a tool name of 10,000 bytes", rule.Step{ToolCalls: call(rule.ToolCall{Name: strings.Repeat("é", 5000), Args: "x"})}},
+		{"a cyclic map in the arguments", rule.Step{ToolCalls: call(rule.ToolCall{Name: "search", Args: cyclicMap, Result: cyclicMap})}},
+		{"a cyclic slice in the arguments", rule.Step{ToolCalls: call(rule.ToolCall{Name: "search", Args: cyclicSlice})}},
+		{"a cyclic pointer in the arguments", rule.Step{ToolCalls: call(rule.ToolCall{Name: "search", Args: ring, Result: ring})}},
+		{"unencodable arguments", rule.Step{ToolCalls: call(rule.ToolCall{Name: "search",
 			Args: map[string]any{"f": func() {}, "c": make(chan int), "z": complex(1, 2), "nan": math.NaN()}})}},
-		{"arguments nested 10,000 deep", guard.Step{ToolCalls: call(guard.ToolCall{Name: "search", Args: deepGo})}},
-		{"JSON arguments nested 100,000 deep", guard.Step{ToolCalls: call(guard.ToolCall{Name: "search", Args: deepJSON, Result: deepJSON})}},
-		{"huge arguments and result", guard.Step{ToolCalls: call(guard.ToolCall{Name: "search", Args: huge, Result: huge})}},
-		{"an error whose Error method panics", guard.Step{ToolCalls: call(guard.ToolCall{Name: "search", Args: "x", Err: &panicError{}})}},
-		{"a nil error pointer", guard.Step{ToolCalls: call(guard.ToolCall{Name: "search", Args: "x", Err: nilErr})}},
-		{"5000 identical parallel calls", guard.Step{ToolCalls: same}},
-		{"5000 parallel calls of 97 tools", guard.Step{ToolCalls: distinct, Text: "many"}},
+		{"arguments nested 10,000 deep", rule.Step{ToolCalls: call(rule.ToolCall{Name: "search", Args: deepGo})}},
+		{"JSON arguments nested 100,000 deep", rule.Step{ToolCalls: call(rule.ToolCall{Name: "search", Args: deepJSON, Result: deepJSON})}},
+		{"huge arguments and result", rule.Step{ToolCalls: call(rule.ToolCall{Name: "search", Args: huge, Result: huge})}},
+		{"an error whose Error method panics", rule.Step{ToolCalls: call(rule.ToolCall{Name: "search", Args: "x", Err: &panicError{}})}},
+		{"a nil error pointer", rule.Step{ToolCalls: call(rule.ToolCall{Name: "search", Args: "x", Err: nilErr})}},
+		{"5000 identical parallel calls", rule.Step{ToolCalls: same}},
+		{"5000 parallel calls of 97 tools", rule.Step{ToolCalls: distinct, Text: "many"}},
 	}
 }

@@ -1,7 +1,6 @@
 package guardtest_test
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -15,33 +14,34 @@ import (
 	"github.com/loopguard/loopguard/detector/window"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/guardtest"
+	"github.com/loopguard/loopguard/rule"
 )
 
-// factory turns a constructor and options into a detector factory. The
-// factory is called inside the kit's subtests, so it panics on an error
-// (the kit reports it) instead of calling t.Fatal on the parent test.
-func factory[O any, D guard.Detector](_ *testing.T, build func(O) (D, error), o O) func() guard.Detector {
-	return func() guard.Detector {
-		d, err := build(o)
+// factory turns a constructor and options into a rule factory. The factory
+// is called inside the kit's subtests, and fails the subtest that calls it
+// on an error.
+func factory[O any, R rule.Rule](_ *testing.T, build func(O) (R, error), o O) func(t *testing.T) rule.Rule {
+	return func(t *testing.T) rule.Rule {
+		r, err := build(o)
 		if err != nil {
-			panic(fmt.Sprintf("building the detector: %v", err))
+			t.Fatalf("building the rule: %v", err)
 		}
-		return d
+		return r
 	}
 }
 
 // fixedClock is a wall clock that never moves, for the duration budget.
 func fixedClock() time.Time { return time.Unix(1_700_000_000, 0) }
 
-// builtins lists every built-in detector with a few variants of its options,
+// builtins lists every built-in rule with a few variants of its options,
 // and for each a variant with other options for the Fingerprint check.
 func builtins(t *testing.T) []struct {
-	name       string
-	det, other func() guard.Detector
+	name           string
+	newRule, other func(t *testing.T) rule.Rule
 } {
 	type entry = struct {
-		name       string
-		det, other func() guard.Detector
+		name           string
+		newRule, other func(t *testing.T) rule.Rule
 	}
 	return []entry{
 		{"finish/default", factory(t, finish.New, finish.Options{}), factory(t, finish.New, finish.Options{OtherPolicy: finish.Continue})},
@@ -86,11 +86,11 @@ func scaled(n, least int) int {
 	return max(n, least)
 }
 
-// TestBuiltins runs the kit on every built-in detector, as a user would.
+// TestBuiltins runs the kit on every built-in rule, as a user would.
 func TestBuiltins(t *testing.T) {
 	for _, b := range builtins(t) {
 		t.Run(b.name, func(t *testing.T) {
-			guardtest.Run(t, b.det, guardtest.WithOtherOptions(b.other), checks(100))
+			guardtest.Run(t, b.newRule, guardtest.WithOtherOptions(b.other), checks(100))
 		})
 	}
 }
@@ -100,7 +100,7 @@ func TestBuiltins(t *testing.T) {
 func TestBuiltinsIgnore(t *testing.T) {
 	for _, b := range builtins(t) {
 		t.Run(b.name, func(t *testing.T) {
-			guardtest.Run(t, b.det, guardtest.WithGuardOptions(guard.Options{Ignore: []string{"think"}}), checks(30))
+			guardtest.Run(t, b.newRule, guardtest.WithGuardOptions(guard.Config{Ignore: []string{"think"}}), checks(30))
 		})
 	}
 }

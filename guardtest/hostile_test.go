@@ -2,6 +2,7 @@ package guardtest_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,23 +22,29 @@ import (
 	"github.com/loopguard/loopguard/detector/toollimit"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/guardtest"
+	"github.com/loopguard/loopguard/internal/core"
+	"github.com/loopguard/loopguard/internal/testutil"
+	"github.com/loopguard/loopguard/rule"
 )
 
-// hostileOpts are the options of the guards of the hostile-snapshot test.
-var hostileOpts = guard.Options{Ignore: []string{"think"}}
+// hostileCfg returns the configuration of the guards of the hostile-snapshot
+// test: every built-in rule.
+func hostileCfg(t testing.TB) guard.Config {
+	return guard.Config{Ignore: []string{"think"}, Rules: allRules(t)}
+}
 
-// allDetectors returns one detector of each built-in kind, with options
-// that keep state in every part of them.
-func allDetectors(t testing.TB) []guard.Detector {
+// allRules returns one rule of each built-in kind, with options that keep
+// state in every part of their states.
+func allRules(t testing.TB) []rule.Rule {
 	t.Helper()
-	must := func(d guard.Detector, err error) guard.Detector {
+	must := func(r rule.Rule, err error) rule.Rule {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
-		return d
+		return r
 	}
-	return []guard.Detector{
+	return []rule.Rule{
 		must(finish.New(finish.Options{})),
 		must(budget.New(budget.Options{MaxSteps: 5000, WarnAt: 0.5, Now: fixedClock,
 			MaxTotalTokens: budget.Limit{Value: 1e7}, MaxCostUSD: budget.Limit{Value: 1000}, MaxDurationMs: budget.Limit{Value: 1e10}})),
@@ -52,7 +59,7 @@ func allDetectors(t testing.TB) []guard.Detector {
 // realSnapshots returns snapshots of a guard of all the built-in detectors
 // taken as a random run goes on, with and without previews.
 func realSnapshots(t testing.TB) [][]byte {
-	g, err := hostileOpts.New(allDetectors(t)...)
+	g, err := guard.New(hostileCfg(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +68,7 @@ func realSnapshots(t testing.TB) [][]byte {
 	for i := range 24 {
 		if i%8 == 3 {
 			for _, o := range []guard.SnapshotOptions{{}, {Previews: true}} {
-				s, err := g.Snapshot(o)
+				s, err := g.Snapshot(context.Background(), o)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -70,7 +77,7 @@ func realSnapshots(t testing.TB) [][]byte {
 		}
 		s := guardtest.RandomStep(r)
 		s.FinishReason = "tool-calls"
-		g.Check(s)
+		testutil.Check(t, g, s)
 	}
 	return out
 }
@@ -87,38 +94,40 @@ type hostile struct {
 
 // restoreOutcome restores data, and if that works, uses the guard: it
 // returns the error, or a panic as an error.
-func restoreOutcome(data []byte, dets []guard.Detector) (restoreErr error, useErr error) {
+func restoreOutcome(data []byte, cfg guard.Config) (restoreErr error, useErr error) {
 	defer func() {
 		if r := recover(); r != nil {
 			useErr = fmt.Errorf("panic: %v", r)
 		}
 	}()
-	g, err := hostileOpts.Restore(data, dets...)
+	g, err := guard.Restore(data, cfg)
 	if err != nil {
 		return err, nil
 	}
+	ctx := context.Background()
 	for i := range 3 {
-		g.Preflight(guard.ToolCall{Name: "search", Args: json.RawMessage(`{"q":1}`)})
-		g.Check(guard.Step{Text: "again", ToolCalls: []guard.ToolCall{{Name: "search", Args: json.RawMessage(`{"q":1}`)}},
-			Usage: guard.Usage{TotalTokens: int64(i)}})
+		if _, err := g.Preflight(ctx, guard.ToolCall{Name: "search", Args: json.RawMessage(`{"q":1}`)}); err != nil {
+			return nil, fmt.Errorf("Preflight: %v", err)
+		}
+		if _, err := g.Check(ctx, guard.Step{Text: "again", ToolCalls: []guard.ToolCall{{Name: "search", Args: json.RawMessage(`{"q":1}`)}},
+			Usage: guard.Usage{TotalTokens: int64(i)}}); err != nil {
+			return nil, fmt.Errorf("Check: %v", err)
+		}
 	}
-	again, err := g.Snapshot(guard.SnapshotOptions{})
+	again, err := g.Snapshot(ctx, guard.SnapshotOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("the restored guard cannot be saved: %v", err)
 	}
-	if _, err := hostileOpts.Restore(again, freshDetectors()...); err != nil {
+	if _, err := guard.Restore(again, cfg); err != nil {
 		return nil, fmt.Errorf("the restored guard's snapshot does not restore: %v", err)
 	}
 	return nil, nil
 }
 
-var (
-	freshDetectors func() []guard.Detector
-	firstSnap      []byte
-)
+var firstSnap []byte
 
 func TestHostileSnapshots(t *testing.T) {
-	freshDetectors = func() []guard.Detector { return allDetectors(t) }
+	cfg := hostileCfg(t) // one configuration serves every guard of the test
 	snaps := realSnapshots(t)
 	firstSnap = snaps[0]
 	var list []hostile
@@ -134,7 +143,7 @@ func TestHostileSnapshots(t *testing.T) {
 	}
 	counts := map[string][3]int{} // tried, rejected, accepted
 	for _, h := range list {
-		rerr, uerr := restoreOutcome(h.data, allDetectors(t))
+		rerr, uerr := restoreOutcome(h.data, cfg)
 		c := counts[h.kind]
 		c[0]++
 		switch {
@@ -218,9 +227,9 @@ func hostiles(s []byte) []hostile {
 		}
 	}
 	// Deep nesting, at every value and around the document: always deeper
-	// than guard.MaxSnapshotDepth.
+	// than core.MaxSnapshotDepth.
 	for _, path := range paths(doc, nil) {
-		add("deep nesting", true, replaced(doc, path, nest(guard.MaxSnapshotDepth)))
+		add("deep nesting", true, replaced(doc, path, nest(core.MaxSnapshotDepth)))
 	}
 	add("deep nesting", true, []byte(strings.Repeat("[", 1_000_000)+strings.Repeat("]", 1_000_000)))
 	add("deep nesting", true, []byte(strings.Repeat(`{"a":`, 100_000)+"1"+strings.Repeat("}", 100_000)))
@@ -243,9 +252,9 @@ func hostiles(s []byte) []hostile {
 			}
 		}
 	}
-	// Larger than guard.MaxSnapshotBytes.
+	// Larger than core.MaxSnapshotBytes.
 	if len(out) > 0 && bytes.Equal(s, firstSnap) {
-		big := slices.Concat([]byte(`{"pad":"`), bytes.Repeat([]byte("x"), guard.MaxSnapshotBytes), []byte(`",`), s[1:])
+		big := slices.Concat([]byte(`{"pad":"`), bytes.Repeat([]byte("x"), core.MaxSnapshotBytes), []byte(`",`), s[1:])
 		add("too large", true, big)
 	}
 	// Odd documents.

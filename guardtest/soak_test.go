@@ -1,6 +1,7 @@
 package guardtest_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -14,9 +15,10 @@ import (
 	"github.com/loopguard/loopguard/detector/toollimit"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/guardtest"
+	"github.com/loopguard/loopguard/rule"
 )
 
-// TestSoak runs one guard of every built-in detector over 10,000,000 steps
+// TestSoak runs one guard of every built-in rule over 10,000,000 steps
 // (LOOPGUARD_SOAK_STEPS to change it) and checks that its heap stays flat
 // and the time per step does not grow. It runs only with LOOPGUARD_SOAK=1.
 //
@@ -34,7 +36,7 @@ func TestSoak(t *testing.T) {
 		steps = n
 	}
 	const block = 1_000_000
-	must := func(d guard.Detector, err error) guard.Detector {
+	must := func(d rule.Rule, err error) rule.Rule {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
@@ -45,7 +47,7 @@ func TestSoak(t *testing.T) {
 	// Every detector, with limits that a long run does not reach, so that
 	// the steady state is measured: the budget warns but never stops, the
 	// caps are far away.
-	dets := allDetectors(t)
+	dets := allRules(t)
 	for i, d := range dets {
 		switch d.Name() {
 		case budget.Name:
@@ -55,7 +57,7 @@ func TestSoak(t *testing.T) {
 			dets[i] = must(toollimit.New(toollimit.Options{MaxCalls: map[string]int{"search": 1 << 40, "read": 1 << 40}}))
 		}
 	}
-	g, err := guard.Options{Ignore: []string{"think"}, History: 16}.New(dets...)
+	g, err := guard.New(guard.Config{Ignore: []string{"think"}, History: 16, Rules: dets})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,6 +81,7 @@ func TestSoak(t *testing.T) {
 		snapshotBytes, stops     int
 		preflights, refusedCalls int
 	}
+	ctx := context.Background()
 	var samples []sample
 	var ms runtime.MemStats
 	stops, refused, preflights := 0, 0, 0
@@ -91,18 +94,26 @@ func TestSoak(t *testing.T) {
 			if (done+i)%1000 == 0 {
 				s.ToolCalls = append(s.ToolCalls, guard.ToolCall{Name: "tool-" + strconv.Itoa(done+i), Args: fresh})
 			}
-			if g.Check(s).Stop {
+			v, err := g.Check(ctx, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Stop {
 				stops++
 			}
 			if i%10 == 0 {
 				preflights++
-				if !g.Preflight(s.ToolCalls...).Allow {
+				d, err := g.Preflight(ctx, s.ToolCalls...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !d.Allow {
 					refused++
 				}
 			}
 		}
 		elapsed := time.Since(start)
-		snap, err := g.Snapshot(guard.SnapshotOptions{})
+		snap, err := g.Snapshot(ctx, guard.SnapshotOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

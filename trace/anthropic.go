@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // anItem is an Anthropic message, or a message object from the API: the
@@ -95,7 +96,7 @@ func parseAnthropic(data []byte) (*Trace, error) {
 func anthropicAssistant(b *builder, m *anItem, line int, text string, parts []part, isText bool) error {
 	s := b.step(line)
 	if m.StopReason != nil {
-		s.FinishReason = guard.NormalizeFinishReason(*m.StopReason)
+		s.FinishReason = rule.NormalizeFinishReason(*m.StopReason)
 	}
 	if m.Usage != nil {
 		s.Usage = guard.Usage{

@@ -84,7 +84,7 @@
 // results) is kept as a json.RawMessage.
 //
 // Finish reasons are normalised as the guard normalises them ("end_turn" is
-// "stop", "tool_calls" is "tool-calls"; see [guard.NormalizeFinishReason]).
+// "stop", "tool_calls" is "tool-calls"; see [rule.NormalizeFinishReason]).
 // Usage is mapped
 // onto [guard.Usage]: see [ReadOpenAI] and [ReadAnthropic]. Missing usage is
 // zero usage.

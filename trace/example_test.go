@@ -1,6 +1,7 @@
 package trace_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -25,13 +26,17 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	g, err := guard.New(detector.Defaults()...)
+	g, err := guard.New(guard.Config{Rules: detector.Defaults()})
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println(t.Format, len(t.Steps), "steps")
 	for i, s := range t.Steps {
-		if v := g.Check(s); v.Stop {
+		v, err := g.Check(context.Background(), s)
+		if err != nil {
+			panic(err)
+		}
+		if v.Stop {
 			fmt.Printf("step %d (line %d): %s\n", i, t.Lines[i], v.Code)
 			break
 		}

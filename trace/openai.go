@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // oaItem is an OpenAI chat message or chat completion object: the fields the
@@ -160,7 +161,7 @@ func openAIAssistant(b *builder, m *oaItem, line int, finish *string, usage *oaU
 	s := b.step(line)
 	s.Text = text
 	if finish != nil {
-		s.FinishReason = guard.NormalizeFinishReason(*finish)
+		s.FinishReason = rule.NormalizeFinishReason(*finish)
 	}
 	if usage != nil {
 		s.Usage = guard.Usage{

@@ -201,7 +201,7 @@ func ReadOpenAI(r io.Reader) ([]guard.Step, error) { return read(r, OpenAI) }
 // result with "is_error": true makes the call fail. Text and other non-result
 // blocks of a user message that follows a step are that step's input. A
 // message object from the API gives "stop_reason" (normalised, see
-// [guard.NormalizeFinishReason]) and "usage": input_tokens plus
+// [rule.NormalizeFinishReason]) and "usage": input_tokens plus
 // cache_creation_input_tokens plus cache_read_input_tokens (which Anthropic
 // counts apart) become InputTokens, and output_tokens OutputTokens.
 func ReadAnthropic(r io.Reader) ([]guard.Step, error) { return read(r, Anthropic) }

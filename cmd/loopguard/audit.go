@@ -345,7 +345,7 @@ func (c *guardConfig) withPreset(key, value string) error {
 	}
 	old := c.doc
 	c.doc = []byte(merged + "}")
-	if _, err := c.build(); err != nil {
+	if _, err := c.build(nil); err != nil {
 		c.doc = old
 		return err
 	}

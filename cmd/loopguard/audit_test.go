@@ -99,7 +99,7 @@ func readManifest(t *testing.T) map[string]manifestEntry {
 func auditTraces(t *testing.T, doc, preset string) map[string]*runReport {
 	t.Helper()
 	conf := &guardConfig{registry: detector.Standard(), doc: []byte(doc)}
-	if _, err := conf.build(); err != nil {
+	if _, err := conf.build(nil); err != nil {
 		t.Fatalf("options %s: %v", doc, err)
 	}
 	if preset != "" {

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/loopguard/loopguard/detector"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/escape"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // This file holds what the subcommands share: reading the options document,
@@ -47,7 +49,7 @@ func loadConfig(path string) (*guardConfig, error) {
 		}
 		c.doc = doc
 	}
-	if _, err := c.build(); err != nil {
+	if _, err := c.build(nil); err != nil {
 		if path != "" {
 			return nil, &fileError{path: path, err: err}
 		}
@@ -102,37 +104,35 @@ func (e *fileError) Error() string {
 
 func (e *fileError) Unwrap() error { return e.err }
 
-// build returns fresh detectors and guard options, with the frozen clock.
-func (c *guardConfig) build() (detector.Config, error) {
-	return c.registry.Build(c.doc, detector.BuildOptions{Now: frozenClock})
+// build returns the guard's configuration, with the frozen clock and the
+// extra rules after those of the options.
+func (c *guardConfig) build(extra []rule.Rule) (guard.Config, error) {
+	cfg, err := c.registry.Build(c.doc, detector.BuildOptions{Now: frozenClock})
+	if err != nil {
+		return guard.Config{}, err
+	}
+	cfg.Rules = append(slices.Clip(cfg.Rules), extra...)
+	return cfg, nil
 }
 
-// newGuard returns a fresh guard, with the extra detectors after those of
-// the options.
-func (c *guardConfig) newGuard(extra ...guard.Detector) (*guard.Guard, error) {
-	cfg, err := c.build()
+// newGuard returns a fresh guard, with the extra rules after those of the
+// options.
+func (c *guardConfig) newGuard(extra ...rule.Rule) (*guard.Guard, error) {
+	cfg, err := c.build(extra)
 	if err != nil {
 		return nil, err
 	}
-	dets, err := cfg.Detectors()
-	if err != nil {
-		return nil, err
-	}
-	return cfg.Guard.New(append(dets, extra...)...)
+	return guard.New(cfg)
 }
 
-// restore returns a guard restored from a snapshot, with fresh detectors
-// built from the same options, and the extra detectors.
-func (c *guardConfig) restore(snapshot []byte, extra ...guard.Detector) (*guard.Guard, error) {
-	cfg, err := c.build()
+// restore returns a guard restored from a snapshot, with the rules of the
+// same options and the extra rules.
+func (c *guardConfig) restore(snapshot []byte, extra ...rule.Rule) (*guard.Guard, error) {
+	cfg, err := c.build(extra)
 	if err != nil {
 		return nil, err
 	}
-	dets, err := cfg.Detectors()
-	if err != nil {
-		return nil, err
-	}
-	return cfg.Guard.Restore(snapshot, append(dets, extra...)...)
+	return guard.Restore(snapshot, cfg)
 }
 
 // reportConfigError writes err, one "config: " line per problem.

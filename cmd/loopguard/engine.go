@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/escape"
+	"github.com/loopguard/loopguard/rule"
 	"github.com/loopguard/loopguard/trace"
 )
 
@@ -44,7 +46,7 @@ type session struct {
 	conf *guardConfig
 	g    *guard.Guard
 	step int // the index the next step will have
-	// probe, when not nil, is a detector after the others that records
+	// probe, when not nil, is a rule after the others that records
 	// each step's facts as the rules see them (audit --html). It judges
 	// nothing.
 	probe *probe
@@ -68,12 +70,12 @@ func newProbedSession(conf *guardConfig) (*session, error) {
 	return &session{conf: conf, g: g, probe: p}, nil
 }
 
-// extra returns the detectors the session adds to those of the options.
-func (s *session) extra() []guard.Detector {
+// extra returns the rules the session adds to those of the options.
+func (s *session) extra() []rule.Rule {
 	if s.probe == nil {
 		return nil
 	}
-	return []guard.Detector{s.probe}
+	return []rule.Rule{s.probe}
 }
 
 // A failure is an error of the guard itself, not of the input.
@@ -83,13 +85,17 @@ func (f failure) Error() string { return f.err.Error() }
 
 // apply feeds one entry to the guard. Its errors are failures.
 func (s *session) apply(e trace.Entry) (record, error) {
+	ctx := context.Background() // a guard in memory: never an error
 	rec := record{Line: e.Line, Run: e.Run}
 	switch e.Kind {
 	case trace.PreflightEntry:
-		d := s.g.Preflight(e.Calls...)
+		d, err := s.g.Preflight(ctx, e.Calls...)
+		if err != nil {
+			return record{}, failure{fmt.Errorf("preflight: %w", err)}
+		}
 		rec.Kind, rec.Decision = kindPreflight, &d
 	case trace.SnapshotEntry:
-		data, err := s.g.Snapshot(guard.SnapshotOptions{Previews: true}) // previews: the output stays as without a snapshot
+		data, err := s.g.Snapshot(ctx, guard.SnapshotOptions{Previews: true}) // previews: the output stays as without a snapshot
 		if err != nil {
 			return record{}, failure{fmt.Errorf("snapshot: %w", err)}
 		}
@@ -101,11 +107,16 @@ func (s *session) apply(e trace.Entry) (record, error) {
 		size := len(data)
 		rec.Kind, rec.Bytes = kindSnapshot, &size
 	case trace.ResetEntry:
-		s.g.Reset()
+		if err := s.g.Reset(ctx); err != nil {
+			return record{}, failure{fmt.Errorf("reset: %w", err)}
+		}
 		s.step = 0
 		rec.Kind = kindReset
 	default:
-		v := s.g.Check(e.Step)
+		v, err := s.g.Check(ctx, e.Step)
+		if err != nil {
+			return record{}, failure{fmt.Errorf("check: %w", err)}
+		}
 		i := s.step
 		s.step++
 		rec.Kind, rec.Step, rec.Verdict = kindCheck, &i, &v

@@ -5,7 +5,7 @@ import "unicode/utf8"
 // Every text the command writes for people (file names, what rules and
 // inputs say, the cells of every table, standard error, the HTML page) is
 // escaped with escape.String first: package internal/escape holds the one
-// policy, which guard.Clean follows too.
+// policy, which rule.Clean follows too.
 
 // width is the number of runes of s, which is how wide it shows once
 // escaped, for the scripts a table of runs holds.

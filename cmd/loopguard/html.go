@@ -11,6 +11,7 @@ import (
 
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/escape"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // This file writes audit --html: one self-contained HTML page (inline CSS and
@@ -557,7 +558,7 @@ func newTimelineView(r *runReport, cols []column, loopStart int) *timelineView {
 		}
 		if s.normal {
 			v.Shapes = append(v.Shapes, svgShape{Kind: "rect", Class: "fin", X: cx - 3, Y: finishLane.y + 2})
-		} else if f := guard.NormalizeFinishReason(s.finish); f != "" && f != guard.FinishToolCalls {
+		} else if f := rule.NormalizeFinishReason(s.finish); f != "" && f != guard.FinishToolCalls {
 			v.Shapes = append(v.Shapes, svgShape{Kind: "rect", Class: "fin other", X: cx - 3, Y: finishLane.y + 2})
 		}
 		if len(s.warnings) > 0 {

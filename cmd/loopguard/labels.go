@@ -16,6 +16,7 @@ import (
 
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/escape"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // This file holds audit --labels: scoring the audited runs against a
@@ -276,9 +277,9 @@ func kindOf(s *stopReport) stopKind {
 		return normalStop
 	}
 	switch s.Reason {
-	case guard.ReasonMaxSteps, guard.ReasonBudget, guard.ReasonToolLimit:
+	case rule.ReasonMaxSteps, rule.ReasonBudget, rule.ReasonToolLimit:
 		return limitStop
-	case guard.ReasonFinishReason:
+	case rule.ReasonFinishReason:
 		return otherFault
 	}
 	return patternStop

@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/loopguard/loopguard/detector"
-	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 	"github.com/loopguard/loopguard/trace"
 )
 
@@ -474,22 +474,23 @@ func TestWriteError(t *testing.T) {
 	}
 }
 
-// brittle is a detector whose snapshots cannot be restored.
+// brittle is a rule, and its own state, whose snapshots cannot be
+// restored.
 type brittle struct{}
 
-func (brittle) Name() string                                   { return "brittle" }
-func (brittle) Priority() int                                  { return guard.PriorityCustom }
-func (brittle) Options() any                                   { return nil }
-func (brittle) Observe(*guard.Facts)                           {}
-func (brittle) Verdict() guard.Verdict                         { return guard.Verdict{} }
-func (brittle) Preflight(*guard.Facts) guard.Verdict           { return guard.Verdict{} }
-func (brittle) Snapshot(guard.SnapshotOptions) ([]byte, error) { return []byte(`"x"`), nil }
-func (brittle) Restore([]byte) error                           { return errors.New("cannot restore") }
-func (brittle) Reset()                                         {}
+func (brittle) Name() string                                  { return "brittle" }
+func (brittle) Priority() int                                 { return rule.PriorityCustom }
+func (brittle) Options() any                                  { return nil }
+func (b brittle) NewState() rule.State                        { return b }
+func (brittle) Observe(*rule.Facts)                           {}
+func (brittle) Verdict() rule.Verdict                         { return rule.Verdict{} }
+func (brittle) Preflight(*rule.Facts) rule.Verdict            { return rule.Verdict{} }
+func (brittle) Snapshot(rule.SnapshotOptions) ([]byte, error) { return []byte(`"x"`), nil }
+func (brittle) Restore([]byte) error                          { return errors.New("cannot restore") }
 
 func TestSnapshotFailure(t *testing.T) {
 	r := detector.Standard()
-	err := r.Register("brittle", detector.Entry{Default: true, Build: func(detector.Input) (guard.Detector, error) { return brittle{}, nil }})
+	err := r.Register("brittle", detector.Entry{Default: true, Build: func(detector.Input) (rule.Rule, error) { return brittle{}, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}

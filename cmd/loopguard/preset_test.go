@@ -5,7 +5,7 @@ import (
 
 	"github.com/loopguard/loopguard/detector"
 	"github.com/loopguard/loopguard/detector/finish"
-	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // TestTextActionsPresetIsFinishTextActions: the audit's --preset text-actions
@@ -19,17 +19,13 @@ func TestTextActionsPresetIsFinishTextActions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dets, err := cfg.Detectors()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range dets {
+	for _, d := range cfg.Rules {
 		if d.Name() == finish.Name {
-			if got := guard.Fingerprint(d); got != guard.Fingerprint(want) {
+			if got := rule.Fingerprint(d); got != rule.Fingerprint(want) {
 				t.Errorf("the preset's finish options %v differ from finish.TextActions() %v", d.Options(), want.Options())
 			}
 			return
 		}
 	}
-	t.Fatal("the preset built no finish detector")
+	t.Fatal("the preset built no finish rule")
 }

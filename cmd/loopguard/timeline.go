@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"math"
 	"strings"
 	"unicode/utf8"
@@ -18,6 +19,7 @@ import (
 	"github.com/loopguard/loopguard/detector/window"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/ring"
+	"github.com/loopguard/loopguard/rule"
 	"github.com/loopguard/loopguard/trace"
 )
 
@@ -208,7 +210,7 @@ func (t *timeline) add(e trace.Entry, rec *record, s *session) {
 		}
 		m.text = cut(strings.TrimSpace(e.Step.Text), textPreviewLen)
 		m.input = cut(strings.TrimSpace(e.Step.Input), textPreviewLen)
-		m.normal = guard.NormalizeFinishReason(m.finish) == guard.FinishStop
+		m.normal = rule.NormalizeFinishReason(m.finish) == guard.FinishStop
 		t.keep(m)
 		return
 	}
@@ -228,12 +230,14 @@ func (t *timeline) add(e trace.Entry, rec *record, s *session) {
 		}
 	}
 	if t.meters == nil {
-		t.meters = meters(s.g.Detectors())
+		t.meters = meters(s.g.Rules())
 	}
-	sum := s.g.Summary()
-	m.values = make([]float64, len(t.meters))
-	for i, mt := range t.meters {
-		m.values[i] = mt.read(&sum)
+	// A guard in memory never fails to give its summary.
+	if sum, err := s.g.Summary(context.Background()); err == nil {
+		m.values = make([]float64, len(t.meters))
+		for i, mt := range t.meters {
+			m.values[i] = mt.read(&sum)
+		}
 	}
 	t.keep(m)
 }
@@ -255,10 +259,12 @@ func cut(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// A probe is a detector that judges nothing: after the others, it records
-// the facts of each step as the rules saw them, for the timeline to read.
-// It keeps no state between steps, so it may go from a guard to the guard
-// restored from its snapshot.
+// A probe is a rule, and its own state, that judges nothing: after the
+// others, it records the facts of each step as the rules saw them, for the
+// timeline to read. It serves one session's guard at a time (not a rule to
+// share), and keeps nothing between steps that a snapshot must hold, so it
+// goes from a guard to the guard restored from its snapshot; a new state
+// (of a guard reset or restored) starts empty.
 type probe struct {
 	seen    bool // a step was observed and not yet read
 	calls   []callMark
@@ -269,21 +275,22 @@ type probe struct {
 	finish  string // normalised
 }
 
-var _ guard.Detector = (*probe)(nil)
+var (
+	_ rule.Rule  = (*probe)(nil)
+	_ rule.State = (*probe)(nil)
+)
 
 // probeName is the probe's name, which no rule of the standard set has.
 const probeName = "loopguard.audit.probe"
 
-func (p *probe) Name() string                                   { return probeName }
-func (p *probe) Priority() int                                  { return math.MaxInt }
-func (p *probe) Options() any                                   { return nil }
-func (p *probe) Verdict() guard.Verdict                         { return guard.Verdict{} }
-func (p *probe) Preflight(*guard.Facts) guard.Verdict           { return guard.Verdict{} }
-func (p *probe) Snapshot(guard.SnapshotOptions) ([]byte, error) { return []byte("null"), nil }
-func (p *probe) Restore([]byte) error                           { return nil }
-func (p *probe) Reset()                                         { *p = probe{} }
+func (p *probe) Name() string                       { return probeName }
+func (p *probe) Priority() int                      { return math.MaxInt }
+func (p *probe) Options() any                       { return nil }
+func (p *probe) NewState() rule.State               { *p = probe{}; return p }
+func (p *probe) Verdict() rule.Verdict              { return rule.Verdict{} }
+func (p *probe) Preflight(*rule.Facts) rule.Verdict { return rule.Verdict{} }
 
-func (p *probe) Observe(f *guard.Facts) {
+func (p *probe) Observe(f *rule.Facts) {
 	p.seen = true
 	p.calls, p.refused, p.more = nil, nil, 0
 	for i := range f.Calls {
@@ -330,7 +337,7 @@ type meter struct {
 
 // meters returns the counters of the detectors that have one, in the
 // guard's order. Custom detectors have none.
-func meters(dets []guard.Detector) []meter {
+func meters(dets []rule.Rule) []meter {
 	var ms []meter
 	for _, d := range dets {
 		name := d.Name()

@@ -68,7 +68,7 @@ func search(context.Context) (any, error) {
 // the turn, and stop when the guard says so.
 func run(out io.Writer) error {
 	ctx := context.Background()
-	g, err := guard.New(detector.Defaults()...)
+	g, err := guard.New(guard.Config{Rules: detector.Defaults()})
 	if err != nil {
 		return err
 	}

@@ -7,30 +7,30 @@ import (
 
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/guardtest"
+	"github.com/loopguard/loopguard/rule"
 )
 
-// TestConformance checks FailStreak with the detector kit, as the author of
-// a detector would: each property of the guard.Detector contract is a
-// subtest.
+// TestConformance checks FailStreak with the rule kit, as the author of a
+// rule would: each property of the rule.Rule contract is a subtest.
 func TestConformance(t *testing.T) {
-	newStreak := func(threshold int) func() guard.Detector {
-		return func() guard.Detector {
-			d, err := NewFailStreak(threshold)
+	newStreak := func(threshold int) func(t *testing.T) rule.Rule {
+		return func(t *testing.T) rule.Rule {
+			r, err := NewFailStreak(threshold)
 			if err != nil {
-				panic(err) // guardtest reports a panicking factory
+				t.Fatal(err)
 			}
-			return d
+			return r
 		}
 	}
 	// Runs of mostly failing calls, so that streaks build up and stop,
 	// mixed with the kit's own steps.
-	failing := func(r *rand.Rand) guard.Step {
+	failing := func(r *rand.Rand) rule.Step {
 		if r.IntN(3) == 0 {
 			return guardtest.RandomStep(r)
 		}
-		var s guard.Step
+		var s rule.Step
 		for range 1 + r.IntN(2) {
-			c := guard.ToolCall{Name: []string{"charge_card", "get_invoice", "think"}[r.IntN(3)],
+			c := rule.ToolCall{Name: []string{"charge_card", "get_invoice", "think"}[r.IntN(3)],
 				Args: map[string]any{"invoice": r.IntN(2)}}
 			if r.IntN(4) > 0 {
 				c.Err = errors.New("card declined")
@@ -41,6 +41,6 @@ func TestConformance(t *testing.T) {
 	}
 	guardtest.Run(t, newStreak(3),
 		guardtest.WithOtherOptions(newStreak(4)),
-		guardtest.WithGuardOptions(guard.Options{Ignore: []string{"think"}}),
+		guardtest.WithGuardOptions(guard.Config{Ignore: []string{"think"}}),
 		guardtest.WithSteps(failing))
 }

@@ -1,10 +1,11 @@
-// Command custom shows a detector of your own beside the built-in ones.
+// Command custom shows a rule of your own beside the built-in ones.
 //
 // FailStreak stops a run when the last N tool calls all failed, whatever the
 // tools and arguments: an agent retrying a broken service with ever new
 // arguments slips past the repeated-call rule, but not past this one. It
-// implements the whole guard.Detector interface, as the built-in detectors
-// do, so it is ordered, fingerprinted and saved in snapshots like them.
+// implements rule.Rule, and its state rule.State and rule.Saver, as the
+// built-in rules do, so it is ordered, fingerprinted and saved in snapshots
+// like them.
 //
 // It is registered on the standard registry under its own option,
 // "maxFailedCalls", so one JSON document configures it and the built-ins,
@@ -14,6 +15,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,9 +26,10 @@ import (
 
 	"github.com/loopguard/loopguard/detector"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
-// Name is the detector's name: the key of its state in snapshots.
+// Name is the rule's name: the key of its state in snapshots.
 const Name = "failstreak"
 
 // Code is the code of its stops.
@@ -35,17 +38,17 @@ const Code = "FAIL_STREAK"
 // maxToolName is the longest tool name kept in the state.
 const maxToolName = 256
 
-// FailStreak stops a run after Threshold failed tool calls in a row.
+// FailStreak stops a run after Threshold failed tool calls in a row. It is
+// the rule's description (its threshold), shared by any number of guards;
+// each run's streak is in the state NewState makes.
 type FailStreak struct {
-	guard.Owned // one run's state: guard.New refuses a detector another guard holds
-
 	threshold int
-	streak    int    // failed calls in a row, at most threshold
-	tool      string // the tool of the newest failed call
-	stop      bool   // whether the last step stops the run
 }
 
-var _ guard.Detector = (*FailStreak)(nil)
+var (
+	_ rule.Rule  = (*FailStreak)(nil)
+	_ rule.Saver = (*streakState)(nil)
+)
 
 // Evidence is the evidence of a stop.
 type Evidence struct {
@@ -54,30 +57,41 @@ type Evidence struct {
 	Threshold int    `json:"threshold"`
 }
 
-// NewFailStreak returns the detector, or an error for a threshold below 1.
+// NewFailStreak returns the rule, or an error for a threshold below 1.
 func NewFailStreak(threshold int) (*FailStreak, error) {
 	if threshold < 1 {
-		return nil, &guard.OptionError{Detector: Name, Field: "Threshold", Err: errors.New("must be at least 1")}
+		return nil, &rule.OptionError{Detector: Name, Field: "Threshold", Err: errors.New("must be at least 1")}
 	}
 	return &FailStreak{threshold: threshold}, nil
 }
 
 // Name returns "failstreak".
-func (d *FailStreak) Name() string { return Name }
+func (r *FailStreak) Name() string { return Name }
 
 // Priority puts it after the built-in rules.
-func (d *FailStreak) Priority() int { return guard.PriorityCustom }
+func (r *FailStreak) Priority() int { return rule.PriorityCustom }
 
 // Options returns the threshold, for the fingerprint.
-func (d *FailStreak) Options() any {
+func (r *FailStreak) Options() any {
 	return struct {
 		Threshold int `json:"threshold"`
-	}{d.threshold}
+	}{r.threshold}
+}
+
+// NewState returns the state of a fresh run.
+func (r *FailStreak) NewState() rule.State { return &streakState{threshold: r.threshold} }
+
+// streakState is one run's streak of failed calls.
+type streakState struct {
+	threshold int
+	streak    int    // failed calls in a row, at most threshold
+	tool      string // the tool of the newest failed call
+	stop      bool   // whether the last step stops the run
 }
 
 // Observe counts failed calls; a call that succeeds ends the streak. Calls of
 // ignored tools do not count either way.
-func (d *FailStreak) Observe(f *guard.Facts) {
+func (d *streakState) Observe(f *rule.Facts) {
 	d.stop = false
 	counted := false
 	for i := range f.Calls {
@@ -97,13 +111,13 @@ func (d *FailStreak) Observe(f *guard.Facts) {
 }
 
 // Verdict stops the run on a step whose calls complete a streak.
-func (d *FailStreak) Verdict() guard.Verdict {
+func (d *streakState) Verdict() rule.Verdict {
 	if !d.stop {
-		return guard.Verdict{}
+		return rule.Verdict{}
 	}
-	return guard.Verdict{
+	return rule.Verdict{
 		Stop:     true,
-		Reason:   guard.ReasonCustom,
+		Reason:   rule.ReasonCustom,
 		Code:     Code,
 		Detail:   fmt.Sprintf("the last %d tool calls failed (threshold %d); the newest was %q", d.streak, d.threshold, d.tool),
 		Evidence: Evidence{Tool: d.tool, Failures: d.streak, Threshold: d.threshold},
@@ -114,40 +128,37 @@ func (d *FailStreak) Verdict() guard.Verdict {
 
 // Preflight refuses nothing: whether a call fails is only known once it
 // has run.
-func (d *FailStreak) Preflight(*guard.Facts) guard.Verdict { return guard.Verdict{} }
+func (d *streakState) Preflight(*rule.Facts) rule.Verdict { return rule.Verdict{} }
 
-type state struct {
+type saved struct {
 	Streak int    `json:"streak"`
 	Tool   string `json:"tool"`
 }
 
 // Snapshot returns the streak as JSON, or null for a fresh state.
-func (d *FailStreak) Snapshot(guard.SnapshotOptions) ([]byte, error) {
+func (d *streakState) Snapshot(rule.SnapshotOptions) ([]byte, error) {
 	if d.streak == 0 {
 		return []byte("null"), nil
 	}
-	return json.Marshal(state{d.streak, d.tool})
+	return json.Marshal(saved{d.streak, d.tool})
 }
 
 // Restore reads what Snapshot wrote, and rejects anything else.
-func (d *FailStreak) Restore(data []byte) error {
+func (d *streakState) Restore(data []byte) error {
 	if string(data) == "null" {
-		d.Reset()
+		d.streak, d.tool, d.stop = 0, "", false
 		return nil
 	}
-	var s state
+	var s saved
 	if err := json.Unmarshal(data, &s); err != nil {
-		return fmt.Errorf("%w: %s: %v", guard.ErrInvalidState, Name, err)
+		return fmt.Errorf("%w: %s: %v", rule.ErrInvalidState, Name, err)
 	}
 	if s.Streak < 1 || s.Streak > d.threshold || len(s.Tool) > maxToolName {
-		return fmt.Errorf("%w: %s: streak %d, tool of %d bytes", guard.ErrInvalidState, Name, s.Streak, len(s.Tool))
+		return fmt.Errorf("%w: %s: streak %d, tool of %d bytes", rule.ErrInvalidState, Name, s.Streak, len(s.Tool))
 	}
 	d.streak, d.tool, d.stop = s.Streak, s.Tool, false
 	return nil
 }
-
-// Reset forgets the run.
-func (d *FailStreak) Reset() { d.streak, d.tool, d.stop = 0, "", false }
 
 // registry is the standard registry with FailStreak added under the option
 // "maxFailedCalls".
@@ -155,14 +166,14 @@ func registry() (*detector.Registry, error) {
 	r := detector.Standard()
 	err := r.Register(Name, detector.Entry{
 		Keys: []string{"maxFailedCalls"},
-		Build: func(in detector.Input) (guard.Detector, error) {
+		Build: func(in detector.Input) (rule.Rule, error) {
 			var n int
 			if err := json.Unmarshal(in.Values["maxFailedCalls"], &n); err != nil {
-				return nil, &guard.OptionError{Detector: Name, Field: "maxFailedCalls", Err: err}
+				return nil, &rule.OptionError{Detector: Name, Field: "maxFailedCalls", Err: err}
 			}
 			d, err := NewFailStreak(n)
 			if err != nil {
-				return nil, &guard.OptionError{Detector: Name, Field: "maxFailedCalls", Err: errors.Unwrap(err)}
+				return nil, &rule.OptionError{Detector: Name, Field: "maxFailedCalls", Err: errors.Unwrap(err)}
 			}
 			return d, nil
 		},
@@ -182,6 +193,7 @@ func call(tool, args, failure string) guard.ToolCall {
 }
 
 func run(out io.Writer) error {
+	ctx := context.Background()
 	r, err := registry()
 	if err != nil {
 		return err
@@ -190,12 +202,12 @@ func run(out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	g, err := cfg.New()
+	g, err := guard.New(cfg)
 	if err != nil {
 		return err
 	}
 	var names []string
-	for _, d := range g.Detectors() {
+	for _, d := range g.Rules() {
 		names = append(names, d.Name())
 	}
 	fmt.Fprintf(out, "detectors, in the order they are asked: %s\n", strings.Join(names, ", "))
@@ -210,7 +222,10 @@ func run(out io.Writer) error {
 		call("charge_card", `{"invoice": "inv_7", "key": "a4"}`, "503 Service Unavailable"),
 	}
 	for i, c := range steps {
-		v := g.Check(guard.Step{ToolCalls: []guard.ToolCall{c}})
+		v, err := g.Check(ctx, guard.Step{ToolCalls: []guard.ToolCall{c}})
+		if err != nil {
+			return err
+		}
 		fmt.Fprintf(out, "step %d: %s %s: %s\n", i, c.Name, c.Args, guard.Explain(v))
 		if v.Stop {
 			fmt.Fprintf(out, "feedback: %s\n", v.Feedback)

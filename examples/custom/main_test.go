@@ -9,6 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/testutil"
+	"github.com/loopguard/loopguard/rule"
 )
 
 const want = `detectors, in the order they are asked: finish, budget, refusal, repeat, failure, oscillation, noprogress, text, failstreak
@@ -34,24 +36,50 @@ func failing(tool string) guard.Step {
 	return guard.Step{ToolCalls: []guard.ToolCall{{Name: tool, Args: json.RawMessage(`{}`), Err: errors.New("down")}}}
 }
 
-func newGuard(t *testing.T, threshold int) (*guard.Guard, *FailStreak) {
+// config returns a configuration of FailStreak alone that ignores "think".
+func config(t *testing.T, threshold int) guard.Config {
 	t.Helper()
-	d, err := NewFailStreak(threshold)
+	r, err := NewFailStreak(threshold)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := guard.Options{Ignore: []string{"think"}}.New(d)
+	return guard.Config{Ignore: []string{"think"}, Rules: []guard.Rule{r}}
+}
+
+func newGuard(t *testing.T, threshold int) *guard.Guard {
+	t.Helper()
+	g, err := guard.New(config(t, threshold))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return g, d
+	return g
+}
+
+// newSaver returns a fresh state of FailStreak, which is a rule.Saver.
+func newSaver(t *testing.T, threshold int) interface {
+	rule.State
+	rule.Saver
+} {
+	t.Helper()
+	r, err := NewFailStreak(threshold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ok := r.NewState().(interface {
+		rule.State
+		rule.Saver
+	})
+	if !ok {
+		t.Fatal("the state of FailStreak is not a rule.Saver")
+	}
+	return st
 }
 
 func TestFailStreak(t *testing.T) {
 	ok := guard.Step{ToolCalls: []guard.ToolCall{{Name: "a", Result: "fine"}}}
 	think := guard.Step{ToolCalls: []guard.ToolCall{{Name: "think", Err: errors.New("x")}}}
 	text := guard.Step{Text: "hm"}
-	stop := guard.Verdict{Stop: true, Reason: guard.ReasonCustom, Code: Code, Detector: Name,
+	stop := guard.Verdict{Stop: true, Reason: rule.ReasonCustom, Code: Code, Detector: Name,
 		Detail:   `the last 2 tool calls failed (threshold 2); the newest was "b"`,
 		Evidence: Evidence{Tool: "b", Failures: 2, Threshold: 2},
 		Feedback: "Your last 2 tool calls all failed. Stop retrying: tell the user what is failing, or try a different approach."}
@@ -69,10 +97,10 @@ func TestFailStreak(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g, _ := newGuard(t, 2)
+			g := newGuard(t, 2)
 			var v guard.Verdict
 			for _, s := range tt.steps {
-				v = g.Check(s)
+				v = testutil.Check(t, g, s)
 			}
 			if diff := cmp.Diff(tt.want, v); diff != "" {
 				t.Errorf("verdict (-want +got):\n%s", diff)
@@ -82,19 +110,15 @@ func TestFailStreak(t *testing.T) {
 }
 
 func TestFailStreakSnapshot(t *testing.T) {
-	g, _ := newGuard(t, 3)
-	g.Check(failing("a"))
-	g.Check(failing("b"))
-	data, err := json.Marshal(g)
+	g := newGuard(t, 3)
+	testutil.Check(t, g, failing("a"))
+	testutil.Check(t, g, failing("b"))
+	data := testutil.Snapshot(t, g, guard.SnapshotOptions{})
+	restored, err := guard.Restore(data, config(t, 3))
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, _ := NewFailStreak(3)
-	restored, err := guard.Options{Ignore: []string{"think"}}.Restore(data, d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, got := g.Check(failing("c")), restored.Check(failing("c"))
+	want, got := testutil.Check(t, g, failing("c")), testutil.Check(t, restored, failing("c"))
 	if !want.Stop {
 		t.Fatal("the third failure did not stop the run")
 	}
@@ -103,17 +127,17 @@ func TestFailStreakSnapshot(t *testing.T) {
 	}
 
 	for _, bad := range []string{`{}`, `{"streak": 4, "tool": "a"}`, `{"streak": -1}`, `[1]`, `{"streak": "2"}`, `{"streak": 1, "tool": "` + strings.Repeat("x", 257) + `"}`} {
-		d, _ := NewFailStreak(3)
+		d := newSaver(t, 3)
 		if err := d.Restore([]byte(bad)); !errors.Is(err, guard.ErrInvalidState) {
 			t.Errorf("Restore(%s) = %v, want ErrInvalidState", bad, err)
 		}
 	}
-	d, _ = NewFailStreak(3)
-	d.Observe(&guard.Facts{Calls: []guard.Call{{Tool: "a", Failed: true}}})
+	d := newSaver(t, 3)
+	d.Observe(&rule.Facts{Calls: []rule.Call{{Tool: "a", Failed: true}}})
 	if err := d.Restore([]byte("null")); err != nil {
 		t.Fatal(err)
 	}
-	if snap, _ := d.Snapshot(guard.SnapshotOptions{}); string(snap) != "null" {
+	if snap, _ := d.Snapshot(rule.SnapshotOptions{}); string(snap) != "null" {
 		t.Errorf("Restore(null) left %s", snap)
 	}
 	if _, err := NewFailStreak(0); !errors.Is(err, guard.ErrInvalidOption) {

@@ -11,6 +11,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -43,17 +44,22 @@ func runTool(c guard.ToolCall) string {
 }
 
 func run(out io.Writer) error {
+	ctx := context.Background()
 	cfg, err := detector.FromJSON([]byte(options))
 	if err != nil {
 		return err
 	}
-	g, err := cfg.New()
+	g, err := guard.New(cfg)
 	if err != nil {
 		return err
 	}
 	for _, c := range wanted {
 		fmt.Fprintf(out, "the model asks for %s %s\n", c.Name, c.Args)
-		if d := g.Preflight(c); !d.Allow {
+		d, err := g.Preflight(ctx, c)
+		if err != nil {
+			return err
+		}
+		if !d.Allow {
 			// Not run, not recorded: the model gets the reason instead
 			// of a result, and may change course.
 			fmt.Fprintf(out, "  refused (%s): %s\n", d.Code, d.Feedback)
@@ -61,12 +67,19 @@ func run(out io.Writer) error {
 		}
 		c.Result = runTool(c)
 		fmt.Fprintf(out, "  ran it: %v\n", c.Result)
-		if v := g.Check(guard.Step{ToolCalls: []guard.ToolCall{c}}); v.Stop {
+		v, err := g.Check(ctx, guard.Step{ToolCalls: []guard.ToolCall{c}})
+		if err != nil {
+			return err
+		}
+		if v.Stop {
 			fmt.Fprintf(out, "  stop: %s\n", guard.Explain(v))
 			return nil
 		}
 	}
-	s := g.Summary()
+	s, err := g.Summary(ctx)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(out, "%d steps recorded, %d calls run\n", s.Steps, s.ToolCalls)
 	return nil
 }

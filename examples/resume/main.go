@@ -2,7 +2,7 @@
 // in a second one.
 //
 // The first process records three steps of an agent that searches for the
-// same thing, saves the guard (json.Marshal(g)) and starts a second process
+// same thing, saves the guard (g.Snapshot) and starts a second process
 // of this same program. The second process rebuilds the guard with
 // guard.Restore and the same options, records the next search, and is
 // stopped by the repeated-call rule exactly where an uncut run would be: the
@@ -12,6 +12,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -24,9 +25,10 @@ import (
 	"github.com/loopguard/loopguard/guard"
 )
 
-// detectors builds the run's detectors. Both processes must build them with
-// the same options: a snapshot holds their fingerprints, not the options.
-func detectors() []guard.Detector {
+// config builds the run's configuration. Both processes must build its rules
+// with the same options: a snapshot holds their fingerprints, not the
+// options.
+func config() guard.Config {
 	b, err := budget.New(budget.Options{MaxSteps: 40})
 	if err != nil {
 		panic(err) // fixed, valid options
@@ -35,7 +37,7 @@ func detectors() []guard.Detector {
 	if err != nil {
 		panic(err)
 	}
-	return []guard.Detector{b, r}
+	return guard.Config{Rules: []guard.Rule{b, r}}
 }
 
 func search(q string) guard.Step {
@@ -44,15 +46,21 @@ func search(q string) guard.Step {
 
 // first records the start of the run and saves the guard to path.
 func first(path string, out io.Writer) error {
-	g, err := guard.New(detectors()...)
+	ctx := context.Background()
+	g, err := guard.New(config())
 	if err != nil {
 		return err
 	}
 	for i := range 3 {
-		v := g.Check(search("loopguard snapshot"))
+		v, err := g.Check(ctx, search("loopguard snapshot"))
+		if err != nil {
+			return err
+		}
 		fmt.Fprintf(out, "process 1, step %d: %s\n", i, guard.Explain(v))
 	}
-	data, err := json.Marshal(g)
+	// The default options: no previews, and tool names that do not look
+	// like identifiers hashed.
+	data, err := g.Snapshot(ctx, guard.SnapshotOptions{})
 	if err != nil {
 		return err
 	}
@@ -66,13 +74,21 @@ func second(path string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	g, err := guard.Restore(data, detectors()...)
+	ctx := context.Background()
+	g, err := guard.Restore(data, config())
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "process 2: restored after %d steps\n", g.Summary().Steps)
-	v := g.Check(search("loopguard snapshot"))
-	fmt.Fprintf(out, "process 2, step %d: %s\n", g.Summary().Steps-1, guard.Explain(v))
+	s, err := g.Summary(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "process 2: restored after %d steps\n", s.Steps)
+	v, err := g.Check(ctx, search("loopguard snapshot"))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "process 2, step %d: %s\n", s.Steps, guard.Explain(v))
 	if v.Stop {
 		fmt.Fprintf(out, "feedback for the model: %s\n", v.Feedback)
 	}
