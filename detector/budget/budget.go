@@ -36,7 +36,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/rule"
 )
 
@@ -327,7 +326,7 @@ func (s *state) verdict(r *reading, p rule.Phase) rule.Verdict {
 				Code: CodeWarning, Metric: metrics[i].name, Value: value, Limit: l.Value, Ratio: ratio,
 				Detail: s.warningDetail(metrics[i].name, value, l.Value, ratio),
 			}
-			w.Feedback = feedback.ForWarning(w)
+			w.Feedback = warningFeedback(w)
 			v.Warnings = append(v.Warnings, w)
 		}
 	}
@@ -336,7 +335,8 @@ func (s *state) verdict(r *reading, p rule.Phase) rule.Verdict {
 		return v
 	case r.stop == maxSteps:
 		v.Reason, v.Code = rule.ReasonMaxSteps, CodeMaxSteps
-		v.Evidence = StepsEvidence{Steps: r.steps, Limit: d.maxSteps}
+		ev := StepsEvidence{Steps: r.steps, Limit: d.maxSteps}
+		v.Evidence, v.Feedback = ev, ev.feedback(p)
 		if p == rule.PhasePreflight {
 			v.Detail = fmt.Sprintf("%d steps are already recorded; the limit is %d", r.steps, d.maxSteps)
 		} else {
@@ -345,7 +345,8 @@ func (s *state) verdict(r *reading, p rule.Phase) rule.Verdict {
 	default:
 		m, value, limit := metrics[r.stop], r.values[r.stop], d.limits[r.stop].Value
 		v.Reason, v.Code = rule.ReasonBudget, m.code
-		v.Evidence = Evidence{Metric: m.name, Value: value, Limit: limit}
+		ev := Evidence{Metric: m.name, Value: value, Limit: limit}
+		v.Evidence, v.Feedback = ev, ev.feedback(p)
 		verb := "reached"
 		if p == rule.PhasePreflight {
 			verb = "has already reached"
@@ -353,7 +354,6 @@ func (s *state) verdict(r *reading, p rule.Phase) rule.Verdict {
 		v.Detail = fmt.Sprintf("%s %s its limit: %s of %s", m.name, verb, rule.FormatNumber(value), rule.FormatNumber(limit))
 	}
 	v.Stop = true
-	v.Feedback = feedback.For(v, p)
 	return v
 }
 

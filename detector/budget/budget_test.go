@@ -12,7 +12,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/loopguard/loopguard/detector/budget"
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/testutil"
 	"github.com/loopguard/loopguard/rule"
@@ -75,7 +74,12 @@ func newGuard(t testing.TB, o budget.Options) *guard.Guard {
 
 func finish(v guard.Verdict, p guard.Phase) guard.Verdict {
 	v.Stop, v.Detector = true, budget.Name
-	v.Feedback = feedback.For(v, p)
+	switch ev := v.Evidence.(type) {
+	case budget.Evidence:
+		v.Feedback = ev.Feedback(p)
+	case budget.StepsEvidence:
+		v.Feedback = ev.Feedback(p)
+	}
 	return v
 }
 
@@ -101,7 +105,7 @@ func warn(metric string, value, limit float64) guard.Warning {
 		Detail: fmt.Sprintf("%s is at %s of its limit %s (%s%%)", metric, rule.FormatNumber(value),
 			rule.FormatNumber(limit), rule.FormatNumber(math.Round(ratio*1000)/10)),
 		Detector: budget.Name}
-	w.Feedback = feedback.ForWarning(w)
+	w.Feedback = budget.WarningFeedback(w)
 	return w
 }
 

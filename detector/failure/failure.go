@@ -49,7 +49,6 @@ import (
 	"slices"
 
 	"github.com/loopguard/loopguard/canonical"
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/rule"
 )
 
@@ -59,8 +58,8 @@ const Name = "failure"
 // Code is the code of the rule's stops, and WarningCode that of its
 // warnings.
 const (
-	Code        = feedback.CodeRepeatedFailure
-	WarningCode = feedback.CodeRepeatedFailureWarning
+	Code        = "REPEATED_FAILURE"
+	WarningCode = "REPEATED_FAILURE_WARNING"
 )
 
 // ReasonRepeatedFailure is the reason of the rule's stops.
@@ -413,7 +412,7 @@ func (d *state) Observe(f *rule.Facts) {
 			Detail: fmt.Sprintf("tool %s failed %s %d times within the last %d calls; one more stops the run (threshold %d)",
 				rule.Quote(warn.Tool), what, warnCount, d.opts.Window, warnLimit),
 		}
-		w.Feedback = feedback.ForWarning(w)
+		w.Feedback = warningFeedback(w)
 		d.verdict.Warnings = []rule.Warning{w}
 	}
 }
@@ -439,7 +438,7 @@ func (d *state) stop(c *rule.Call, e entry, count, calls int) rule.Verdict {
 			rule.Quote(c.Tool), what, count, ev.Window, ev.ArgsPreview, ev.Threshold),
 		Evidence: ev,
 	}
-	v.Feedback = feedback.For(v, rule.PhaseCheck)
+	v.Feedback = ev.feedback()
 	return v
 }
 

@@ -31,7 +31,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/rule"
 )
 
@@ -247,7 +246,7 @@ func (s *state) Verdict() rule.Verdict {
 	default:
 		v.Detail = fmt.Sprintf("finish reason %q on a step with text and no tool calls (policy %q)", s.ev.Normalized, s.r.policy)
 	}
-	v.Feedback = feedback.For(v, rule.PhaseCheck)
+	v.Feedback = s.ev.feedback(s.code)
 	return v
 }
 

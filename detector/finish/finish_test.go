@@ -9,7 +9,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/loopguard/loopguard/detector/finish"
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/testutil"
 	"github.com/loopguard/loopguard/rule"
@@ -37,7 +36,7 @@ func withIgnore(r rule.Rule) guard.Config {
 func stop(code string, ev finish.Evidence, detail string) guard.Verdict {
 	v := guard.Verdict{Stop: true, Reason: rule.ReasonFinishReason, Code: code, Detail: detail,
 		Evidence: ev, Detector: finish.Name}
-	v.Feedback = feedback.For(v, guard.PhaseCheck)
+	v.Feedback = ev.Feedback(code)
 	return v
 }
 

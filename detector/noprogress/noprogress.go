@@ -50,7 +50,6 @@ import (
 	"strconv"
 
 	"github.com/loopguard/loopguard/canonical"
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/internal/outcomes"
 	"github.com/loopguard/loopguard/rule"
 )
@@ -84,7 +83,7 @@ type Options struct {
 }
 
 // WarningCode is the code of the rule's warnings.
-const WarningCode = feedback.CodeNoProgressWarning
+const WarningCode = "NO_PROGRESS_WARNING"
 
 // Evidence is the evidence of a stop.
 type Evidence struct {
@@ -212,7 +211,7 @@ func (d *state) Observe(f *rule.Facts) {
 			ev.Steps, text, ev.Threshold),
 		Evidence: ev,
 	}
-	v.Feedback = feedback.For(v, rule.PhaseCheck)
+	v.Feedback = ev.feedback()
 	d.verdict = v
 }
 
@@ -228,7 +227,7 @@ func (d *state) warn(f *rule.Facts) {
 		Detail: fmt.Sprintf("%d steps in a row brought no new tool outcome and had %s; one more stops the run (threshold %d)",
 			d.stalled, text, d.opts.Threshold),
 	}
-	w.Feedback = feedback.ForWarning(w)
+	w.Feedback = warningFeedback(w)
 	d.verdict.Warnings = []rule.Warning{w}
 }
 

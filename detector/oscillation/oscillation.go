@@ -48,7 +48,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/loopguard/loopguard/canonical"
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/rule"
 )
 
@@ -87,7 +86,7 @@ type Options struct {
 }
 
 // WarningCode is the code of the detector's warnings.
-const WarningCode = feedback.CodeOscillationWarning
+const WarningCode = "OSCILLATION_WARNING"
 
 // Evidence is the evidence of a stop (and of a refusal in preflight).
 type Evidence struct {
@@ -278,7 +277,7 @@ func (d *state) warn() {
 			Detail: fmt.Sprintf("a cycle of %d calls (%s) is one call short of repeating %d times in a row",
 				p, strings.Join(tools, " -> "), d.opts.Repeats),
 		}
-		w.Feedback = feedback.ForWarning(w)
+		w.Feedback = warningFeedback
 		d.verdict.Warnings = []rule.Warning{w}
 		return
 	}
@@ -368,7 +367,7 @@ func (d *state) stop(p, cycles int, cycle, tools []string, phase rule.Phase) rul
 			p, cycles, d.opts.Repeats, strings.Join(cycle, " -> ")),
 		Evidence: ev,
 	}
-	v.Feedback = feedback.For(v, phase)
+	v.Feedback = ev.feedback(phase)
 	return v
 }
 

@@ -42,7 +42,6 @@ import (
 	"slices"
 
 	"github.com/loopguard/loopguard/canonical"
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/rule"
 )
 
@@ -80,7 +79,7 @@ type Options struct {
 }
 
 // WarningCode is the code of the rule's warnings.
-const WarningCode = feedback.CodeRepeatWarning
+const WarningCode = "REPEAT_WARNING"
 
 // A ToolPolicy tunes the rule for one tool.
 type ToolPolicy struct {
@@ -286,7 +285,7 @@ func (s *state) warning(c *rule.Call, r policy) rule.Warning {
 		Detail: fmt.Sprintf("tool %s called %d times in a row with %s %s; one more stops the run (threshold %d)",
 			rule.Quote(c.Tool), s.count, same, c.Preview(), r.threshold),
 	}
-	w.Feedback = feedback.ForWarning(w)
+	w.Feedback = warningFeedback(w)
 	return w
 }
 
@@ -314,7 +313,7 @@ func (s *state) stop(c *rule.Call, count int, r policy, steps []int, phase rule.
 			rule.Quote(c.Tool), count, same, ev.ArgsPreview, r.threshold),
 		Evidence: ev,
 	}
-	v.Feedback = feedback.For(v, phase)
+	v.Feedback = ev.feedback(phase)
 	return v
 }
 

@@ -29,7 +29,6 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/rule"
 )
 
@@ -57,7 +56,7 @@ type Options struct {
 }
 
 // WarningCode is the code of the rule's warnings.
-const WarningCode = feedback.CodeToolCallCapWarning
+const WarningCode = "TOOL_CALL_CAP_WARNING"
 
 // Evidence is the evidence of a stop.
 type Evidence struct {
@@ -212,7 +211,7 @@ func (s *state) Verdict() rule.Verdict {
 			Code: WarningCode, Tool: rule.Clean(t.name), Value: float64(s.calls[j]), Limit: limit, Ratio: float64(s.calls[j]) / limit,
 			Detail: fmt.Sprintf("%s is at its cap of %d; one more call stops the run", rule.Quote(t.name), t.limit),
 		}
-		ws[i].Feedback = feedback.ForWarning(ws[i])
+		ws[i].Feedback = warningFeedback(ws[i])
 	}
 	return rule.Verdict{Warnings: ws}
 }
@@ -225,7 +224,7 @@ func (s *state) stop(ev Evidence, name string, p rule.Phase) rule.Verdict {
 	} else {
 		v.Detail = fmt.Sprintf("call %d of %s went over its cap of %d", ev.Calls, rule.Quote(name), ev.Limit)
 	}
-	v.Feedback = feedback.For(v, p)
+	v.Feedback = ev.feedback(p)
 	return v
 }
 

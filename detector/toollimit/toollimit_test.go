@@ -12,7 +12,6 @@ import (
 
 	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/toollimit"
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/testutil"
 	"github.com/loopguard/loopguard/rule"
@@ -81,7 +80,7 @@ func stop(tool string, calls, limit int, phase guard.Phase) guard.Verdict {
 	} else {
 		v.Detail = fmt.Sprintf("call %d of %q went over its cap of %d", calls, tool, limit)
 	}
-	v.Feedback = feedback.For(v, phase)
+	v.Feedback = v.Evidence.(toollimit.Evidence).Feedback(phase)
 	return v
 }
 

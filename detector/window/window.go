@@ -46,7 +46,6 @@ import (
 	"fmt"
 
 	"github.com/loopguard/loopguard/canonical"
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/rule"
 )
 
@@ -56,8 +55,8 @@ const Name = "window"
 // Code is the code of the rule's stops, and WarningCode that of its
 // warnings.
 const (
-	Code        = feedback.CodeWindowedRepeat
-	WarningCode = feedback.CodeWindowedRepeatWarning
+	Code        = "WINDOWED_REPEAT"
+	WarningCode = "WINDOWED_REPEAT_WARNING"
 )
 
 // ReasonWindowedRepeat is the reason of the rule's stops.
@@ -295,7 +294,7 @@ func (s *state) Observe(f *rule.Facts) {
 				Detail: fmt.Sprintf("tool %s called %d times within the last %d calls with the same arguments %s; one more stops the run (threshold %d)",
 					rule.Quote(c.Tool), count-1, s.r.opts.Window, c.Preview(), s.r.opts.Threshold),
 			}
-			w.Feedback = feedback.ForWarning(w)
+			w.Feedback = warningFeedback(w)
 			s.verdict.Warnings = []rule.Warning{w}
 			return
 		}
@@ -333,7 +332,7 @@ func (s *state) stop(c *rule.Call, count int, phase rule.Phase) rule.Verdict {
 			rule.Quote(c.Tool), verb, count, ev.Window, ev.ArgsPreview, sameResult(s.r.outcomes, phase), ev.Threshold),
 		Evidence: ev,
 	}
-	v.Feedback = feedback.For(v, phase)
+	v.Feedback = ev.feedback(phase)
 	return v
 }
 
