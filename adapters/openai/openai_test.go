@@ -15,6 +15,7 @@ import (
 
 	lgopenai "github.com/loopguard/loopguard/adapters/openai"
 	"github.com/loopguard/loopguard/detector"
+	"github.com/loopguard/loopguard/detector/finish"
 	"github.com/loopguard/loopguard/guard"
 )
 
@@ -182,7 +183,7 @@ func TestChatRecoversAfterRefusal(t *testing.T) {
 	tool := new(forecast)
 	got, v := runChat(t, g, client, tool)
 	want := outcome{
-		Turns: 4, Stop: true, Reason: guard.ReasonFinishReason, Code: "FINISH_TERMINAL",
+		Turns: 4, Stop: true, Reason: finish.ReasonFinishReason, Code: "FINISH_TERMINAL",
 		Refused:  []string{"", "", "REPEATED_TOOL_CALL", ""},
 		ToolRuns: 2, StopErr: false, // a normal finish is not an error
 	}
@@ -202,7 +203,7 @@ func TestChatParallelCalls(t *testing.T) {
 	tool := new(forecast)
 	got, _ := runChat(t, g, client, tool)
 	want := outcome{
-		Turns: 2, Stop: true, Reason: guard.ReasonFinishReason, Code: "FINISH_TERMINAL",
+		Turns: 2, Stop: true, Reason: finish.ReasonFinishReason, Code: "FINISH_TERMINAL",
 		Refused:  []string{"REPEATED_TOOL_CALL", ""},
 		ToolRuns: 3,
 	}

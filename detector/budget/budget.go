@@ -53,6 +53,14 @@ const (
 	CodeWarning      = "BUDGET_WARNING"
 )
 
+// The reasons of the rule's stops.
+const (
+	// ReasonMaxSteps is the reason of a stop at the step limit.
+	ReasonMaxSteps rule.Reason = "max-steps"
+	// ReasonBudget is the reason of a stop on a spent budget.
+	ReasonBudget rule.Reason = "budget"
+)
+
 // The metrics, as evidence and warnings name them.
 const (
 	MetricTotalTokens  = "totalTokens"
@@ -111,12 +119,24 @@ type Evidence struct {
 	Limit float64 `json:"limit"`
 }
 
+// Hint says what such a stop usually means, for guard.Explain (a
+// [rule.Hinter]).
+func (Evidence) Hint() string {
+	return "a token, cost or time budget is spent"
+}
+
 // StepsEvidence is the evidence of a step-limit stop.
 type StepsEvidence struct {
 	// Steps is the number of steps recorded.
 	Steps int `json:"steps"`
 	// Limit is the step limit.
 	Limit int `json:"limit"`
+}
+
+// Hint says what such a stop usually means, for guard.Explain (a
+// [rule.Hinter]).
+func (StepsEvidence) Hint() string {
+	return "the run used all its steps; raise the limit or give the agent a clearer goal"
 }
 
 // The metrics, in the order they are judged.
@@ -334,7 +354,7 @@ func (s *state) verdict(r *reading, p rule.Phase) rule.Verdict {
 	case r.stop == noStop:
 		return v
 	case r.stop == maxSteps:
-		v.Reason, v.Code = rule.ReasonMaxSteps, CodeMaxSteps
+		v.Reason, v.Code = ReasonMaxSteps, CodeMaxSteps
 		ev := StepsEvidence{Steps: r.steps, Limit: d.maxSteps}
 		v.Evidence, v.Feedback = ev, ev.feedback(p)
 		if p == rule.PhasePreflight {
@@ -344,7 +364,7 @@ func (s *state) verdict(r *reading, p rule.Phase) rule.Verdict {
 		}
 	default:
 		m, value, limit := metrics[r.stop], r.values[r.stop], d.limits[r.stop].Value
-		v.Reason, v.Code = rule.ReasonBudget, m.code
+		v.Reason, v.Code = ReasonBudget, m.code
 		ev := Evidence{Metric: m.name, Value: value, Limit: limit}
 		v.Evidence, v.Feedback = ev, ev.feedback(p)
 		verb := "reached"

@@ -84,7 +84,7 @@ func finish(v guard.Verdict, p guard.Phase) guard.Verdict {
 }
 
 func spent(metric, code string, value, limit float64, ws ...guard.Warning) guard.Verdict {
-	v := finish(guard.Verdict{Reason: rule.ReasonBudget, Code: code,
+	v := finish(guard.Verdict{Reason: budget.ReasonBudget, Code: code,
 		Detail:   fmt.Sprintf("%s reached its limit: %s of %s", metric, rule.FormatNumber(value), rule.FormatNumber(limit)),
 		Evidence: budget.Evidence{Metric: metric, Value: value, Limit: limit}}, guard.PhaseCheck)
 	v.Warnings = ws
@@ -92,7 +92,7 @@ func spent(metric, code string, value, limit float64, ws ...guard.Warning) guard
 }
 
 func steps(n, limit int, ws ...guard.Warning) guard.Verdict {
-	v := finish(guard.Verdict{Reason: rule.ReasonMaxSteps, Code: budget.CodeMaxSteps,
+	v := finish(guard.Verdict{Reason: budget.ReasonMaxSteps, Code: budget.CodeMaxSteps,
 		Detail:   fmt.Sprintf("step %d reached the limit of %d steps", n, limit),
 		Evidence: budget.StepsEvidence{Steps: n, Limit: limit}}, guard.PhaseCheck)
 	v.Warnings = ws
@@ -335,13 +335,13 @@ func refuse(v guard.Verdict) guard.Decision {
 }
 
 func refuseSteps(n, limit int) guard.Decision {
-	return refuse(finish(guard.Verdict{Reason: rule.ReasonMaxSteps, Code: budget.CodeMaxSteps,
+	return refuse(finish(guard.Verdict{Reason: budget.ReasonMaxSteps, Code: budget.CodeMaxSteps,
 		Detail:   fmt.Sprintf("%d steps are already recorded; the limit is %d", n, limit),
 		Evidence: budget.StepsEvidence{Steps: n, Limit: limit}}, guard.PhasePreflight))
 }
 
 func refuseBudget(metric, code string, value, limit float64) guard.Decision {
-	return refuse(finish(guard.Verdict{Reason: rule.ReasonBudget, Code: code,
+	return refuse(finish(guard.Verdict{Reason: budget.ReasonBudget, Code: code,
 		Detail:   fmt.Sprintf("%s has already reached its limit: %s of %s", metric, rule.FormatNumber(value), rule.FormatNumber(limit)),
 		Evidence: budget.Evidence{Metric: metric, Value: value, Limit: limit}}, guard.PhasePreflight))
 }

@@ -141,6 +141,12 @@ type Evidence struct {
 	ArgsPreview string `json:"argsPreview"`
 }
 
+// Hint says what such a stop usually means, for guard.Explain (a
+// [rule.Hinter]).
+func (Evidence) Hint() string {
+	return "the same tool keeps failing the same way, whatever the arguments"
+}
+
 // entry is one call in the window: its tool (a hash of the name), its
 // operation (a hash of the tool's name and rule.Call.Op), its failure
 // signature (zero when it did not fail) and the index of its step. A success

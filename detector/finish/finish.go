@@ -48,6 +48,9 @@ const (
 	CodeOtherTextOnly = "FINISH_OTHER_TEXT_ONLY"
 )
 
+// ReasonFinishReason is the reason of the rule's stops.
+const ReasonFinishReason rule.Reason = "finish-reason"
+
 // ToolCalls is the normalised finish reason that lets a run go on.
 const ToolCalls = "tool-calls"
 
@@ -107,6 +110,12 @@ type Evidence struct {
 	// Terminal reports whether the reason is in the terminal list. It is
 	// not written to JSON: the reference's evidence has no such field.
 	Terminal bool `json:"-"`
+}
+
+// Hint says what such a stop usually means, for guard.Explain (a
+// [rule.Hinter]).
+func (Evidence) Hint() string {
+	return "the provider ended the turn; the loop should not ask again"
 }
 
 // NormalFinish reports whether the stop is the model finishing normally: a
@@ -237,7 +246,7 @@ func (s *state) Verdict() rule.Verdict {
 	if s.code == "" {
 		return rule.Verdict{}
 	}
-	v := rule.Verdict{Stop: true, Reason: rule.ReasonFinishReason, Code: s.code, Evidence: s.ev}
+	v := rule.Verdict{Stop: true, Reason: ReasonFinishReason, Code: s.code, Evidence: s.ev}
 	switch s.code {
 	case CodeTerminal:
 		v.Detail = fmt.Sprintf("finish reason %q is terminal", s.ev.Normalized)

@@ -34,7 +34,7 @@ func withIgnore(r rule.Rule) guard.Config {
 
 // stop builds the stop verdict the guard should return.
 func stop(code string, ev finish.Evidence, detail string) guard.Verdict {
-	v := guard.Verdict{Stop: true, Reason: rule.ReasonFinishReason, Code: code, Detail: detail,
+	v := guard.Verdict{Stop: true, Reason: finish.ReasonFinishReason, Code: code, Detail: detail,
 		Evidence: ev, Detector: finish.Name}
 	v.Feedback = ev.Feedback(code)
 	return v

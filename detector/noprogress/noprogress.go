@@ -60,6 +60,9 @@ const Name = "noprogress"
 // Code is the code of the rule's stops.
 const Code = "NO_PROGRESS"
 
+// ReasonNoProgress is the reason of the rule's stops.
+const ReasonNoProgress rule.Reason = "no-progress"
+
 // Defaults of the options, and the largest window.
 const (
 	DefaultThreshold = 3
@@ -94,6 +97,12 @@ type Evidence struct {
 	// TextPreview is a short preview of the normalised text that the
 	// stalled steps share.
 	TextPreview string `json:"textPreview"`
+}
+
+// Hint says what such a stop usually means, for guard.Explain (a
+// [rule.Hinter]).
+func (Evidence) Hint() string {
+	return "the agent repeats itself while nothing new comes back"
 }
 
 // A Rule finds runs of stalled steps: its options, never changed after New,
@@ -205,7 +214,7 @@ func (d *state) Observe(f *rule.Facts) {
 	}
 	v := rule.Verdict{
 		Stop:   true,
-		Reason: rule.ReasonNoProgress,
+		Reason: ReasonNoProgress,
 		Code:   Code,
 		Detail: fmt.Sprintf("%d steps in a row brought no new tool outcome and had %s (threshold %d)",
 			ev.Steps, text, ev.Threshold),

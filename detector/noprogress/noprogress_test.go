@@ -50,7 +50,7 @@ var (
 )
 
 func stop(steps, threshold int, preview string) guard.Verdict {
-	v := guard.Verdict{Stop: true, Reason: rule.ReasonNoProgress, Code: noprogress.Code,
+	v := guard.Verdict{Stop: true, Reason: noprogress.ReasonNoProgress, Code: noprogress.Code,
 		Evidence: noprogress.Evidence{Steps: steps, Threshold: threshold, TextPreview: preview}}
 	v.Feedback = v.Evidence.(noprogress.Evidence).Feedback()
 	v.Detector = noprogress.Name

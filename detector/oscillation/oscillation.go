@@ -57,6 +57,9 @@ const Name = "oscillation"
 // Code is the code of the detector's stops.
 const Code = "OSCILLATION"
 
+// ReasonOscillation is the reason of the detector's stops.
+const ReasonOscillation rule.Reason = "oscillation"
+
 // Defaults of the options, and the largest MaxPeriod.
 const (
 	DefaultMaxPeriod = 3
@@ -103,6 +106,12 @@ type Evidence struct {
 	// Tools lists the tool names of the cycle's calls, in the same order,
 	// as rule.Clean shows them (escaped, and cut to 256 bytes).
 	Tools []string `json:"tools"`
+}
+
+// Hint says what such a stop usually means, for guard.Explain (a
+// [rule.Hinter]).
+func (Evidence) Hint() string {
+	return "the agent alternates between the same calls without getting anywhere"
 }
 
 // entry is one call of the tail of the sequence.
@@ -361,7 +370,7 @@ func (d *state) stop(p, cycles int, cycle, tools []string, phase rule.Phase) rul
 	ev := Evidence{Period: p, Repeats: cycles, Threshold: d.opts.Repeats, Cycle: cycle, Tools: tools}
 	v := rule.Verdict{
 		Stop:   true,
-		Reason: rule.ReasonOscillation,
+		Reason: ReasonOscillation,
 		Code:   Code,
 		Detail: fmt.Sprintf("a cycle of %d calls repeated %d times in a row (threshold %d): %s",
 			p, cycles, d.opts.Repeats, strings.Join(cycle, " -> ")),

@@ -63,7 +63,7 @@ func ev(period, repeats, threshold int, cycle ...string) oscillation.Evidence {
 }
 
 func stop(e oscillation.Evidence, phase guard.Phase) guard.Verdict {
-	v := guard.Verdict{Stop: true, Reason: rule.ReasonOscillation, Code: oscillation.Code, Evidence: e}
+	v := guard.Verdict{Stop: true, Reason: oscillation.ReasonOscillation, Code: oscillation.Code, Evidence: e}
 	v.Feedback = e.Feedback(phase)
 	v.Detector = oscillation.Name
 	return v

@@ -92,6 +92,12 @@ type Evidence struct {
 	Scope string `json:"scope,omitempty"`
 }
 
+// Hint says what such a stop usually means, for guard.Explain (a
+// [rule.Hinter]).
+func (Evidence) Hint() string {
+	return "the agent keeps asking for a call it was refused; tell it what to do instead"
+}
+
 // ScopeTool is Evidence.Scope of a stop on the refusals of a tool.
 const ScopeTool = "tool"
 

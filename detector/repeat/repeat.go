@@ -51,6 +51,9 @@ const Name = "repeat"
 // Code is the code of the rule's stops.
 const Code = "REPEATED_TOOL_CALL"
 
+// ReasonRepeatedToolCall is the reason of the rule's stops.
+const ReasonRepeatedToolCall rule.Reason = "repeated-tool-call"
+
 // DefaultThreshold is the threshold used when Options.Threshold is zero.
 const DefaultThreshold = 3
 
@@ -113,6 +116,12 @@ type Evidence struct {
 	// IdenticalResults reports whether outcomes, not only arguments, were
 	// compared.
 	IdenticalResults bool `json:"identicalResults"`
+}
+
+// Hint says what such a stop usually means, for guard.Explain (a
+// [rule.Hinter]).
+func (Evidence) Hint() string {
+	return "the agent repeats the same call; its result will not change"
 }
 
 // policy is how the calls of one tool are judged.
@@ -307,7 +316,7 @@ func (s *state) stop(c *rule.Call, count int, r policy, steps []int, phase rule.
 	}
 	v := rule.Verdict{
 		Stop:   true,
-		Reason: rule.ReasonRepeatedToolCall,
+		Reason: ReasonRepeatedToolCall,
 		Code:   Code,
 		Detail: fmt.Sprintf("tool %s called %d times in a row with %s %s (threshold %d)",
 			rule.Quote(c.Tool), count, same, ev.ArgsPreview, r.threshold),

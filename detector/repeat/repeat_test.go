@@ -47,7 +47,7 @@ var (
 
 // stop is the verdict the detector gives (or the refusal it makes) for ev.
 func stop(ev repeat.Evidence, phase guard.Phase) guard.Verdict {
-	v := guard.Verdict{Stop: true, Reason: rule.ReasonRepeatedToolCall, Code: repeat.Code, Evidence: ev}
+	v := guard.Verdict{Stop: true, Reason: repeat.ReasonRepeatedToolCall, Code: repeat.Code, Evidence: ev}
 	v.Feedback = ev.Feedback(phase)
 	v.Detector = repeat.Name
 	return v

@@ -100,6 +100,12 @@ type Evidence struct {
 	Threshold int `json:"threshold"`
 }
 
+// Hint says what such a stop usually means, for guard.Explain (a
+// [rule.Hinter]).
+func (Evidence) Hint() string {
+	return "steps keep coming back with nothing new, whatever the text"
+}
+
 // A Rule counts stalled steps: validated options, never changed after New,
 // so that one Rule serves any number of guards at once. Create it with New.
 type Rule struct {

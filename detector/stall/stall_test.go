@@ -330,7 +330,7 @@ func TestNoProgressFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := run(t, g, []guard.Step{step("again"), step("again"), step("again")})[2]
-	if v.Reason != rule.ReasonNoProgress {
+	if v.Reason != noprogress.ReasonNoProgress {
 		t.Errorf("reason = %s, want no-progress", v.Reason)
 	}
 	if st.Priority() <= np.Priority() || st.Priority() >= rule.PriorityCustom {

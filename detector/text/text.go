@@ -122,6 +122,12 @@ type Evidence struct {
 	TextPreview string `json:"textPreview"`
 }
 
+// Hint says what such a stop usually means, for guard.Explain (a
+// [rule.Hinter]).
+func (Evidence) Hint() string {
+	return "the agent writes the same text on steps that bring nothing new"
+}
+
 // entry is one step in the window: the hash of its text (zero when it does
 // not count), its index, and the outcomes of its successful calls.
 type entry struct {

@@ -38,6 +38,9 @@ const Name = "toollimit"
 // Code is the code of the rule's stops.
 const Code = "TOOL_CALL_CAP"
 
+// ReasonToolLimit is the reason of the rule's stops.
+const ReasonToolLimit rule.Reason = "tool-limit"
+
 // MaxToolNameLen is the longest tool name a cap may be set for, in bytes:
 // the state names the capped tools, and names in snapshots are at most this
 // long.
@@ -68,6 +71,12 @@ type Evidence struct {
 	Calls int `json:"calls"`
 	// Limit is the tool's cap.
 	Limit int `json:"limit"`
+}
+
+// Hint says what such a stop usually means, for guard.Explain (a
+// [rule.Hinter]).
+func (Evidence) Hint() string {
+	return "a tool was called more often than its cap allows"
 }
 
 // Count is the summary of one capped tool.
@@ -218,7 +227,7 @@ func (s *state) Verdict() rule.Verdict {
 
 // stop builds the stop verdict of ev; name is the tool's name, as given.
 func (s *state) stop(ev Evidence, name string, p rule.Phase) rule.Verdict {
-	v := rule.Verdict{Stop: true, Reason: rule.ReasonToolLimit, Code: Code, Evidence: ev}
+	v := rule.Verdict{Stop: true, Reason: ReasonToolLimit, Code: Code, Evidence: ev}
 	if p == rule.PhasePreflight {
 		v.Detail = fmt.Sprintf("call %d of %s would go over its cap of %d", ev.Calls, rule.Quote(name), ev.Limit)
 	} else {

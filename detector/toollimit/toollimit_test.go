@@ -73,7 +73,7 @@ func step(names ...string) guard.Step {
 }
 
 func stop(tool string, calls, limit int, phase guard.Phase) guard.Verdict {
-	v := guard.Verdict{Stop: true, Reason: rule.ReasonToolLimit, Code: toollimit.Code,
+	v := guard.Verdict{Stop: true, Reason: toollimit.ReasonToolLimit, Code: toollimit.Code,
 		Evidence: toollimit.Evidence{Tool: tool, Calls: calls, Limit: limit}, Detector: toollimit.Name}
 	if phase == guard.PhasePreflight {
 		v.Detail = fmt.Sprintf("call %d of %q would go over its cap of %d", calls, tool, limit)

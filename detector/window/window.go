@@ -130,6 +130,12 @@ type Evidence struct {
 	IdenticalResults bool `json:"identicalResults"`
 }
 
+// Hint says what such a stop usually means, for guard.Explain (a
+// [rule.Hinter]).
+func (Evidence) Hint() string {
+	return "the agent keeps coming back to the same call between others"
+}
+
 // call is one call in the window: its key and, comparing outcomes, its
 // outcome (the sum the count compares).
 type call struct {
