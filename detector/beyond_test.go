@@ -221,10 +221,10 @@ func TestDropArgsKeys(t *testing.T) {
 // TestRegistryOwnsDropArgs: no entry may claim the guard's dropArgs.
 func TestRegistryOwnsDropArgs(t *testing.T) {
 	r := detector.NewRegistry()
-	if err := r.Register("mine", detector.Entry{Keys: []string{detector.DropArgsKey}, Build: offBuild}); !errors.Is(err, detector.ErrRegistry) {
+	if err := r.Register(rule.Spec{Name: "mine", Keys: []string{detector.DropArgsKey}, Build: offBuild}); !errors.Is(err, detector.ErrRegistry) {
 		t.Errorf("claiming the key dropArgs: %v", err)
 	}
-	if err := r.Register("mine", detector.Entry{ToolFields: []string{detector.DropArgsField}, Build: offBuild}); !errors.Is(err, detector.ErrRegistry) {
+	if err := r.Register(rule.Spec{Name: "mine", ToolFields: []string{detector.DropArgsField}, Build: offBuild}); !errors.Is(err, detector.ErrRegistry) {
 		t.Errorf("claiming the tool field dropArgs: %v", err)
 	}
 	cfg, err := r.Build([]byte(`{"dropArgs": ["id"], "tools": {"s": {"dropArgs": ["ts"]}}}`), detector.BuildOptions{})

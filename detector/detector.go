@@ -1,8 +1,9 @@
 // Package detector is loopguard's standard set of rules, and the registry that
 // builds rules from a JSON options document.
 //
-// Each rule lives in a package of its own, with its options, constructor and
-// evidence. In [Defaults]:
+// Each rule lives in a package of its own, with its options, constructor,
+// evidence and Spec (its keys in an options document, and how it is built
+// from them); this package only lists the specs. In [Defaults]:
 //
 //   - [finish]: the finish-reason policy (terminal reasons, otherPolicy; a
 //     normal "stop" on a step with tool calls goes on).
@@ -58,14 +59,35 @@ import (
 	"github.com/loopguard/loopguard/detector/oscillation"
 	"github.com/loopguard/loopguard/detector/refusal"
 	"github.com/loopguard/loopguard/detector/repeat"
+	"github.com/loopguard/loopguard/detector/stall"
 	"github.com/loopguard/loopguard/detector/text"
+	"github.com/loopguard/loopguard/detector/toollimit"
+	"github.com/loopguard/loopguard/detector/window"
 	"github.com/loopguard/loopguard/rule"
-
-	// For the package documentation's links.
-	_ "github.com/loopguard/loopguard/detector/stall"
-	_ "github.com/loopguard/loopguard/detector/toollimit"
-	_ "github.com/loopguard/loopguard/detector/window"
 )
+
+// standard returns the specs of the standard set, in priority order: the
+// order of [Standard]'s registrations, of [Defaults] and of the rules that
+// [FromJSON] builds.
+func standard() []rule.Spec {
+	return []rule.Spec{
+		finish.Spec(),
+		budget.Spec(),
+		toollimit.Spec(),
+		refusal.Spec(),
+		repeat.Spec(),
+		failure.Spec(),
+		window.Spec(),
+		oscillation.Spec(),
+		noprogress.Spec(),
+		text.Spec(),
+		stall.Spec(),
+	}
+}
+
+// DefaultMaxSteps is the step limit of the default set,
+// [budget.DefaultMaxSteps]: 150, where the reference's is 50 (see there why).
+const DefaultMaxSteps = budget.DefaultMaxSteps
 
 // Defaults returns the rules with the default options: the finish-reason
 // policy, a limit of 150 steps, the refusal rule (3 refusals of one call), the
@@ -73,25 +95,26 @@ import (
 // 10 calls), oscillation (periods 2 to 3, 3 repeats), no progress (threshold
 // 3) and the repeated-text rule (3 times within 10 steps). There are no
 // token, cost or duration budgets and no tool caps. It equals what
-// [FromJSON] builds from {}.
+// [FromJSON] builds from {}: the standard specs that are on by default, each
+// built from no options.
 //
 // The rules are immutable and hold no run's state (each guard makes its own
 // states from them), so one result of Defaults serves any number of guards,
 // at the same time.
 func Defaults() []rule.Rule {
-	fin, err1 := finish.New(finish.Options{})
-	bud, err2 := budget.New(budget.Options{MaxSteps: DefaultMaxSteps})
-	rep, err3 := repeat.New(repeat.Options{})
-	osc, err4 := oscillation.New(oscillation.Options{})
-	nop, err5 := noprogress.New(noprogress.Options{})
-	ref, err6 := refusal.New(refusal.Options{})
-	fai, err7 := failure.New(failure.Options{})
-	txt, err8 := text.New(text.Options{})
-	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8} {
+	var rules []rule.Rule
+	for _, s := range standard() {
+		if !s.Default {
+			continue
+		}
+		r, err := s.Build(rule.Input{})
 		if err != nil {
 			// The defaults are constants: this is a bug, never bad data.
-			panic(fmt.Sprintf("detector: the default options are invalid: %v", err))
+			panic(fmt.Sprintf("detector: the default options of %s are invalid: %v", s.Name, err))
+		}
+		if r != nil {
+			rules = append(rules, r)
 		}
 	}
-	return []rule.Rule{fin, bud, ref, rep, fai, osc, nop, txt}
+	return rules
 }

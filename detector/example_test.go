@@ -102,9 +102,9 @@ func (s *textOver) Verdict() guard.Verdict {
 
 func ExampleRegistry_Register() {
 	r := detector.Standard()
-	err := r.Register("textlimit", detector.Entry{
+	err := r.Register(rule.Spec{Name: "textlimit",
 		Keys: []string{"maxTextChars"},
-		Build: func(in detector.Input) (rule.Rule, error) {
+		Build: func(in rule.Input) (rule.Rule, error) {
 			var max int
 			if err := json.Unmarshal(in.Values["maxTextChars"], &max); err != nil || max < 1 {
 				return nil, &guard.OptionError{Detector: "textlimit", Field: "maxTextChars",

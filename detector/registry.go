@@ -10,13 +10,14 @@ import (
 
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/core"
+	"github.com/loopguard/loopguard/internal/options"
 	"github.com/loopguard/loopguard/rule"
 )
 
 // The parts of an options document that the registry reads itself.
 const (
 	// ToolsKey is the top-level key of the per-tool policies.
-	ToolsKey = "tools"
+	ToolsKey = options.ToolsKey
 	// IgnoreField is the tool-policy field that leaves a tool out of every
 	// rule. It becomes [guard.Config].Ignore.
 	IgnoreField = "ignore"
@@ -34,67 +35,12 @@ const (
 	FailWhenField = "failWhen"
 )
 
-// Input is what an [Entry] builds its rule from: the parts of the options
-// document that it registered, as raw JSON.
-type Input struct {
-	// Values holds the entry's top-level keys that are present in the
-	// document. A key set to false is present, with the value false.
-	Values map[string]json.RawMessage
-	// Tools maps a tool's name to the entry's tool-policy fields that are
-	// present under tools.<name>. Tools without any of them are left out.
-	Tools map[string]map[string]json.RawMessage
-	// Now is the clock for rules that read the time; nil means
-	// time.Now.
-	Now func() time.Time
-}
+// Input is what a [rule.Spec] builds its rule from; it is rule.Input.
+type Input = rule.Input
 
-// Off reports whether the document switches the entry's rule off, by the
-// convention of the built-in rules: it sets at least one of the
-// entry's keys, every one of them to false, and none of its tool fields. A
-// Build that follows the convention starts with
-//
-//	if in.Off() {
-//		return nil, nil
-//	}
-func (in Input) Off() bool {
-	if len(in.Values) == 0 || len(in.Tools) > 0 {
-		return false
-	}
-	for _, v := range in.Values {
-		if !isLiteral(v, "false") {
-			return false
-		}
-	}
-	return true
-}
-
-// An Entry tells a [Registry] how to build one rule from an options
-// document.
-type Entry struct {
-	// Keys are the top-level keys of the document that the entry reads,
-	// such as "maxSteps" and "budget". Names are exact and case-sensitive.
-	Keys []string
-	// ToolFields are the fields of tools.<name> that the entry reads,
-	// such as "repeatThreshold" and "polling".
-	ToolFields []string
-	// Default makes the entry build its rule even when none of its keys
-	// or tool fields is present (the built-in rules are on by default).
-	// Without it, the entry is only built when the document mentions one
-	// of them.
-	Default bool
-	// Build returns the rule for these options, or nil and a nil error
-	// when the options switch it off. A key set to false is passed to it
-	// as false; to follow the built-ins' convention, where false switches
-	// a rule off, return nil, nil when [Input.Off] says so. The rule's
-	// Name must be the entry's name. Build is called once for each
-	// document [Registry.Build] reads, possibly from several goroutines at
-	// once: it must not modify in. The rule it returns is shared by every
-	// guard of the configuration, so it must be immutable (see
-	// [rule.Rule]). Errors should be *rule.OptionError values whose Field
-	// is the path in the document (repeatedToolCall.threshold); other
-	// errors are wrapped in one.
-	Build func(in Input) (rule.Rule, error)
-}
+// Entry is the former name of [rule.Spec], which tells a [Registry] how to
+// build one rule from an options document.
+type Entry = rule.Spec
 
 // A Registry knows how to build rules from a JSON options document: which
 // rule reads which keys. It holds no rule itself; every Build makes new ones.
@@ -103,9 +49,9 @@ type Entry struct {
 // be called from many goroutines.
 type Registry struct {
 	names     []string // in registration order
-	entries   map[string]Entry
-	keys      map[string]string // top-level key -> entry name
-	toolField map[string]string // tool-policy field -> entry name
+	specs     map[string]rule.Spec
+	keys      map[string]string // top-level key -> spec name
+	toolField map[string]string // tool-policy field -> spec name
 }
 
 // NewRegistry returns an empty registry: it builds no rule, and every key
@@ -113,7 +59,7 @@ type Registry struct {
 // policies) is unknown to it.
 func NewRegistry() *Registry {
 	return &Registry{
-		entries:   make(map[string]Entry),
+		specs:     make(map[string]rule.Spec),
 		keys:      make(map[string]string),
 		toolField: make(map[string]string),
 	}
@@ -128,9 +74,9 @@ func NewRegistry() *Registry {
 // same document.
 func Standard() *Registry {
 	r := NewRegistry()
-	for _, b := range builtins() {
-		if err := r.Register(b.name, b.entry); err != nil {
-			panic("detector: built-in entry: " + err.Error()) // a bug in this package, never data
+	for _, s := range standard() {
+		if err := r.Register(s); err != nil {
+			panic("detector: built-in spec: " + err.Error()) // a bug in this package, never data
 		}
 	}
 	return r
@@ -139,19 +85,24 @@ func Standard() *Registry {
 // ErrRegistry is wrapped by every error of [Registry.Register].
 var ErrRegistry = errors.New("detector: cannot register")
 
-// Register adds an entry under a rule name (see [rule.ValidName]). It is
-// an error to register a name twice, to claim a key or tool field that
-// another entry reads (or the registry's own "tools", "dropArgs" and
-// "ignore"), or to give
-// an entry with no Build, or one that could never be built.
-func (r *Registry) Register(name string, e Entry) error {
+// Register adds the spec of a rule under its Name (see [rule.ValidName]).
+// It is an error to register a name twice, to claim a key or tool field that
+// another spec reads (or the registry's own "tools", "dropArgs", "failWhen"
+// and "ignore"), or to give a spec with no Build, or one that could never be
+// built.
+//
+// Build is called once for each document [Registry.Build] reads, possibly
+// from several goroutines at once. The rule it returns is shared by every
+// guard of the configuration, so it must be immutable (see [rule.Rule]).
+func (r *Registry) Register(e rule.Spec) error {
+	name := e.Name
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%w %q: %s", ErrRegistry, name, fmt.Sprintf(format, args...))
 	}
 	switch {
 	case !rule.ValidName(name):
 		return fail("%v", core.ErrInvalidName)
-	case r.entries[name].Build != nil:
+	case r.specs[name].Build != nil:
 		return fail("the name is taken")
 	case e.Build == nil:
 		return fail("Build is nil")
@@ -194,17 +145,17 @@ func (r *Registry) Register(name string, e Entry) error {
 	for _, f := range e.ToolFields {
 		r.toolField[f] = name
 	}
-	r.entries[name] = e
+	r.specs[name] = e
 	r.names = append(r.names, name)
 	return nil
 }
 
-// Names returns the names of the registered entries, in registration order.
+// Names returns the names of the registered specs, in registration order.
 func (r *Registry) Names() []string { return slices.Clone(r.names) }
 
-// buildRule builds the rule of one entry; nil, nil when its options switch
+// buildRule builds the rule of one spec; nil, nil when its options switch
 // it off.
-func buildRule(name string, build func(Input) (rule.Rule, error), in Input) (rule.Rule, error) {
+func buildRule(name string, build func(rule.Input) (rule.Rule, error), in rule.Input) (rule.Rule, error) {
 	d, err := build(in)
 	if err != nil {
 		return nil, asOptionError(name, in, err)
@@ -235,12 +186,12 @@ type BuildOptions struct {
 // Config serves any number of guards, one after another or at the same time.
 //
 // The document is a JSON object. Every top-level key must be read by a
-// registered entry, or be "tools" or "dropArgs"; every field of tools.<name>
-// must be read by an entry, or be "ignore" or "dropArgs". Names are exact and
-// case-sensitive, and a key may
-// appear only once. Each entry then builds its detector from the keys it
-// reads; entries marked Default are built even when none is present, others
-// only when one is. An entry's Build may switch its rule off.
+// registered spec, or be "tools", "dropArgs" or "failWhen"; every field of
+// tools.<name> must be read by a spec, or be "ignore", "dropArgs" or
+// "failWhen". Names are exact and case-sensitive, and a key may appear only
+// once. Each spec then builds its rule from the keys it reads; specs marked
+// Default are built even when none is present, others only when one is. A
+// spec's Build may switch its rule off.
 //
 // Every problem is reported, joined in one error: an unknown key (with the
 // name it was probably meant to be), a value of the wrong type or out of
@@ -248,40 +199,40 @@ type BuildOptions struct {
 // document, such as tools.search.maxCalls; errors.Is(err,
 // guard.ErrInvalidOption) holds for all of them.
 func (r *Registry) Build(doc []byte, o BuildOptions) (guard.Config, error) {
-	members, err := readObject(doc)
+	members, err := options.Object(doc)
 	if err != nil {
 		return guard.Config{}, fmt.Errorf("%w: the options are not a JSON object: %v", guard.ErrInvalidOption, err)
 	}
-	top := &reader{}
-	values := make(map[string]map[string]json.RawMessage)           // entry -> key -> value
-	tools := make(map[string]map[string]map[string]json.RawMessage) // entry -> tool -> field -> value
+	top := options.NewReader("")
+	values := make(map[string]map[string]json.RawMessage)           // spec -> key -> value
+	tools := make(map[string]map[string]map[string]json.RawMessage) // spec -> tool -> field -> value
 	var gopts guard.Config
 	for _, m := range members {
-		switch m.key {
+		switch m.Key {
 		case ToolsKey:
-			r.readTools(top, m.val, tools, &gopts)
+			r.readTools(top, m.Value, tools, &gopts)
 			continue
 		case DropArgsKey:
-			gopts.DropArgs = readDropArgs(top, DropArgsKey, m.val)
+			gopts.DropArgs = readDropArgs(top, DropArgsKey, m.Value)
 			continue
 		case FailWhenKey:
-			gopts.FailWhen = readFailWhen(top, FailWhenKey, m.val)
+			gopts.FailWhen = readFailWhen(top, FailWhenKey, m.Value)
 			continue
 		}
-		name, ok := r.keys[m.key]
+		name, ok := r.keys[m.Key]
 		if !ok {
-			top.unknown("", m.key, append(r.sortedKeys(), DropArgsKey, FailWhenKey, ToolsKey))
+			top.Unknown("", m.Key, append(options.SortedKeys(r.keys), DropArgsKey, FailWhenKey, ToolsKey))
 			continue
 		}
 		if values[name] == nil {
 			values[name] = make(map[string]json.RawMessage)
 		}
-		values[name][m.key] = m.val
+		values[name][m.Key] = m.Value
 	}
-	errs := top.errs
+	errs := top.Errs()
 	for _, name := range r.names {
-		e := r.entries[name]
-		in := Input{Values: values[name], Tools: tools[name], Now: o.Now}
+		e := r.specs[name]
+		in := rule.Input{Values: values[name], Tools: tools[name], Now: o.Now}
 		if !e.Default && len(in.Values) == 0 && len(in.Tools) == 0 {
 			continue
 		}
@@ -302,15 +253,15 @@ func (r *Registry) Build(doc []byte, o BuildOptions) (guard.Config, error) {
 
 // readDropArgs reads a list of argument fields to drop: an array of
 // non-empty strings, each once.
-func readDropArgs(r *reader, path string, raw json.RawMessage) []string {
-	list := r.stringList(path, raw)
+func readDropArgs(r *options.Reader, path string, raw json.RawMessage) []string {
+	list := r.Strings(path, raw)
 	seen := make(map[string]bool, len(list))
 	for i, f := range list {
 		switch {
 		case f == "":
-			r.failf(fmt.Sprintf("%s[%d]", path, i), "must not be empty")
+			r.Failf(fmt.Sprintf("%s[%d]", path, i), "must not be empty")
 		case seen[f]:
-			r.failf(fmt.Sprintf("%s[%d]", path, i), "%q is listed twice", f)
+			r.Failf(fmt.Sprintf("%s[%d]", path, i), "%q is listed twice", f)
 		}
 		seen[f] = true
 	}
@@ -322,15 +273,15 @@ func readDropArgs(r *reader, path string, raw json.RawMessage) []string {
 
 // readFailWhen reads a list of regular expressions that mark a result as a
 // failure: non-empty strings that compile (RE2 syntax).
-func readFailWhen(r *reader, path string, raw json.RawMessage) []string {
-	list := r.stringList(path, raw)
+func readFailWhen(r *options.Reader, path string, raw json.RawMessage) []string {
+	list := r.Strings(path, raw)
 	for i, p := range list {
 		if p == "" {
-			r.failf(fmt.Sprintf("%s[%d]", path, i), "must not be empty")
+			r.Failf(fmt.Sprintf("%s[%d]", path, i), "must not be empty")
 			continue
 		}
 		if _, err := regexp.Compile(p); err != nil {
-			r.failf(fmt.Sprintf("%s[%d]", path, i), "%v", err)
+			r.Failf(fmt.Sprintf("%s[%d]", path, i), "%v", err)
 		}
 	}
 	if len(list) == 0 {
@@ -339,105 +290,78 @@ func readFailWhen(r *reader, path string, raw json.RawMessage) []string {
 	return list
 }
 
-// readTools reads the "tools" object into the entries' tool inputs, and the
+// readTools reads the "tools" object into the specs' tool inputs, and the
 // guard's own tool fields into o: the ignored tools (sorted) and the
 // argument fields each tool drops.
-func (r *Registry) readTools(top *reader, raw json.RawMessage, tools map[string]map[string]map[string]json.RawMessage, o *guard.Config) {
-	toolMembers, ok := top.object(ToolsKey, raw)
+func (r *Registry) readTools(top *options.Reader, raw json.RawMessage, tools map[string]map[string]map[string]json.RawMessage, o *guard.Config) {
+	toolMembers, ok := top.Object(ToolsKey, raw)
 	if !ok {
 		return
 	}
 	for _, t := range toolMembers {
-		tpath := join(ToolsKey, t.key)
-		fields, ok := top.object(tpath, t.val)
+		tpath := options.Join(ToolsKey, t.Key)
+		fields, ok := top.Object(tpath, t.Value)
 		if !ok {
 			continue
 		}
 		for _, f := range fields {
-			switch f.key {
+			switch f.Key {
 			case IgnoreField:
-				if top.boolean(join(tpath, f.key), f.val) {
-					o.Ignore = append(o.Ignore, t.key) // in key order, since members are sorted
+				if top.Bool(options.Join(tpath, f.Key), f.Value) {
+					o.Ignore = append(o.Ignore, t.Key) // in key order, since members are sorted
 				}
 				continue
 			case DropArgsField:
-				if drop := readDropArgs(top, join(tpath, f.key), f.val); len(drop) > 0 {
+				if drop := readDropArgs(top, options.Join(tpath, f.Key), f.Value); len(drop) > 0 {
 					if o.Tools == nil {
 						o.Tools = make(map[string]guard.ToolOptions)
 					}
-					to := o.Tools[t.key]
+					to := o.Tools[t.Key]
 					to.DropArgs = drop
-					o.Tools[t.key] = to
+					o.Tools[t.Key] = to
 				}
 				continue
 			case FailWhenField:
-				if fw := readFailWhen(top, join(tpath, f.key), f.val); len(fw) > 0 {
+				if fw := readFailWhen(top, options.Join(tpath, f.Key), f.Value); len(fw) > 0 {
 					if o.Tools == nil {
 						o.Tools = make(map[string]guard.ToolOptions)
 					}
-					to := o.Tools[t.key]
+					to := o.Tools[t.Key]
 					to.FailWhen = fw
-					o.Tools[t.key] = to
+					o.Tools[t.Key] = to
 				}
 				continue
 			}
-			name, ok := r.toolField[f.key]
+			name, ok := r.toolField[f.Key]
 			if !ok {
-				top.unknown(tpath, f.key, append(r.sortedToolFields(), DropArgsField, FailWhenField, IgnoreField))
+				top.Unknown(tpath, f.Key, append(options.SortedKeys(r.toolField), DropArgsField, FailWhenField, IgnoreField))
 				continue
 			}
 			if tools[name] == nil {
 				tools[name] = make(map[string]map[string]json.RawMessage)
 			}
-			if tools[name][t.key] == nil {
-				tools[name][t.key] = make(map[string]json.RawMessage)
+			if tools[name][t.Key] == nil {
+				tools[name][t.Key] = make(map[string]json.RawMessage)
 			}
-			tools[name][t.key][f.key] = f.val
+			tools[name][t.Key][f.Key] = f.Value
 		}
 	}
 }
 
-func (r *Registry) sortedKeys() []string {
-	out := make([]string, 0, len(r.keys))
-	for k := range r.keys {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
-func (r *Registry) sortedToolFields() []string {
-	out := make([]string, 0, len(r.toolField))
-	for f := range r.toolField {
-		out = append(out, f)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// asOptionError makes sure that an entry's error says errors.Is(err,
+// asOptionError makes sure that a spec's error says errors.Is(err,
 // guard.ErrInvalidOption) and names an option: errors that do not are
-// wrapped in an *guard.OptionError on the first key the entry was given.
-func asOptionError(name string, in Input, err error) error {
+// wrapped in an *guard.OptionError on the first key the spec was given.
+func asOptionError(name string, in rule.Input, err error) error {
 	if errors.Is(err, guard.ErrInvalidOption) {
 		return err
 	}
 	field := name
-	if keys := sortedMapKeys(in.Values); len(keys) > 0 {
+	if keys := options.SortedKeys(in.Values); len(keys) > 0 {
 		field = keys[0]
-	} else if tools := sortedMapKeys(in.Tools); len(tools) > 0 {
-		field = join(ToolsKey, tools[0])
+	} else if tools := options.SortedKeys(in.Tools); len(tools) > 0 {
+		field = options.Join(ToolsKey, tools[0])
 	}
 	return &rule.OptionError{Detector: name, Field: field, Err: err}
-}
-
-func sortedMapKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // FromJSON builds the guards' configuration, with the standard rules, from

@@ -451,7 +451,7 @@ func TestStandardRegistries(t *testing.T) {
 	}
 	// Registries are values: adding to one leaves the others alone.
 	a, b := detector.Standard(), detector.Standard()
-	if err := a.Register("mine", detector.Entry{Keys: []string{"mine"}, Build: offBuild}); err != nil {
+	if err := a.Register(rule.Spec{Name: "mine", Keys: []string{"mine"}, Build: offBuild}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.Build([]byte(`{"mine": 1}`), detector.BuildOptions{}); err != nil {
@@ -471,7 +471,7 @@ func TestStandardRegistries(t *testing.T) {
 	}
 }
 
-func offBuild(detector.Input) (rule.Rule, error) { return nil, nil }
+func offBuild(rule.Input) (rule.Rule, error) { return nil, nil }
 
 func TestEmptyRegistry(t *testing.T) {
 	r := detector.NewRegistry()
@@ -490,39 +490,38 @@ func TestEmptyRegistry(t *testing.T) {
 }
 
 func TestRegisterErrors(t *testing.T) {
-	build := func(detector.Input) (rule.Rule, error) { return nil, nil }
+	build := func(rule.Input) (rule.Rule, error) { return nil, nil }
 	tests := []struct {
-		name  string
-		entry detector.Entry
-		want  string
+		spec rule.Spec
+		want string
 	}{
-		{"", detector.Entry{Keys: []string{"x"}, Build: build}, "invalid detector name"},
-		{"9lives", detector.Entry{Keys: []string{"x"}, Build: build}, "invalid detector name"},
-		{"repeat", detector.Entry{Keys: []string{"x"}, Build: build}, "the name is taken"},
-		{"mine", detector.Entry{Keys: []string{"x"}}, "Build is nil"},
-		{"mine", detector.Entry{Build: build}, "would never be built"},
-		{"mine", detector.Entry{Keys: []string{"maxSteps"}, Build: build}, `key "maxSteps" is read by "budget"`},
-		{"mine", detector.Entry{Keys: []string{"tools"}, Build: build}, `key "tools" is the registry's own`},
-		{"mine", detector.Entry{Keys: []string{""}, Build: build}, "empty key"},
-		{"mine", detector.Entry{Keys: []string{"a", "a"}, Build: build}, `key "a" is listed twice`},
-		{"mine", detector.Entry{ToolFields: []string{"polling"}, Build: build}, `tool field "polling" is read by "repeat"`},
-		{"mine", detector.Entry{ToolFields: []string{"ignore"}, Build: build}, `tool field "ignore" is the registry's own`},
-		{"mine", detector.Entry{ToolFields: []string{""}, Build: build}, "empty tool field"},
-		{"mine", detector.Entry{ToolFields: []string{"w", "w"}, Build: build}, `tool field "w" is listed twice`},
+		{rule.Spec{Name: "", Keys: []string{"x"}, Build: build}, "invalid detector name"},
+		{rule.Spec{Name: "9lives", Keys: []string{"x"}, Build: build}, "invalid detector name"},
+		{rule.Spec{Name: "repeat", Keys: []string{"x"}, Build: build}, "the name is taken"},
+		{rule.Spec{Name: "mine", Keys: []string{"x"}}, "Build is nil"},
+		{rule.Spec{Name: "mine", Build: build}, "would never be built"},
+		{rule.Spec{Name: "mine", Keys: []string{"maxSteps"}, Build: build}, `key "maxSteps" is read by "budget"`},
+		{rule.Spec{Name: "mine", Keys: []string{"tools"}, Build: build}, `key "tools" is the registry's own`},
+		{rule.Spec{Name: "mine", Keys: []string{""}, Build: build}, "empty key"},
+		{rule.Spec{Name: "mine", Keys: []string{"a", "a"}, Build: build}, `key "a" is listed twice`},
+		{rule.Spec{Name: "mine", ToolFields: []string{"polling"}, Build: build}, `tool field "polling" is read by "repeat"`},
+		{rule.Spec{Name: "mine", ToolFields: []string{"ignore"}, Build: build}, `tool field "ignore" is the registry's own`},
+		{rule.Spec{Name: "mine", ToolFields: []string{""}, Build: build}, "empty tool field"},
+		{rule.Spec{Name: "mine", ToolFields: []string{"w", "w"}, Build: build}, `tool field "w" is listed twice`},
 	}
 	for _, tt := range tests {
 		r := detector.Standard()
-		err := r.Register(tt.name, tt.entry)
+		err := r.Register(tt.spec)
 		if err == nil || !errors.Is(err, detector.ErrRegistry) || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("Register(%q, %+v) = %v, want an ErrRegistry error containing %q", tt.name, tt.entry, err, tt.want)
+			t.Errorf("Register(%+v) = %v, want an ErrRegistry error containing %q", tt.spec, err, tt.want)
 		}
 		if diff := cmp.Diff(detector.Standard().Names(), r.Names()); diff != "" {
 			t.Errorf("a failed Register changed the registry (-want +got):\n%s", diff)
 		}
 	}
-	// A Default entry needs no keys.
-	if err := detector.Standard().Register("always", detector.Entry{Default: true, Build: build}); err != nil {
-		t.Errorf("Register of a Default entry without keys: %v", err)
+	// A Default spec needs no keys.
+	if err := detector.Standard().Register(rule.Spec{Name: "always", Default: true, Build: build}); err != nil {
+		t.Errorf("Register of a Default spec without keys: %v", err)
 	}
 }
 
@@ -567,11 +566,12 @@ func (s *weight) Snapshot(guard.SnapshotOptions) ([]byte, error) {
 }
 func (s *weight) Restore(b []byte) error { return json.Unmarshal(b, &s.total) }
 
-// weigherEntry reads {"weights": {"limit": N}} and tools.<name>.weight.
-var weigherEntry = detector.Entry{
+// weigherSpec reads {"weights": {"limit": N}} and tools.<name>.weight.
+var weigherSpec = rule.Spec{
+	Name:       "weigher",
 	Keys:       []string{"weights"},
 	ToolFields: []string{"weight"},
-	Build: func(in detector.Input) (rule.Rule, error) {
+	Build: func(in rule.Input) (rule.Rule, error) {
 		w := &weigher{limit: 10, weights: map[string]float64{}}
 		if in.Now != nil {
 			w.now = in.Now()
@@ -619,17 +619,17 @@ func TestInputOff(t *testing.T) {
 	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
 	tests := []struct {
 		name string
-		in   detector.Input
+		in   rule.Input
 		want bool
 	}{
-		{"no key", detector.Input{}, false},
-		{"false", detector.Input{Values: map[string]json.RawMessage{"a": raw("false")}}, true},
-		{"false with spaces", detector.Input{Values: map[string]json.RawMessage{"a": raw(" false ")}}, true},
-		{"every key false", detector.Input{Values: map[string]json.RawMessage{"a": raw("false"), "b": raw("false")}}, true},
-		{"one key false, one not", detector.Input{Values: map[string]json.RawMessage{"a": raw("false"), "b": raw("3")}}, false},
-		{"true", detector.Input{Values: map[string]json.RawMessage{"a": raw("true")}}, false},
-		{"an object", detector.Input{Values: map[string]json.RawMessage{"a": raw(`{"on": false}`)}}, false},
-		{"false with a tool field", detector.Input{Values: map[string]json.RawMessage{"a": raw("false")},
+		{"no key", rule.Input{}, false},
+		{"false", rule.Input{Values: map[string]json.RawMessage{"a": raw("false")}}, true},
+		{"false with spaces", rule.Input{Values: map[string]json.RawMessage{"a": raw(" false ")}}, true},
+		{"every key false", rule.Input{Values: map[string]json.RawMessage{"a": raw("false"), "b": raw("false")}}, true},
+		{"one key false, one not", rule.Input{Values: map[string]json.RawMessage{"a": raw("false"), "b": raw("3")}}, false},
+		{"true", rule.Input{Values: map[string]json.RawMessage{"a": raw("true")}}, false},
+		{"an object", rule.Input{Values: map[string]json.RawMessage{"a": raw(`{"on": false}`)}}, false},
+		{"false with a tool field", rule.Input{Values: map[string]json.RawMessage{"a": raw("false")},
 			Tools: map[string]map[string]json.RawMessage{"search": {"w": raw("1")}}}, false},
 	}
 	for _, tt := range tests {
@@ -640,7 +640,7 @@ func TestInputOff(t *testing.T) {
 
 	// An entry that follows the convention is off with false, on without.
 	r := detector.Standard()
-	err := r.Register("textlimit", detector.Entry{Keys: []string{"maxTextChars"}, Build: func(in detector.Input) (rule.Rule, error) {
+	err := r.Register(rule.Spec{Name: "textlimit", Keys: []string{"maxTextChars"}, Build: func(in rule.Input) (rule.Rule, error) {
 		if in.Off() {
 			return nil, nil
 		}
@@ -662,7 +662,7 @@ func TestInputOff(t *testing.T) {
 
 func TestCustomEntry(t *testing.T) {
 	r := detector.Standard()
-	if err := r.Register("weigher", weigherEntry); err != nil {
+	if err := r.Register(weigherSpec); err != nil {
 		t.Fatal(err)
 	}
 	frozen := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -752,7 +752,7 @@ func TestCustomEntry(t *testing.T) {
 
 func TestEntryNameMismatch(t *testing.T) {
 	r := detector.NewRegistry()
-	if err := r.Register("other", detector.Entry{Default: true, Build: func(detector.Input) (rule.Rule, error) { return &weigher{}, nil }}); err != nil {
+	if err := r.Register(rule.Spec{Name: "other", Default: true, Build: func(rule.Input) (rule.Rule, error) { return &weigher{}, nil }}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := r.Build([]byte(`{}`), detector.BuildOptions{})

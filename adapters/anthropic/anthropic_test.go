@@ -148,7 +148,7 @@ func newWeather(t *testing.T, runs *int, mu *sync.Mutex) sdk.BetaTool {
 
 func newGuard(t *testing.T) *guard.Guard {
 	t.Helper()
-	g, err := guard.Options{History: 32}.New(detector.Defaults()...)
+	g, err := guard.New(guard.Config{History: 32, Rules: detector.Defaults()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,10 +170,12 @@ func refusalFeedback(t *testing.T) string {
 	twin := newGuard(t)
 	c := guard.ToolCall{Name: "get_weather", Args: json.RawMessage(`{"city":"Paris","unit":"celsius"}`)}
 	for range 2 {
-		twin.Check(guard.Step{ToolCalls: []guard.ToolCall{c}, FinishReason: "tool-calls"})
+		if _, err := twin.Check(context.Background(), guard.Step{ToolCalls: []guard.ToolCall{c}, FinishReason: "tool-calls"}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	d := twin.Preflight(c)
-	if d.Allow {
+	d, err := twin.Preflight(context.Background(), c)
+	if err != nil || d.Allow {
 		t.Fatal("the twin guard allowed the third call")
 	}
 	return d.Feedback
@@ -241,7 +243,7 @@ func TestToolRunnerStubbornLoop(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("tool results sent (-want +got):\n%s", diff)
 	}
-	sum := g.Summary()
+	sum := summary(t, g)
 	if sum.Steps != 5 || sum.ToolCalls != 2 || sum.Totals.InputTokens != 490+580+670+760+850 {
 		t.Errorf("summary: %+v", sum)
 	}
@@ -304,7 +306,7 @@ func TestToolRunnerParallelCalls(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("tool results, IDs of identical calls as ? (-want +got):\n%s", diff)
 	}
-	if sum := g.Summary(); sum.Steps != 2 || sum.ToolCalls != 3 {
+	if sum := summary(t, g); sum.Steps != 2 || sum.ToolCalls != 3 {
 		t.Errorf("summary: %d steps, %d calls; want 2, 3", sum.Steps, sum.ToolCalls)
 	}
 }
@@ -325,7 +327,7 @@ func TestToolRunnerWithoutCheck(t *testing.T) {
 	if runs != 2 {
 		t.Errorf("the tool ran %d times, want 2", runs)
 	}
-	if sum := g.Summary(); sum.Steps != 3 || sum.ToolCalls != 2 {
+	if sum := summary(t, g); sum.Steps != 3 || sum.ToolCalls != 2 {
 		t.Errorf("summary: %d steps, %d calls; want 3 (2 calls and a refusal), 2", sum.Steps, sum.ToolCalls)
 	}
 }
@@ -335,12 +337,12 @@ func TestToolRunnerWithoutCheck(t *testing.T) {
 func TestRefusalAndContext(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string
-	g, err := guard.Options{Observer: func(ctx context.Context, e guard.Event) {
+	g, err := guard.New(guard.Config{Rules: detector.Defaults(), Observer: func(ctx context.Context, e guard.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		v, _ := ctx.Value(ctxKey{}).(string)
 		seen = append(seen, e.Phase.String()+":"+v)
-	}}.New(detector.Defaults()...)
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,4 +434,14 @@ func TestFinishReason(t *testing.T) {
 			t.Errorf("FinishReason(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// summary returns g's summary.
+func summary(t *testing.T, g *guard.Guard) guard.Summary {
+	t.Helper()
+	s, err := g.Summary(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

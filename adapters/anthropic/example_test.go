@@ -42,7 +42,7 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	g, err := guard.New(detector.Defaults()...)
+	g, err := guard.New(guard.Config{Rules: detector.Defaults()})
 	if err != nil {
 		log.Fatal(err)
 	}

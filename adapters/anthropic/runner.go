@@ -9,6 +9,7 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/hook"
 )
 
 // A Runner connects a guard to the beta tool runner: its decorated tools
@@ -105,16 +106,17 @@ func (t *guardedTool) Execute(ctx context.Context, input json.RawMessage) ([]sdk
 			return content, err
 		}
 	}
-	running, d := t.r.g.StartCall(ctx, call)
-	if !d.Allow {
+	content, d, err := hook.Call(ctx, t.r.g, call, func() ([]sdk.BetaToolResultBlockParamContentUnion, error) {
+		return t.BetaTool.Execute(ctx, input)
+	}, func(content []sdk.BetaToolResultBlockParamContentUnion, err error) hook.Outcome {
+		if content == nil {
+			return hook.Outcome{Err: err} // no result, rather than a nil slice
+		}
+		return hook.Outcome{Result: content, Err: err}
+	})
+	if err == nil && !d.Allow {
 		return nil, &guard.RefusedError{Decision: d}
 	}
-	content, err := t.BetaTool.Execute(ctx, input)
-	var result any
-	if content != nil {
-		result = content
-	}
-	running.Finish(ctx, result, err)
 	return content, err
 }
 
@@ -147,7 +149,11 @@ func (r *Runner) Check(ctx context.Context, m *sdk.BetaMessage) (guard.Verdict, 
 	}
 	step := StepFromBetaMessage(m)
 	if m.StopReason != sdk.BetaStopReasonToolUse || len(step.ToolCalls) == 0 {
-		if mv := r.g.CheckContext(ctx, step); !v.Stop {
+		mv, err := r.g.Check(ctx, step)
+		if err != nil {
+			return guard.Verdict{}, err
+		}
+		if !v.Stop {
 			v = mv
 		}
 		return v, v.Err()
@@ -161,8 +167,9 @@ func (r *Runner) Check(ctx context.Context, m *sdk.BetaMessage) (guard.Verdict, 
 		}
 	}
 	r.mu.Unlock()
-	// A new turn has not ended, so Preflight cannot fail.
-	next.turn.Preflight(ctx, guarded...)
+	if _, err := next.turn.Preflight(ctx, guarded...); err != nil {
+		return v, err // ctx ended before the calls were decided
+	}
 	step.ToolCalls = nil
 	next.step = step
 	r.mu.Lock()

@@ -40,13 +40,13 @@ import (
 	"errors"
 	"io"
 	"strings"
-	"sync"
 
 	"github.com/cloudwego/eino/adk"
 	"github.com/cloudwego/eino/compose"
 	"github.com/cloudwego/eino/schema"
 
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/hook"
 )
 
 // A Middleware connects a guard to a chat model agent. Create it with
@@ -54,18 +54,14 @@ import (
 // in parallel), but one guard watches one run: give each concurrent run its
 // own guard and Middleware.
 type Middleware struct {
-	g *guard.Guard
-
-	mu   sync.Mutex
-	turn *guard.Turn // the reply whose tools run now, if any
-	step guard.Step  // its step, without its calls
+	cur *hook.Current // the reply whose tools run now
 }
 
 // New returns a Middleware that uses g, which must not be nil.
-func New(g *guard.Guard) *Middleware { return &Middleware{g: g} }
+func New(g *guard.Guard) *Middleware { return &Middleware{cur: hook.NewCurrent(g)} }
 
 // Guard returns the middleware's guard.
-func (m *Middleware) Guard() *guard.Guard { return m.g }
+func (m *Middleware) Guard() *guard.Guard { return m.cur.Guard() }
 
 // AgentMiddleware returns the hooks to put in
 // adk.ChatModelAgentConfig.Middlewares: after each model reply, before each
@@ -134,21 +130,11 @@ func (m *Middleware) AgentMiddleware() adk.AgentMiddleware {
 }
 
 // reply records a model reply without tool calls at once, and begins the
-// turn of one with tool calls, deciding its calls.
+// turn of one with tool calls, deciding its calls ([hook.Current.Reply]).
 func (m *Middleware) reply(ctx context.Context, msg *schema.Message) error {
 	step := StepFromMessage(msg)
-	if len(step.ToolCalls) == 0 {
-		_, err := m.g.Begin().End(ctx, step)
-		return err
-	}
-	turn := m.g.Begin()
-	// A new turn has not ended, so Preflight cannot fail.
-	turn.Preflight(ctx, step.ToolCalls...)
-	step.ToolCalls = nil
-	m.mu.Lock()
-	m.turn, m.step = turn, step
-	m.mu.Unlock()
-	return nil
+	_, _, err := m.cur.Reply(ctx, step, step.ToolCalls)
+	return err
 }
 
 // End records the step of the last model reply that asked for tools, if it
@@ -158,27 +144,7 @@ func (m *Middleware) reply(ctx context.Context, msg *schema.Message) error {
 // agent's run ended after its tools ran (as when a tool returns directly,
 // or at the iteration limit) to record that last reply's calls. Without
 // such a reply it records nothing and returns a zero verdict.
-func (m *Middleware) End(ctx context.Context) (guard.Verdict, error) {
-	m.mu.Lock()
-	turn, step := m.turn, m.step
-	m.turn = nil
-	m.mu.Unlock()
-	if turn == nil {
-		return guard.Verdict{}, nil
-	}
-	return turn.End(ctx, step)
-}
-
-// current returns the turn the tools run in: the last reply's, or, for a
-// tool called without one, a new one that the next End records.
-func (m *Middleware) current() *guard.Turn {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.turn == nil {
-		m.turn, m.step = m.g.Begin(), guard.Step{}
-	}
-	return m.turn
-}
+func (m *Middleware) End(ctx context.Context) (guard.Verdict, error) { return m.cur.End(ctx) }
 
 // StepFromMessage returns the step of a model reply: its text, its tool
 // calls with their IDs, their arguments as JSON text and no outcome, and
@@ -213,12 +179,14 @@ func call(in *compose.ToolInput) guard.ToolCall {
 	return guard.ToolCall{ID: in.CallID, Name: in.Name, Args: jsonArgs(in.Arguments)}
 }
 
-// invoke runs an invokable tool call through the current turn. A refusal
+// invoke runs an invokable tool call through the current turn (the last
+// reply's, or, for a tool called without one, a new one that the next End
+// records). A refusal
 // comes back as the tool's result, with a nil error, so that eino hands it
 // to the model and goes on.
 func invoke[O any](ctx context.Context, m *Middleware, in *compose.ToolInput, next func(context.Context) (*O, error), text func(*O) string, result func(string) *O) (*O, error) {
 	var out *O
-	_, err := m.current().Run(ctx, call(in), func(ctx context.Context) (any, error) {
+	_, err := m.cur.Run(ctx, call(in), func(ctx context.Context) (any, error) {
 		o, err := next(ctx)
 		if err != nil || o == nil {
 			return nil, err
@@ -241,7 +209,7 @@ func invoke[O any](ctx context.Context, m *Middleware, in *compose.ToolInput, ne
 // that runs is recorded when its stream ends: the text of its chunks, and
 // the stream's error if it failed.
 func stream[T any](ctx context.Context, m *Middleware, in *compose.ToolInput, next func(context.Context) (*schema.StreamReader[T], error), text func(T) string, chunk func(string) T) (*schema.StreamReader[T], error) {
-	turn := m.current()
+	turn := m.cur.Turn()
 	var src *schema.StreamReader[T]
 	_, err := turn.Run(ctx, call(in), func(ctx context.Context) (any, error) {
 		sr, err := next(ctx)

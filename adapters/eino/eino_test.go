@@ -119,7 +119,7 @@ var kinds = []struct {
 
 func newGuard(t *testing.T) *guard.Guard {
 	t.Helper()
-	g, err := guard.Options{History: 32}.New(detector.Defaults()...)
+	g, err := guard.New(guard.Config{History: 32, Rules: detector.Defaults()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func TestModelRecovers(t *testing.T) {
 	if last := h[len(h)-1]; last.Text != "It is 18 °C and sunny in Paris." || last.FinishReason != "stop" || last.Usage.TotalTokens != 100 {
 		t.Errorf("the last step is %+v", last)
 	}
-	if v := g.Summary().LastVerdict; v == nil || !v.Stop || guard.IsFault(*v) {
+	if v := summary(t, g).LastVerdict; v == nil || !v.Stop || guard.IsFault(*v) {
 		t.Errorf("last verdict %+v, want a normal finish", v)
 	}
 }
@@ -319,4 +319,14 @@ func TestParallelCalls(t *testing.T) {
 			}
 		})
 	}
+}
+
+// summary returns g's summary.
+func summary(t *testing.T, g *guard.Guard) guard.Summary {
+	t.Helper()
+	s, err := g.Summary(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

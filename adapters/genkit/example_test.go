@@ -31,7 +31,7 @@ func Example() {
 			req := &ai.ToolRequest{Name: "get_weather", Input: map[string]any{"city": "Paris"}}
 			return &ai.ModelResponse{Message: ai.NewModelMessage(ai.NewToolRequestPart(req)), FinishReason: ai.FinishReasonStop}, nil
 		})
-	g, err := guard.New(detector.Defaults()...)
+	g, err := guard.New(guard.Config{Rules: detector.Defaults()})
 	if err != nil {
 		log.Fatal(err)
 	}

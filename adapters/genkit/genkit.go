@@ -44,13 +44,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/firebase/genkit/go/ai"
 	"github.com/firebase/genkit/go/core"
 	"github.com/firebase/genkit/go/genkit"
 
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/hook"
 )
 
 // A Middleware connects a guard to one run of Genkit's generate loop and to
@@ -59,18 +59,14 @@ import (
 // response in parallel), but one guard watches one run: give each
 // concurrent run its own guard and Middleware.
 type Middleware struct {
-	g *guard.Guard
-
-	mu   sync.Mutex
-	turn *guard.Turn // the response whose tools run now, if any
-	step guard.Step  // its step, without its calls
+	cur *hook.Current // the response whose tools run now
 }
 
 // New returns a Middleware that uses g, which must not be nil.
-func New(g *guard.Guard) *Middleware { return &Middleware{g: g} }
+func New(g *guard.Guard) *Middleware { return &Middleware{cur: hook.NewCurrent(g)} }
 
 // Guard returns the middleware's guard.
-func (m *Middleware) Guard() *guard.Guard { return m.g }
+func (m *Middleware) Guard() *guard.Guard { return m.cur.Guard() }
 
 // ctxKey is the context key of the Middleware of a run.
 type ctxKey struct{}
@@ -114,19 +110,9 @@ func (m *Middleware) ModelMiddleware() ai.ModelMiddleware {
 				return resp, err
 			}
 			step := StepFromResponse(resp)
-			if len(step.ToolCalls) == 0 {
-				if _, err := m.g.Begin().End(ctx, step); err != nil {
-					return nil, err
-				}
-				return resp, nil
+			if _, _, err := m.cur.Reply(ctx, step, step.ToolCalls); err != nil {
+				return nil, err
 			}
-			turn := m.g.Begin()
-			// A new turn has not ended, so Preflight cannot fail.
-			turn.Preflight(ctx, step.ToolCalls...)
-			step.ToolCalls = nil
-			m.mu.Lock()
-			m.turn, m.step = turn, step
-			m.mu.Unlock()
 			return resp, nil
 		}
 	}
@@ -139,27 +125,7 @@ func (m *Middleware) ModelMiddleware() ai.ModelMiddleware {
 // (which may end without calling the model again, as at Genkit's limit on
 // turns): call it after the loop when you use the middleware yourself.
 // Without such a response it records nothing and returns a zero verdict.
-func (m *Middleware) End(ctx context.Context) (guard.Verdict, error) {
-	m.mu.Lock()
-	turn, step := m.turn, m.step
-	m.turn = nil
-	m.mu.Unlock()
-	if turn == nil {
-		return guard.Verdict{}, nil
-	}
-	return turn.End(ctx, step)
-}
-
-// current returns the turn the tools run in: the last response's, or, for
-// a tool called without one, a new one that the next End records.
-func (m *Middleware) current() *guard.Turn {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.turn == nil {
-		m.turn, m.step = m.g.Begin(), guard.Step{}
-	}
-	return m.turn
-}
+func (m *Middleware) End(ctx context.Context) (guard.Verdict, error) { return m.cur.End(ctx) }
 
 // StepFromResponse returns the step of a model response: its text, its
 // tool requests (with their refs as IDs, their inputs as arguments and no
@@ -219,7 +185,8 @@ func toolOptions[In any](opts []ai.ToolOption) []ai.ToolOption {
 }
 
 // toolFunc returns fn guarded by the Middleware in its context: it runs
-// through the current turn, which finds the call by tool and input among
+// through the current turn (the last response's, or, for a tool called
+// without one, a new one that the next End records), which finds the call by tool and input among
 // the response's requests.
 func toolFunc[In, Out any](name string, fn ai.ToolFunc[In, Out]) ai.ToolFunc[any, any] {
 	return func(tc *ai.ToolContext, input any) (any, error) {
@@ -234,7 +201,7 @@ func toolFunc[In, Out any](name string, fn ai.ToolFunc[In, Out]) ai.ToolFunc[any
 		if m == nil {
 			return run(tc)
 		}
-		out, err := m.current().Run(tc, guard.ToolCall{Name: name, Args: input}, run)
+		out, err := m.cur.Run(tc, guard.ToolCall{Name: name, Args: input}, run)
 		var refused *guard.RefusedError
 		if errors.As(err, &refused) {
 			return refused.Error(), nil

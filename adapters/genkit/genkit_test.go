@@ -74,7 +74,7 @@ func (f *forecast) run(_ *ai.ToolContext, in weatherIn) (string, error) {
 
 func newGuard(t *testing.T) *guard.Guard {
 	t.Helper()
-	g, err := guard.Options{History: 32}.New(detector.Defaults()...)
+	g, err := guard.New(guard.Config{History: 32, Rules: detector.Defaults()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func TestModelRecovers(t *testing.T) {
 	if diff := cmp.Diff([][]string{nil, nil, {"call_3"}, nil}, refusals(g)); diff != "" {
 		t.Errorf("refused calls per step (-want +got):\n%s", diff)
 	}
-	if v := g.Summary().LastVerdict; v == nil || !v.Stop || guard.IsFault(*v) {
+	if v := summary(t, g).LastVerdict; v == nil || !v.Stop || guard.IsFault(*v) {
 		t.Errorf("last verdict %+v, want a normal finish", v)
 	}
 }
@@ -326,8 +326,8 @@ func TestRunsApart(t *testing.T) {
 	}
 	wg.Wait()
 	for i, g := range guards {
-		if got := refusals(g); !cmp.Equal(got, [][]string{nil, nil}) || g.Summary().ToolCalls != 2 {
-			t.Errorf("run %d: refusals %v, %d calls; want none refused and 2 calls", i, got, g.Summary().ToolCalls)
+		if got := refusals(g); !cmp.Equal(got, [][]string{nil, nil}) || summary(t, g).ToolCalls != 2 {
+			t.Errorf("run %d: refusals %v, %d calls; want none refused and 2 calls", i, got, summary(t, g).ToolCalls)
 		}
 	}
 	// Unguarded: three identical calls in one response all run.
@@ -339,4 +339,14 @@ func TestRunsApart(t *testing.T) {
 	if diff := cmp.Diff(map[string]int{"Paris": 8, "Oslo": 3}, f.runs); diff != "" {
 		t.Errorf("tool runs (-want +got):\n%s", diff)
 	}
+}
+
+// summary returns g's summary.
+func summary(t *testing.T, g *guard.Guard) guard.Summary {
+	t.Helper()
+	s, err := g.Summary(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

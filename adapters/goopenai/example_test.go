@@ -32,7 +32,7 @@ func Example() {
 	cfg.BaseURL = server.URL
 	client := openai.NewClientWithConfig(cfg)
 
-	g, err := guard.New(detector.Defaults()...)
+	g, err := guard.New(guard.Config{Rules: detector.Defaults()})
 	if err != nil {
 		log.Fatal(err)
 	}

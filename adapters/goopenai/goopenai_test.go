@@ -125,7 +125,7 @@ func runLoop(t *testing.T, g *guard.Guard, m *model, tool *forecast) error {
 
 func newGuard(t *testing.T) *guard.Guard {
 	t.Helper()
-	g, err := guard.Options{History: 32}.New(detector.Defaults()...)
+	g, err := guard.New(guard.Config{History: 32, Rules: detector.Defaults()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestModelRecovers(t *testing.T) {
 	if diff := cmp.Diff([][]string{nil, nil, {"call_3"}, nil}, refusals(g)); diff != "" {
 		t.Errorf("refused calls per step (-want +got):\n%s", diff)
 	}
-	if v := g.Summary().LastVerdict; v == nil || !v.Stop || guard.IsFault(*v) {
+	if v := summary(t, g).LastVerdict; v == nil || !v.Stop || guard.IsFault(*v) {
 		t.Errorf("last verdict %+v, want a normal finish", v)
 	}
 }
@@ -311,4 +311,14 @@ func TestSetResult(t *testing.T) {
 	if len(step.ToolCalls) != 2 || step.ToolCalls[0].Err == nil || step.ToolCalls[0].Result != nil || step.ToolCalls[1].Result != "partial" {
 		t.Errorf("step calls: %+v", step.ToolCalls)
 	}
+}
+
+// summary returns g's summary.
+func summary(t *testing.T, g *guard.Guard) guard.Summary {
+	t.Helper()
+	s, err := g.Summary(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

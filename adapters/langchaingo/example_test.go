@@ -32,7 +32,7 @@ func (weather) Call(_ context.Context, city string) (string, error) {
 // keeps asking.
 func Example() {
 	llm := fake.NewFakeLLM([]string{"Thought: I need the weather.\nAction: get_weather\nAction Input: Paris"})
-	g, err := guard.New(detector.Defaults()...)
+	g, err := guard.New(guard.Config{Rules: detector.Defaults()})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -40,7 +40,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"sync"
 
 	"github.com/tmc/langchaingo/agents"
 	"github.com/tmc/langchaingo/chains"
@@ -48,19 +47,16 @@ import (
 	"github.com/tmc/langchaingo/tools"
 
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/hook"
 )
 
 // An Agent is an agent whose plans and tools go through a guard. Create it
 // with [Wrap]. It is safe for concurrent use, but one guard watches one run:
 // give each concurrent run its own guard and Agent.
 type Agent struct {
-	g     *guard.Guard
+	cur   *hook.Current // the plan whose tools run now
 	agent agents.Agent
 	tools []tools.Tool
-
-	mu   sync.Mutex
-	turn *guard.Turn // the plan whose tools run now, if any
-	step guard.Step  // its step, without its calls
 }
 
 var _ agents.Agent = (*Agent)(nil)
@@ -68,7 +64,7 @@ var _ agents.Agent = (*Agent)(nil)
 // Wrap returns agent guarded by g; neither may be nil. The agent's tools
 // are decorated once, here: [Agent.GetTools] returns them.
 func Wrap(g *guard.Guard, agent agents.Agent) *Agent {
-	a := &Agent{g: g, agent: agent}
+	a := &Agent{cur: hook.NewCurrent(g), agent: agent}
 	for _, t := range agent.GetTools() {
 		a.tools = append(a.tools, &guardedTool{Tool: t, a: a})
 	}
@@ -76,7 +72,7 @@ func Wrap(g *guard.Guard, agent agents.Agent) *Agent {
 }
 
 // Guard returns the agent's guard.
-func (a *Agent) Guard() *guard.Guard { return a.g }
+func (a *Agent) Guard() *guard.Guard { return a.cur.Guard() }
 
 // Plan first records the previous plan's step, if it asked for tools: the
 // calls that ran with their outcomes, and in [guard.Step.Refused] the calls
@@ -99,7 +95,7 @@ func (a *Agent) Plan(ctx context.Context, intermediateSteps []schema.AgentStep, 
 		if text == "" {
 			text = finish.Log
 		}
-		if _, err := a.g.Begin().End(ctx, guard.Step{Text: text, FinishReason: "stop"}); err != nil {
+		if _, _, err := a.cur.Reply(ctx, guard.Step{Text: text, FinishReason: "stop"}, nil); err != nil {
 			return nil, nil, err
 		}
 		return actions, finish, nil
@@ -108,12 +104,9 @@ func (a *Agent) Plan(ctx context.Context, intermediateSteps []schema.AgentStep, 
 	for i, act := range actions {
 		calls[i] = guard.ToolCall{ID: act.ToolID, Name: a.toolName(act.Tool), Args: args(toolInput(act.ToolInput))}
 	}
-	turn := a.g.Begin()
-	// A new turn has not ended, so Preflight cannot fail.
-	turn.Preflight(ctx, calls...)
-	a.mu.Lock()
-	a.turn, a.step = turn, guard.Step{FinishReason: "tool_calls"}
-	a.mu.Unlock()
+	if _, _, err := a.cur.Reply(ctx, guard.Step{FinishReason: "tool_calls"}, calls); err != nil {
+		return nil, nil, err // ctx ended before the calls were decided
+	}
 	return actions, nil, nil
 }
 
@@ -123,16 +116,7 @@ func (a *Agent) Plan(ctx context.Context, intermediateSteps []schema.AgentStep, 
 // it; call it yourself after the executor has given up (as on
 // agents.ErrNotFinished) to record the last plan's calls. Without such a
 // plan it records nothing and returns a zero verdict.
-func (a *Agent) End(ctx context.Context) (guard.Verdict, error) {
-	a.mu.Lock()
-	turn, step := a.turn, a.step
-	a.turn = nil
-	a.mu.Unlock()
-	if turn == nil {
-		return guard.Verdict{}, nil
-	}
-	return turn.End(ctx, step)
-}
+func (a *Agent) End(ctx context.Context) (guard.Verdict, error) { return a.cur.End(ctx) }
 
 // toolName returns the name of the agent's tool that the executor runs for
 // an action's tool name (it ignores case), or name itself.
@@ -158,18 +142,6 @@ func args(input string) any {
 	return input
 }
 
-// current returns the turn the agent's tools run in: the last plan's, or,
-// for a tool called without a plan, a new one that the next Plan or End
-// records.
-func (a *Agent) current() *guard.Turn {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.turn == nil {
-		a.turn, a.step = a.g.Begin(), guard.Step{}
-	}
-	return a.turn
-}
-
 // GetInputKeys returns the wrapped agent's input keys.
 func (a *Agent) GetInputKeys() []string { return a.agent.GetInputKeys() }
 
@@ -187,11 +159,12 @@ type guardedTool struct {
 }
 
 // Call runs the call through the current plan's turn, which decided it when
-// the agent planned it. A refusal comes back as the observation, with a nil
+// the agent planned it (for a tool called without a plan, a new turn that
+// the next Plan or End records). A refusal comes back as the observation, with a nil
 // error, so that the executor hands it to the model and goes on.
 func (t *guardedTool) Call(ctx context.Context, input string) (string, error) {
 	call := guard.ToolCall{Name: t.Name(), Args: args(input)}
-	out, err := t.a.current().Run(ctx, call, func(ctx context.Context) (any, error) {
+	out, err := t.a.cur.Run(ctx, call, func(ctx context.Context) (any, error) {
 		return t.Tool.Call(ctx, input)
 	})
 	var refused *guard.RefusedError

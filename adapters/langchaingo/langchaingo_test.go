@@ -103,7 +103,7 @@ func (f *forecast) Call(_ context.Context, input string) (string, error) {
 
 func newGuard(t *testing.T) *guard.Guard {
 	t.Helper()
-	g, err := guard.Options{History: 32}.New(detector.Defaults()...)
+	g, err := guard.New(guard.Config{History: 32, Rules: detector.Defaults()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestModelRecovers(t *testing.T) {
 	if diff := cmp.Diff([][]string{nil, nil, {"call_3"}, nil}, refusals(g)); diff != "" {
 		t.Errorf("refused calls per step (-want +got):\n%s", diff)
 	}
-	if v := g.Summary().LastVerdict; v == nil || !v.Stop || guard.IsFault(*v) {
+	if v := summary(t, g).LastVerdict; v == nil || !v.Stop || guard.IsFault(*v) {
 		t.Errorf("last verdict %+v, want a normal finish", v)
 	}
 }
@@ -286,4 +286,14 @@ func TestTextAgentAndEnd(t *testing.T) {
 	if _, err := agent.End(ctx); err != nil || len(g.History()) != 3 {
 		t.Errorf("a second End recorded a step or failed: %v", err)
 	}
+}
+
+// summary returns g's summary.
+func summary(t *testing.T, g *guard.Guard) guard.Summary {
+	t.Helper()
+	s, err := g.Summary(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -28,7 +28,7 @@ func Example() {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "sunny in " + in.City}}}, nil, nil
 		})
 	sessions := lgmcp.PerSession(func(*mcp.ServerSession) (*guard.Guard, error) {
-		return guard.New(detector.Defaults()...)
+		return guard.New(guard.Config{Rules: detector.Defaults()})
 	})
 	server.AddReceivingMiddleware(sessions.Middleware())
 

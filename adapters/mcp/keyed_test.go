@@ -58,7 +58,7 @@ func TestKeyedSessionWithoutID(t *testing.T) {
 	var runs atomic.Int32
 	s := newServer(t, &runs)
 	var reported []error
-	keyed, err := lgmcp.NewKeyed(lgmcp.KeyedOptions{OnError: func(_ context.Context, _ string, err error) { reported = append(reported, err) }})
+	keyed, err := lgmcp.NewKeyed(lgmcp.KeyedOptions{OnError: func(_ string, err error) { reported = append(reported, err) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestServerDefaultsHaveNoStepLimit(t *testing.T) {
 	if r := call(t, cs, "search", "59"); !r.IsError {
 		t.Errorf("third identical call was not refused: %+v", r)
 	}
-	sum, err := keyed.Runs().Summary(context.Background(), "one")
+	sum, err := keyed.Runs().Guard("one").Summary(context.Background())
 	if err != nil || sum.Steps != 62 {
 		t.Errorf("Summary = %d steps, %v; want 62 (the refusal is a step)", sum.Steps, err)
 	}

@@ -1,29 +1,36 @@
 // Package mcp puts a loopguard guard in front of the tools of an MCP server
 // or client built with the official Go SDK
-// (github.com/modelcontextprotocol/go-sdk/mcp).
+// (github.com/modelcontextprotocol/go-sdk/mcp). It is a thin shim over
+// package [hook], which holds the middleware for every SDK: this package
+// only turns the SDK's requests into [guard.ToolCall] values and its results
+// into outcomes, and keys calls by what the SDK tells of them.
 //
 // On a server, add [Middleware] (one guard for every session),
 // [Sessions.Middleware] (one guard per client session) or [Keyed.Middleware]
 // (one run per key that you choose: the session ID, a header such as a run
-// ID, the authenticated user; kept in a [github.com/loopguard/loopguard/snapshot.Store] that replicas can
-// share) with mcp.Server.AddReceivingMiddleware. On a client, add [ClientMiddleware]
-// with mcp.Client.AddSendingMiddleware. Only tools/call requests are
-// guarded; every other method passes through untouched.
+// ID, the authenticated user; kept in a
+// [github.com/loopguard/loopguard/snapshot.Store] that replicas can share)
+// with mcp.Server.AddReceivingMiddleware. On a client, add
+// [ClientMiddleware] with mcp.Client.AddSendingMiddleware. Only tools/call
+// requests are guarded; every other method passes through untouched.
 //
-// Each tools/call is first asked of [guard.Guard.Preflight]. A refused call
-// is not run: the middleware answers it with an error result
+// Each tools/call goes through [guard.Guard.StartCall] ([hook.Call]). A
+// refused call is not run: the middleware answers it with an error result
 // (CallToolResult.IsError) whose only content is the decision's model-facing
 // feedback, so the model learns why and can change course. A call that runs
-// is recorded with [guard.Guard.Check] as a step of its own: its name, its
-// arguments and its outcome. A result with IsError set, or a protocol error,
-// counts as a failed call. A refused call never ran, so it is no call of a
-// step: [guard.Guard.StartCall] records it as a step that holds only the
-// refusal ([guard.Step.Refused]), so that a model that keeps asking for it is
-// seen.
+// is recorded as a step of its own: its name, its arguments and its
+// outcome. A result with IsError set, or a protocol error, counts as a
+// failed call; a tool that panics is recorded as a failed call before the
+// panic goes on to a recovery further out. A refused call never ran, so it
+// is no call of a step: StartCall records it as a step that holds only the
+// refusal ([guard.Step.Refused]), so that a model that keeps asking for it
+// is seen.
 //
-// The verdict of that Check is not acted on here: a server cannot end its
-// client's loop. Call [guard.Guard.Summary] for the last verdict, or run the
-// same guard in the agent's own loop.
+// A server cannot end its client's loop, so it refuses and records. Once a
+// run has stopped for a fault (a loop, a budget), every later call of that
+// run is refused with that stop until the run is reset
+// ([guard.Guard.Reset]) or a new segment begins (a step with user input);
+// [guard.Guard.Summary]'s FirstStop says why it stopped.
 //
 // Calls that run at the same moment see each other: each is preflighted
 // together with the calls of the same guard still running, so of three
@@ -38,12 +45,12 @@ package mcp
 
 import (
 	"context"
-	"errors"
-	"strings"
+	"encoding/json"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/hook"
 )
 
 // methodCallTool is the MCP method that calls a tool.
@@ -53,30 +60,23 @@ const methodCallTool = "tools/call"
 // every tools/call with g, whichever session it comes from. A nil g lets
 // every call through.
 func Middleware(g *guard.Guard) sdk.Middleware {
-	return serverMiddleware(func(context.Context, *sdk.ServerSession) (*guard.Guard, error) {
+	return serverMiddleware(func(context.Context, *sdk.CallToolRequest) (*guard.Guard, error) {
 		return g, nil
 	})
 }
 
-// serverMiddleware guards tools/call with the guard that pick returns; a nil
-// one lets the call through, an error fails the request.
-func serverMiddleware(pick func(context.Context, *sdk.ServerSession) (*guard.Guard, error)) sdk.Middleware {
+// serverMiddleware guards tools/call with the guard that pick returns
+// ([hook.Serve]).
+func serverMiddleware(pick func(context.Context, *sdk.CallToolRequest) (*guard.Guard, error)) sdk.Middleware {
 	return func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
-			params, ok := req.GetParams().(*sdk.CallToolParamsRaw)
-			if method != methodCallTool || !ok || params == nil {
+			ctreq, ok := req.(*sdk.CallToolRequest)
+			if method != methodCallTool || !ok || ctreq.Params == nil {
 				return next(ctx, method, req)
 			}
-			ss, _ := req.GetSession().(*sdk.ServerSession)
-			g, err := pick(ctx, ss)
-			if err != nil {
-				return nil, err
-			}
-			if g == nil {
-				return next(ctx, method, req)
-			}
-			call := guard.ToolCall{Name: params.Name, Args: rawArgs(params.Arguments)}
-			return guarded(ctx, g, call, func() (sdk.Result, error) { return next(ctx, method, req) })
+			g, err := pick(ctx, ctreq)
+			call := guard.ToolCall{Name: ctreq.Params.Name, Args: rawArgs(ctreq.Params.Arguments)}
+			return hook.Serve(ctx, g, err, call, func() (sdk.Result, error) { return next(ctx, method, req) }, outcome, errorResult)
 		}
 	}
 }
@@ -93,95 +93,55 @@ func ClientMiddleware(g *guard.Guard) sdk.Middleware {
 				return next(ctx, method, req)
 			}
 			call := guard.ToolCall{Name: params.Name, Args: clientArgs(params.Arguments)}
-			return guarded(ctx, g, call, func() (sdk.Result, error) { return next(ctx, method, req) })
+			return hook.Serve(ctx, g, nil, call, func() (sdk.Result, error) { return next(ctx, method, req) }, outcome, errorResult)
 		}
 	}
-}
-
-// guarded preflights call, runs it when allowed and records its outcome.
-func guarded(ctx context.Context, g *guard.Guard, call guard.ToolCall, run func() (sdk.Result, error)) (sdk.Result, error) {
-	r, d := g.StartCall(ctx, call)
-	if !d.Allow {
-		return Refusal(d), nil
-	}
-	return settle(ctx, call, run,
-		func(result any, err error) { r.Finish(ctx, result, err) }, r.Abandon)
-}
-
-// errToolPanicked is the outcome recorded for a call whose tool panicked.
-var errToolPanicked = errors.New("the tool panicked")
-
-// settle runs an allowed call and settles its place with finish (its outcome)
-// or abandon (no outcome yet). A tool that panics is finished as a failed
-// call before the panic goes on to the recovery further out (the SDK's, or
-// the server's own), so that its place never stays open.
-func settle(ctx context.Context, call guard.ToolCall, run func() (sdk.Result, error), finish func(any, error), abandon func()) (res sdk.Result, err error) {
-	settled := false
-	defer func() {
-		if !settled {
-			finish(nil, errToolPanicked)
-		}
-	}()
-	res, err = run()
-	settled = true
-	ctres, _ := res.(*sdk.CallToolResult)
-	switch {
-	case ctx.Err() != nil && err != nil:
-		// The caller went away: the call did not finish, so it is no
-		// outcome.
-		abandon()
-	case err == nil && ctres != nil && len(ctres.InputRequests) > 0:
-		// The server asks the client for input and the call will be
-		// made again: this is not its outcome yet.
-		abandon()
-	default:
-		recordOutcome(&call, ctres, err)
-		finish(call.Result, call.Err)
-	}
-	return res, err
 }
 
 // Refusal returns the tool result that answers a call refused by d: an error
-// result whose only content is d's feedback (or, when a custom Feedback
-// option left it empty, a plain sentence saying the call was not run).
+// result whose only content is d's feedback ([hook.RefusalText]).
 func Refusal(d guard.Decision) *sdk.CallToolResult {
-	text := (&guard.RefusedError{Decision: d}).Error() // the feedback, or guard's plain sentence
+	return errorResult(hook.RefusalText(d)).(*sdk.CallToolResult)
+}
+
+// errorResult is an error result whose only content is text.
+func errorResult(text string) sdk.Result {
 	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: text}}}
 }
 
-// toolResult is the part of a tool result that is its outcome. Meta and the
-// protocol's bookkeeping are left out, so that equal answers compare equal.
-type toolResult struct {
-	Content           []sdk.Content `json:"content"`
-	StructuredContent any           `json:"structuredContent,omitempty"`
-}
-
-// recordOutcome sets the result or error of call from what the tool
-// answered.
-func recordOutcome(call *guard.ToolCall, res *sdk.CallToolResult, err error) {
-	switch {
-	case err != nil:
-		call.Err = err
-	case res == nil:
-		// A nil result with a nil error: nothing came back.
-	case res.IsError:
-		call.Err = resultError(res.Content)
-	default:
-		call.Result = toolResult{Content: res.Content, StructuredContent: res.StructuredContent}
+// outcome reads what a tool call came to ([hook.ToolOutcome]). A result
+// that asks the client for input is none yet: the call will be made again.
+func outcome(res sdk.Result, err error) hook.Outcome {
+	r, _ := res.(*sdk.CallToolResult)
+	if r == nil {
+		return hook.ToolOutcome[sdk.Content](nil, err)
 	}
-}
-
-// resultError turns the content of an error result into an error whose text
-// is the result's text.
-func resultError(content []sdk.Content) error {
-	var parts []string
-	for _, c := range content {
-		if t, ok := c.(*sdk.TextContent); ok && t != nil {
-			parts = append(parts, t.Text)
+	tr := &hook.ToolResult[sdk.Content]{Content: r.Content, StructuredContent: r.StructuredContent,
+		IsError: r.IsError, AwaitsInput: len(r.InputRequests) > 0}
+	if r.IsError {
+		for _, c := range r.Content {
+			if t, ok := c.(*sdk.TextContent); ok && t != nil {
+				tr.Texts = append(tr.Texts, t.Text)
+			}
 		}
 	}
-	if len(parts) == 0 {
-		return errors.New("the tool reported an error")
+	return hook.ToolOutcome(tr, err)
+}
+
+// rawArgs returns the arguments of a tools/call as JSON text, or nil when
+// there are none.
+func rawArgs(raw json.RawMessage) any {
+	if len(raw) == 0 {
+		return nil
 	}
-	return errors.New(strings.Join(parts, "\n"))
+	return raw
+}
+
+// clientArgs returns the arguments a client sends. They are compared by
+// their JSON encoding, as the server will see them.
+func clientArgs(v any) any {
+	if raw, ok := v.(json.RawMessage); ok {
+		return rawArgs(raw)
+	}
+	return v
 }

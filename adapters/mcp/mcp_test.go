@@ -62,11 +62,21 @@ func connect(t *testing.T, s *sdk.Server, c *sdk.Client) (*sdk.ServerSession, *s
 
 func newGuard(t *testing.T) *guard.Guard {
 	t.Helper()
-	g, err := guard.New(detector.Defaults()...)
+	g, err := guard.New(guard.Config{Rules: detector.Defaults()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return g
+}
+
+// summary returns g's summary.
+func summary(t *testing.T, g *guard.Guard) guard.Summary {
+	t.Helper()
+	s, err := g.Summary(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // callResult is what the tests compare of a tool result.
@@ -96,11 +106,14 @@ func wantRefusal(t *testing.T, tool string, args string) string {
 	t.Helper()
 	twin := newGuard(t)
 	c := guard.ToolCall{Name: tool, Args: json.RawMessage(args)}
+	ctx := context.Background()
 	for range 2 {
-		twin.Check(guard.Step{ToolCalls: []guard.ToolCall{c}})
+		if _, err := twin.Check(ctx, guard.Step{ToolCalls: []guard.ToolCall{c}}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	d := twin.Preflight(c)
-	if d.Allow || d.Feedback == "" {
+	d, err := twin.Preflight(ctx, c)
+	if err != nil || d.Allow || d.Feedback == "" {
 		t.Fatalf("twin guard allowed the third call: %+v", d)
 	}
 	return d.Feedback
@@ -133,7 +146,7 @@ func TestServerRefusesThirdIdenticalCall(t *testing.T) {
 	}
 	// The refused call did not run: it is a step of its own that holds
 	// only the refusal. Another query runs.
-	if sum := g.Summary(); sum.Steps != 3 || sum.ToolCalls != 2 {
+	if sum := summary(t, g); sum.Steps != 3 || sum.ToolCalls != 2 {
 		t.Errorf("summary: %d steps, %d calls; want 3, 2", sum.Steps, sum.ToolCalls)
 	}
 	if r := call(t, cs, "search", "something else"); r.IsError {
@@ -159,7 +172,7 @@ func TestServerRecordsErrorsAsFailedCalls(t *testing.T) {
 	if !r.IsError || !strings.Contains(r.Text, "backend down") {
 		t.Fatalf("broken tool answered %+v", r)
 	}
-	sum := g.Summary()
+	sum := summary(t, g)
 	if sum.Steps != 2 || sum.FailedToolCalls != 2 {
 		t.Errorf("summary: %d steps, %d failed calls; want 2, 2", sum.Steps, sum.FailedToolCalls)
 	}
@@ -179,7 +192,7 @@ func TestSessionsKeepOneGuardPerSession(t *testing.T) {
 	var made atomic.Int32
 	sessions := lgmcp.PerSession(func(*sdk.ServerSession) (*guard.Guard, error) {
 		made.Add(1)
-		return guard.New(detector.Defaults()...)
+		return guard.New(guard.Config{Rules: detector.Defaults()})
 	})
 	s.AddReceivingMiddleware(sessions.Middleware())
 	ssA, csA := connect(t, s, nil)
@@ -202,8 +215,8 @@ func TestSessionsKeepOneGuardPerSession(t *testing.T) {
 		t.Errorf("the factory made %d guards, want 2", n)
 	}
 	gA, err := sessions.Guard(ssA)
-	if err != nil || gA.Summary().Steps != 3 || gA.Summary().ToolCalls != 2 {
-		t.Errorf("session A's guard: %v, err %v; want 3 steps (2 calls and a refusal)", gA.Summary(), err)
+	if err != nil || summary(t, gA).Steps != 3 || summary(t, gA).ToolCalls != 2 {
+		t.Errorf("session A's guard: %v, err %v; want 3 steps (2 calls and a refusal)", summary(t, gA), err)
 	}
 
 	// A session that ends drops its guard.
@@ -272,7 +285,7 @@ func TestClientMiddlewareNeverSendsRefusedCall(t *testing.T) {
 }
 
 func TestRefusalWithoutFeedback(t *testing.T) {
-	res := lgmcp.Refusal(guard.Decision{Reason: guard.ReasonCustom, Code: "CUSTOM"})
+	res := lgmcp.Refusal(guard.Decision{Reason: guard.Reason("custom"), Code: "CUSTOM"})
 	if !res.IsError || len(res.Content) != 1 {
 		t.Fatalf("Refusal = %+v", res)
 	}
@@ -337,7 +350,7 @@ func TestConcurrentCallsSeeEachOther(t *testing.T) {
 	if n := started.Load(); n != 2 {
 		t.Errorf("the tool ran %d times, want 2", n)
 	}
-	if sum := g.Summary(); sum.Steps != 3 || sum.ToolCalls != 2 {
+	if sum := summary(t, g); sum.Steps != 3 || sum.ToolCalls != 2 {
 		t.Errorf("%d steps and %d calls recorded, want 3 (2 calls and a refusal) and 2", sum.Steps, sum.ToolCalls)
 	}
 }

@@ -2,12 +2,11 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
-	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/hook"
 )
 
 // Sessions keeps one guard per client session of a server, so that one
@@ -23,106 +22,50 @@ import (
 // as the key, on a store the replicas share.
 type Sessions struct {
 	newGuard func(*sdk.ServerSession) (*guard.Guard, error)
-
-	mu     sync.Mutex
-	guards map[*sdk.ServerSession]*sessionGuard
-}
-
-// sessionGuard is a session's guard, made once.
-type sessionGuard struct {
-	once sync.Once
-	g    *guard.Guard // nil for no guard
-	err  error
+	guards   *hook.Sessions[*sdk.ServerSession]
 }
 
 // PerSession returns Sessions that make each session's guard with newGuard,
 // for example:
 //
 //	lgmcp.PerSession(func(*mcp.ServerSession) (*guard.Guard, error) {
-//		return cfg.New() // cfg, err := detector.FromJSON(doc), read once
+//		return guard.New(cfg) // cfg, err := detector.FromJSON(doc), read once
 //	})
 //
-// newGuard must return a new guard, with detectors of its own, at every
-// call: a detector.Config's New does, and so does
-// guard.New(detector.Defaults()...). A built-in detector that another
-// session's guard holds is refused (guard.ErrDetectorInUse).
+// One guard.Config serves every session's guard: each guard.New makes a
+// run of its own from it.
 //
 // newGuard is called at most once per session, outside any lock. An error
 // fails that session's tools/call requests with the error (the tool does
 // not run), and newGuard is not asked again for that session. A nil guard
 // with a nil error lets the session's calls through unguarded.
 func PerSession(newGuard func(*sdk.ServerSession) (*guard.Guard, error)) *Sessions {
-	return &Sessions{newGuard: newGuard, guards: make(map[*sdk.ServerSession]*sessionGuard)}
+	s := &Sessions{newGuard: newGuard}
+	s.guards = hook.NewSessions(func(ss *sdk.ServerSession) {
+		go func() { // drop the guard once the session has ended
+			_ = ss.Wait()
+			s.guards.Forget(ss)
+		}()
+	})
+	return s
 }
 
 // Middleware returns the receiving middleware for an mcp.Server that guards
 // each session's tools/call requests with that session's guard.
 func (s *Sessions) Middleware() sdk.Middleware {
-	return serverMiddleware(func(_ context.Context, ss *sdk.ServerSession) (*guard.Guard, error) {
-		if ss == nil {
+	return serverMiddleware(func(_ context.Context, req *sdk.CallToolRequest) (*guard.Guard, error) {
+		if req.Session == nil {
 			return nil, nil
 		}
-		sg := s.session(ss)
-		return sg.g, sg.err
+		return s.Guard(req.Session)
 	})
 }
 
 // Guard returns the guard of session ss, making it if the session has none
 // yet, so that the server's own code can read its verdicts and summary.
 func (s *Sessions) Guard(ss *sdk.ServerSession) (*guard.Guard, error) {
-	sg := s.session(ss)
-	return sg.g, sg.err
-}
-
-// session returns the state of ss, making its guard if it has none yet.
-func (s *Sessions) session(ss *sdk.ServerSession) *sessionGuard {
-	s.mu.Lock()
-	sg, ok := s.guards[ss]
-	if !ok {
-		sg = new(sessionGuard)
-		s.guards[ss] = sg
-		go s.forgetWhenDone(ss)
-	}
-	s.mu.Unlock()
-	sg.once.Do(func() {
-		g, err := s.newGuard(ss)
-		if g != nil && err == nil {
-			sg.g = g
-		}
-		sg.err = err
-	})
-	return sg
-}
-
-// forgetWhenDone drops the guard of ss once the session has ended.
-func (s *Sessions) forgetWhenDone(ss *sdk.ServerSession) {
-	_ = ss.Wait()
-	s.mu.Lock()
-	delete(s.guards, ss)
-	s.mu.Unlock()
+	return s.guards.Guard(ss, func() (*guard.Guard, error) { return s.newGuard(ss) })
 }
 
 // Len returns the number of sessions that hold a guard.
-func (s *Sessions) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.guards)
-}
-
-// rawArgs returns the arguments of a tools/call as JSON text, or nil when
-// there are none.
-func rawArgs(raw json.RawMessage) any {
-	if len(raw) == 0 {
-		return nil
-	}
-	return raw
-}
-
-// clientArgs returns the arguments a client sends. They are compared by
-// their JSON encoding, as the server will see them.
-func clientArgs(v any) any {
-	if raw, ok := v.(json.RawMessage); ok {
-		return rawArgs(raw)
-	}
-	return v
-}
+func (s *Sessions) Len() int { return s.guards.Len() }

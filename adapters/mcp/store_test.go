@@ -38,7 +38,7 @@ func TestKeyedReportsStoreDownUnderFailOpen(t *testing.T) {
 	keyed, err := lgmcp.NewKeyed(lgmcp.KeyedOptions{
 		Key:     func(context.Context, *sdk.CallToolRequest) (string, error) { return "one", nil },
 		Store:   downStore{},
-		OnError: func(_ context.Context, _ string, err error) { reported = append(reported, err) },
+		OnError: func(_ string, err error) { reported = append(reported, err) },
 	})
 	if err != nil {
 		t.Fatal(err)

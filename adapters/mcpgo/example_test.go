@@ -17,7 +17,7 @@ import (
 // A server whose tool calls go through one guard. An in-process client
 // repeats the same call: the third is refused before the tool runs.
 func Example() {
-	g, err := guard.New(detector.Defaults()...)
+	g, err := guard.New(guard.Config{Rules: detector.Defaults()})
 	if err != nil {
 		log.Fatal(err)
 	}

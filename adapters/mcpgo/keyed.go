@@ -2,15 +2,13 @@ package mcpgo
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/loopguard/loopguard/detector"
 	"github.com/loopguard/loopguard/guard"
-	"github.com/loopguard/loopguard/snapshot"
+	"github.com/loopguard/loopguard/hook"
 )
 
 // A KeyFunc names the run a tool call belongs to: calls with one key share
@@ -22,7 +20,7 @@ type KeyFunc func(ctx context.Context, req mcp.CallToolRequest) (string, error)
 
 // ErrNoKey is returned (wrapped) by the key functions of this package for a
 // call that does not carry what they key by.
-var ErrNoKey = errors.New("mcpgo: the call carries nothing to key its guard by")
+var ErrNoKey = hook.ErrNoKey
 
 // SessionKey keys calls by their session's ID. A call without a session, or
 // whose session has an empty ID, is an error, never one guard shared by every
@@ -41,11 +39,19 @@ var ErrNoKey = errors.New("mcpgo: the call carries nothing to key its guard by")
 //	server.NewStreamableHTTPServer(s,
 //		server.WithStreamableHTTPProtocolVersions(mcp.LegacyProtocolVersions()...))
 func SessionKey(ctx context.Context, _ mcp.CallToolRequest) (string, error) {
-	cs := server.ClientSessionFromContext(ctx)
-	if cs == nil || cs.SessionID() == "" {
-		return "", fmt.Errorf("%w: the session has no ID (use HeaderKey, or a KeyFunc of your own)", ErrNoKey)
+	id, err := sessionID(server.ClientSessionFromContext(ctx))
+	if err != nil {
+		return "", err
 	}
-	return "session:" + cs.SessionID(), nil
+	return "session:" + id, nil
+}
+
+// sessionID returns the ID of session cs, or an ErrNoKey.
+func sessionID(cs server.ClientSession) (string, error) {
+	if cs == nil || cs.SessionID() == "" {
+		return "", fmt.Errorf("%w: the session has no ID (use Keyed with HeaderKey, or a KeyFunc of your own)", ErrNoKey)
+	}
+	return cs.SessionID(), nil
 }
 
 // HeaderKey keys calls by the HTTP header name of their request, such as a
@@ -60,109 +66,31 @@ func HeaderKey(name string) KeyFunc {
 	}
 }
 
-// KeyedOptions tune [NewKeyed]. The zero value keys by session, with the
-// server defaults, in this process's memory.
-type KeyedOptions struct {
-	// Key names the run of each call; nil means SessionKey.
-	Key KeyFunc
-
-	// Guards makes the runs' guards (a detector.Config is one); nil means
-	// ServerDefaults.
-	Guards snapshot.Factory
-
-	// Store keeps the runs; nil keeps them in this process's memory. Give
-	// every replica of a server the same shared store (such as
-	// stores/redis) and the same key function, and each run has one guard
-	// whichever replica serves its calls.
-	Store snapshot.Store
-
-	// Runs tunes how runs are kept: the policy when the store fails, TTLs
-	// (set one: keys that stop being used are otherwise kept), signing.
-	Runs snapshot.Options
-
-	// OnError, when set, is told of the errors of the store and of the key
-	// function (the answer to the call has been given already, following
-	// the policy).
-	OnError func(ctx context.Context, key string, err error)
-}
+// KeyedOptions tune [NewKeyed] (the fields are documented in
+// [hook.KeyedOptions]). The zero value keys by session ([SessionKey]), with
+// the server defaults, in this process's memory.
+type KeyedOptions = hook.KeyedOptions[mcp.CallToolRequest]
 
 // Keyed guards the tool calls of a server with one run per key, kept in a
-// [snapshot.Store]. Each call is asked of the run's latest state before it
-// runs and recorded after it, as with [Sessions].
+// [github.com/loopguard/loopguard/snapshot.Store]: the guard of a call is
+// its run's, Runs().Guard(key), used as [Middleware] uses its guard.
 type Keyed struct {
-	runs    *snapshot.Runs
-	key     KeyFunc
-	onError func(context.Context, string, error)
+	*hook.Keyed[mcp.CallToolRequest]
 }
 
-// ServerDefaults returns the guards a server gets when it names none:
-// detector.Defaults() without the step limit (the options document
-// {"maxSteps": false}). A server's run (a session, a user, a run ID) has no
-// natural length, and a limit of 150 steps would refuse every call of a long
-// session after the 150th; configure one (with maxSteps in the options
-// document) where you want it.
-func ServerDefaults() detector.Config {
-	cfg, err := detector.FromJSON([]byte(`{"maxSteps": false}`))
-	if err != nil {
-		panic("loopguard: the server defaults do not build: " + err.Error()) // a constant document
-	}
-	return cfg
-}
+// ServerDefaults returns the configuration of a server's guards when it
+// names none ([hook.ServerDefaults]): detector.Defaults() without the step
+// limit, which is a limit on an agent's run, not on a server session.
+func ServerDefaults() guard.Config { return hook.ServerDefaults() }
 
 // NewKeyed returns Keyed guards with these options.
 func NewKeyed(o KeyedOptions) (*Keyed, error) {
-	if o.Key == nil {
-		o.Key = SessionKey
-	}
-	if o.Guards == nil {
-		o.Guards = ServerDefaults()
-	}
-	if o.Store == nil {
-		o.Store = snapshot.NewMemory(nil)
-	}
-	runs, err := snapshot.New(o.Store, o.Guards, o.Runs)
+	k, err := hook.NewKeyed(o, SessionKey)
 	if err != nil {
 		return nil, err
 	}
-	return &Keyed{runs: runs, key: o.Key, onError: o.OnError}, nil
+	return &Keyed{k}, nil
 }
-
-// Runs returns the runs, so that the server's own code can read a run's
-// summary.
-func (k *Keyed) Runs() *snapshot.Runs { return k.runs }
 
 // Middleware returns the tool handler middleware.
-func (k *Keyed) Middleware() server.ToolHandlerMiddleware {
-	return func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
-		return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			key, err := k.key(ctx, req)
-			if err != nil {
-				k.report(ctx, "", err)
-				return noKey(), nil
-			}
-			call := guard.ToolCall{Name: req.Params.Name, Args: arguments(req.Params)}
-			c, d, err := k.runs.StartCall(ctx, key, call)
-			if err == nil && c != nil {
-				err = c.Err() // the store's, when the policy allowed the call
-			}
-			if err != nil {
-				k.report(ctx, key, err)
-			}
-			if !d.Allow {
-				return Refusal(d), nil
-			}
-			return settle(ctx, call, func() (*mcp.CallToolResult, error) { return next(ctx, req) },
-				func(result any, err error) {
-					if _, ferr := c.Finish(context.WithoutCancel(ctx), result, err); ferr != nil {
-						k.report(ctx, key, ferr)
-					}
-				}, c.Abandon)
-		}
-	}
-}
-
-func (k *Keyed) report(ctx context.Context, key string, err error) {
-	if k.onError != nil {
-		k.onError(ctx, key, err)
-	}
-}
+func (k *Keyed) Middleware() server.ToolHandlerMiddleware { return middleware(k.Guard) }

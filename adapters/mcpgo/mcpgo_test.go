@@ -66,11 +66,21 @@ func connect(t *testing.T, s *server.MCPServer) *client.Client {
 
 func newGuard(t *testing.T) *guard.Guard {
 	t.Helper()
-	g, err := guard.New(detector.Defaults()...)
+	g, err := guard.New(guard.Config{Rules: detector.Defaults()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return g
+}
+
+// summary returns g's summary.
+func summary(t *testing.T, g *guard.Guard) guard.Summary {
+	t.Helper()
+	s, err := g.Summary(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 type callResult struct {
@@ -110,11 +120,14 @@ func wantRefusal(t *testing.T, tool, args string) string {
 	t.Helper()
 	twin := newGuard(t)
 	c := guard.ToolCall{Name: tool, Args: json.RawMessage(args)}
+	ctx := context.Background()
 	for range 2 {
-		twin.Check(guard.Step{ToolCalls: []guard.ToolCall{c}})
+		if _, err := twin.Check(ctx, guard.Step{ToolCalls: []guard.ToolCall{c}}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	d := twin.Preflight(c)
-	if d.Allow || d.Feedback == "" {
+	d, err := twin.Preflight(ctx, c)
+	if err != nil || d.Allow || d.Feedback == "" {
 		t.Fatalf("twin guard allowed the third call: %+v", d)
 	}
 	return d.Feedback
@@ -141,7 +154,7 @@ func TestMiddlewareRefusesThirdIdenticalCall(t *testing.T) {
 	if n := runs.Load(); n != 2 {
 		t.Errorf("the tool body ran %d times, want 2", n)
 	}
-	if sum := g.Summary(); sum.Steps != 3 || sum.ToolCalls != 2 {
+	if sum := summary(t, g); sum.Steps != 3 || sum.ToolCalls != 2 {
 		t.Errorf("summary: %d steps, %d calls; want 3 (2 calls and a refusal), 2", sum.Steps, sum.ToolCalls)
 	}
 	if r := call(t, c, "search", "another query"); r.IsError {
@@ -164,7 +177,7 @@ func TestMiddlewareRecordsErrorsAsFailedCalls(t *testing.T) {
 			t.Fatalf("broken tool answered %+v", r)
 		}
 	}
-	if sum := g.Summary(); sum.Steps != 3 || sum.FailedToolCalls != 3 {
+	if sum := summary(t, g); sum.Steps != 3 || sum.FailedToolCalls != 3 {
 		t.Errorf("summary: %d steps, %d failed calls; want 3, 3", sum.Steps, sum.FailedToolCalls)
 	}
 	if r := call(t, c, "broken", "x"); !r.IsError || !strings.Contains(r.Text, "was not run") {
@@ -179,7 +192,7 @@ func TestSessionsKeepOneGuardPerSession(t *testing.T) {
 	var runs, made atomic.Int32
 	sessions := mcpgo.PerSession(func(server.ClientSession) (*guard.Guard, error) {
 		made.Add(1)
-		return guard.New(detector.Defaults()...)
+		return guard.New(guard.Config{Rules: detector.Defaults()})
 	})
 	hooks := new(server.Hooks)
 	sessions.Hooks(hooks)
@@ -223,7 +236,7 @@ func TestSessionsFactoryError(t *testing.T) {
 }
 
 func TestRefusalWithoutFeedback(t *testing.T) {
-	res := mcpgo.Refusal(guard.Decision{Reason: guard.ReasonCustom, Code: "CUSTOM"})
+	res := mcpgo.Refusal(guard.Decision{Reason: guard.Reason("custom"), Code: "CUSTOM"})
 	if !res.IsError || len(res.Content) != 1 || !strings.Contains(res.Content[0].(mcp.TextContent).Text, "not run") {
 		t.Errorf("Refusal = %+v", res)
 	}
@@ -278,7 +291,7 @@ func TestConcurrentCallsSeeEachOther(t *testing.T) {
 			t.Errorf("an allowed call failed: %+v", r)
 		}
 	}
-	if n, sum := started.Load(), g.Summary(); n != 2 || sum.Steps != 3 || sum.ToolCalls != 2 {
+	if n, sum := started.Load(), summary(t, g); n != 2 || sum.Steps != 3 || sum.ToolCalls != 2 {
 		t.Errorf("the tool ran %d times and %d steps, %d calls were recorded, want 2, 3 (2 calls and a refusal) and 2", n, sum.Steps, sum.ToolCalls)
 	}
 }

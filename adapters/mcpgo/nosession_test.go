@@ -121,7 +121,7 @@ func TestDefaultKeyUnderTheCurrentProtocol(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var reported atomic.Int32
-			keyed, err := mcpgo.NewKeyed(mcpgo.KeyedOptions{OnError: func(_ context.Context, _ string, err error) {
+			keyed, err := mcpgo.NewKeyed(mcpgo.KeyedOptions{OnError: func(_ string, err error) {
 				if errors.Is(err, mcpgo.ErrNoKey) {
 					reported.Add(1)
 				}

@@ -20,28 +20,20 @@ import (
 // every later preflight, and a Keyed run with one is never dropped from
 // memory.
 func TestPanickingToolIsAFailedCall(t *testing.T) {
-	ctx := context.Background()
 	for _, door := range []string{"Middleware", "Keyed"} {
 		t.Run(door, func(t *testing.T) {
 			var mw server.ToolHandlerMiddleware
-			var summary func() guard.Summary
+			var g *guard.Guard // the run's guard, the same path for both doors
 			switch door {
 			case "Middleware":
-				g := newGuard(t)
-				mw, summary = mcpgo.Middleware(g), g.Summary
+				g = newGuard(t)
+				mw = mcpgo.Middleware(g)
 			case "Keyed":
 				keyed, err := mcpgo.NewKeyed(mcpgo.KeyedOptions{Key: func(context.Context, mcp.CallToolRequest) (string, error) { return "one", nil }})
 				if err != nil {
 					t.Fatal(err)
 				}
-				mw = keyed.Middleware()
-				summary = func() guard.Summary {
-					sum, err := keyed.Runs().Summary(ctx, "one")
-					if err != nil {
-						t.Fatal(err)
-					}
-					return sum
-				}
+				mw, g = keyed.Middleware(), keyed.Runs().Guard("one")
 			}
 			var runs atomic.Int32
 			s := newServer(&runs, server.WithRecovery(), server.WithToolHandlerMiddleware(mw))
@@ -56,7 +48,7 @@ func TestPanickingToolIsAFailedCall(t *testing.T) {
 					t.Fatalf("call %d of the panicking tool did not fail", i)
 				}
 			}
-			if sum := summary(); sum.Steps != 2 || sum.FailedToolCalls != 2 {
+			if sum := summary(t, g); sum.Steps != 2 || sum.FailedToolCalls != 2 {
 				t.Errorf("summary: %d steps, %d failed calls; want 2, 2 (the calls were left running)", sum.Steps, sum.FailedToolCalls)
 			}
 			// Recorded, the panicking call repeats like any failing call:
@@ -72,7 +64,7 @@ func TestPanickingToolIsAFailedCall(t *testing.T) {
 // TestRefusalEscalates calls the same tool again and again: once the model
 // has asked three times for a refused call, the answer says so and says the
 // run should end (it used to say "it would have been the 3rd call in a row"
-// for ever).
+// for ever), and from then on every call is refused with that stop.
 func TestRefusalEscalates(t *testing.T) {
 	for _, door := range []string{"Middleware", "Keyed"} {
 		t.Run(door, func(t *testing.T) {
@@ -98,10 +90,18 @@ func TestRefusalEscalates(t *testing.T) {
 					if !r.IsError || r.Text != first {
 						t.Errorf("call 3: %+v, want the refusal %q", r, first)
 					}
-				case i >= 4:
+				case i == 4:
 					want := fmt.Sprintf("You have asked %d times for a call to `search`", i-1)
 					if !r.IsError || !strings.HasPrefix(r.Text, "That call was not run.") || !strings.Contains(r.Text, want) {
 						t.Errorf("call %d: %+v, want a refusal that says %q", i+1, r, want)
+					}
+				case i > 4:
+					// Call 5 stopped the run for a fault (REPEATED_REFUSAL):
+					// the stop sticks, and every later call is refused with
+					// it (it used to count on, "asked 4 times", "5 times").
+					want := "That call was not run. You have asked 3 times for a call to `search` that is not allowed to run, and it was refused each time. It will not be run, so the run is being ended here."
+					if !r.IsError || !strings.HasPrefix(r.Text, want) {
+						t.Errorf("call %d: %+v, want the refusal that stopped the run, %q", i+1, r, want)
 					}
 				}
 			}

@@ -2,12 +2,12 @@ package mcpgo
 
 import (
 	"context"
-	"fmt"
-	"sync"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/hook"
 )
 
 // Sessions keeps one guard per client session of a server, so that one
@@ -28,79 +28,44 @@ import (
 // them with [Keyed] and a header or a key function of your own.
 type Sessions struct {
 	newGuard func(server.ClientSession) (*guard.Guard, error)
-
-	mu     sync.Mutex
-	guards map[string]*sessionGuard
-}
-
-// sessionGuard is a session's guard, made once.
-type sessionGuard struct {
-	once sync.Once
-	g    *guard.Guard // nil for no guard
-	err  error
+	guards   *hook.Sessions[string] // by session ID
 }
 
 // PerSession returns Sessions that make each session's guard with newGuard,
 // for example:
 //
 //	sessions := mcpgo.PerSession(func(server.ClientSession) (*guard.Guard, error) {
-//		return cfg.New() // cfg, err := detector.FromJSON(doc), read once
+//		return guard.New(cfg) // cfg, err := detector.FromJSON(doc), read once
 //	})
 //
-// newGuard must return a new guard, with detectors of its own, at every
-// call: a detector.Config's New does, and so does
-// guard.New(detector.Defaults()...). A built-in detector that another
-// session's guard holds is refused (guard.ErrDetectorInUse).
+// One guard.Config serves every session's guard: each guard.New makes a
+// run of its own from it.
 //
 // newGuard is called at most once per session ID, outside any lock. An error
 // fails that session's tool calls with the error (the tool does not run),
 // and newGuard is not asked again for that session. A nil guard with a nil
 // error lets the session's calls through unguarded.
 func PerSession(newGuard func(server.ClientSession) (*guard.Guard, error)) *Sessions {
-	return &Sessions{newGuard: newGuard, guards: make(map[string]*sessionGuard)}
+	return &Sessions{newGuard: newGuard, guards: hook.NewSessions[string](nil)}
 }
 
 // Middleware returns the tool handler middleware that guards each session's
 // calls with that session's guard.
 func (s *Sessions) Middleware() server.ToolHandlerMiddleware {
-	return middleware(func(ctx context.Context) (*guard.Guard, error) {
-		cs := server.ClientSessionFromContext(ctx)
-		if cs == nil || cs.SessionID() == "" {
-			return nil, fmt.Errorf("%w: the session has no ID (use Keyed with HeaderKey, or a KeyFunc of your own)", ErrNoKey)
-		}
-		sg := s.session(cs)
-		return sg.g, sg.err
+	return middleware(func(ctx context.Context, _ mcp.CallToolRequest) (*guard.Guard, error) {
+		return s.Guard(server.ClientSessionFromContext(ctx))
 	})
 }
 
 // Guard returns the guard of session cs, making it if the session has none
-// yet, so that the server's own code can read its verdicts and summary.
+// yet, so that the server's own code can read its verdicts and summary. A
+// nil session, or one with an empty ID, is an [ErrNoKey].
 func (s *Sessions) Guard(cs server.ClientSession) (*guard.Guard, error) {
-	if cs == nil || cs.SessionID() == "" {
-		return nil, fmt.Errorf("%w: the session has no ID", ErrNoKey)
+	id, err := sessionID(cs)
+	if err != nil {
+		return nil, err
 	}
-	sg := s.session(cs)
-	return sg.g, sg.err
-}
-
-// session returns the state of cs, making its guard if it has none yet.
-func (s *Sessions) session(cs server.ClientSession) *sessionGuard {
-	id := cs.SessionID()
-	s.mu.Lock()
-	sg, ok := s.guards[id]
-	if !ok {
-		sg = new(sessionGuard)
-		s.guards[id] = sg
-	}
-	s.mu.Unlock()
-	sg.once.Do(func() {
-		g, err := s.newGuard(cs)
-		if g != nil && err == nil {
-			sg.g = g
-		}
-		sg.err = err
-	})
-	return sg
+	return s.guards.Guard(id, func() (*guard.Guard, error) { return s.newGuard(cs) })
 }
 
 // Hooks adds to h a hook that drops a session's guard when the session
@@ -113,15 +78,7 @@ func (s *Sessions) Hooks(h *server.Hooks) {
 
 // Forget drops the guard of the session with this ID. A later call from that
 // session gets a new guard.
-func (s *Sessions) Forget(sessionID string) {
-	s.mu.Lock()
-	delete(s.guards, sessionID)
-	s.mu.Unlock()
-}
+func (s *Sessions) Forget(sessionID string) { s.guards.Forget(sessionID) }
 
 // Len returns the number of sessions that hold a guard.
-func (s *Sessions) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.guards)
-}
+func (s *Sessions) Len() int { return s.guards.Len() }

@@ -41,7 +41,7 @@ func TestKeyedReportsStoreDownUnderFailOpen(t *testing.T) {
 	keyed, err := mcpgo.NewKeyed(mcpgo.KeyedOptions{
 		Key:   func(context.Context, mcp.CallToolRequest) (string, error) { return "one", nil },
 		Store: downStore{},
-		OnError: func(_ context.Context, _ string, err error) {
+		OnError: func(_ string, err error) {
 			mu.Lock()
 			defer mu.Unlock()
 			reported = append(reported, err)

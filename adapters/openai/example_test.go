@@ -31,7 +31,7 @@ func Example() {
 	defer model.Close()
 	client := openai.NewClient(option.WithBaseURL(model.URL), option.WithAPIKey("sk-example"))
 
-	g, err := guard.New(detector.Defaults()...)
+	g, err := guard.New(guard.Config{Rules: detector.Defaults()})
 	if err != nil {
 		log.Fatal(err)
 	}

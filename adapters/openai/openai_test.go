@@ -21,7 +21,7 @@ import (
 
 func newGuard(t *testing.T) *guard.Guard {
 	t.Helper()
-	g, err := guard.Options{History: 32}.New(detector.Defaults()...)
+	g, err := guard.New(guard.Config{History: 32, Rules: detector.Defaults()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestChatStubbornLoop(t *testing.T) {
 	if strings.Contains(last.Content, "Paris") || strings.Contains(last.Content, "celsius") {
 		t.Errorf("the refusal quotes the arguments: %q", last.Content)
 	}
-	if sum := g.Summary(); sum.Steps != 5 || sum.ToolCalls != 2 || sum.Totals.InputTokens != 86+131+176+262+348 {
+	if sum := summary(t, g); sum.Steps != 5 || sum.ToolCalls != 2 || sum.Totals.InputTokens != 86+131+176+262+348 {
 		t.Errorf("summary: %+v", sum)
 	}
 }
@@ -167,10 +167,12 @@ func refusalFeedback(t *testing.T, args string) string {
 	twin := newGuard(t)
 	c := guard.ToolCall{Name: "get_weather", Args: json.RawMessage(args)}
 	for range 2 {
-		twin.Check(guard.Step{ToolCalls: []guard.ToolCall{c}, FinishReason: "tool_calls"})
+		if _, err := twin.Check(context.Background(), guard.Step{ToolCalls: []guard.ToolCall{c}, FinishReason: "tool_calls"}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	d := twin.Preflight(c)
-	if d.Allow {
+	d, err := twin.Preflight(context.Background(), c)
+	if err != nil || d.Allow {
 		t.Fatal("the twin guard allowed the third call")
 	}
 	return d.Feedback
@@ -441,12 +443,12 @@ func TestStepFromResponseStatus(t *testing.T) {
 func TestContextReachesObserver(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string
-	g, err := guard.Options{Observer: func(ctx context.Context, e guard.Event) {
+	g, err := guard.New(guard.Config{Rules: detector.Defaults(), Observer: func(ctx context.Context, e guard.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		v, _ := ctx.Value(ctxKey{}).(string)
 		seen = append(seen, e.Phase.String()+":"+v)
-	}}.New(detector.Defaults()...)
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,4 +479,14 @@ func TestContextReachesObserver(t *testing.T) {
 	if diff := cmp.Diff(want, seen); diff != "" {
 		t.Errorf("observer events (-want +got):\n%s", diff)
 	}
+}
+
+// summary returns g's summary.
+func summary(t *testing.T, g *guard.Guard) guard.Summary {
+	t.Helper()
+	s, err := g.Summary(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -20,13 +20,15 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	g, err := guard.Options{Observer: obs.Observe}.New(detector.Defaults()...)
+	g, err := guard.New(guard.Config{Observer: obs.Observe, Rules: detector.Defaults()})
 	if err != nil {
 		panic(err)
 	}
 	call := guard.ToolCall{Name: "search", Args: map[string]any{"q": "loop guard"}, Result: "nothing"}
 	for range 3 {
-		g.Check(guard.Step{ToolCalls: []guard.ToolCall{call}, FinishReason: "tool-calls"})
+		if _, err := g.Check(context.Background(), guard.Step{ToolCalls: []guard.ToolCall{call}, FinishReason: "tool-calls"}); err != nil {
+			panic(err)
+		}
 	}
 
 	var rm metricdata.ResourceMetrics

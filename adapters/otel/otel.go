@@ -6,7 +6,7 @@
 //	if err != nil {
 //		return err
 //	}
-//	g, err := guard.Options{Observer: obs.Observe}.New(detector.Defaults()...)
+//	g, err := guard.New(guard.Config{Rules: detector.Defaults(), Observer: obs.Observe})
 //
 // Observe adds to the span in its context (one that is recording), as the
 // guard tells it of each verdict and decision:
@@ -114,7 +114,7 @@ type Options struct {
 }
 
 // An Observer turns a guard's events into span events and metrics. Create
-// it with [New]; pass its Observe method as [guard.Options.Observer]. One
+// it with [New]; pass its Observe method as [guard.Config.Observer]. One
 // Observer may serve many guards.
 type Observer struct {
 	stops, refusals, warnings metric.Int64Counter
@@ -156,7 +156,7 @@ func New(o Options) (*Observer, error) {
 }
 
 // Observe records one event of a guard. Its signature is that of
-// [guard.Options.Observer].
+// [guard.Config.Observer].
 func (o *Observer) Observe(ctx context.Context, e guard.Event) {
 	v := &e.Verdict
 	check := e.Phase == guard.PhaseCheck

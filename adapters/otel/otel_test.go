@@ -90,8 +90,8 @@ func TestAgentRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Guard.Observer = r.obs.Observe
-	g, err := cfg.New()
+	cfg.Observer = r.obs.Observe
+	g, err := guard.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,14 +201,16 @@ func keys[V any](m map[string]V) []string {
 // without a span in the context is still counted.
 func TestFaultStop(t *testing.T) {
 	r := newRig(t)
-	g, err := guard.Options{Observer: r.obs.Observe}.New(detector.Defaults()...)
+	g, err := guard.New(guard.Config{Observer: r.obs.Observe, Rules: detector.Defaults()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	call := guard.ToolCall{Name: "ls", Args: map[string]any{"path": "/secret"}, Result: "a b"}
 	var v guard.Verdict
 	for range 3 {
-		v = g.Check(guard.Step{ToolCalls: []guard.ToolCall{call}, FinishReason: "tool-calls"})
+		if v, err = g.Check(context.Background(), guard.Step{ToolCalls: []guard.ToolCall{call}, FinishReason: "tool-calls"}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if v.Code != "REPEATED_TOOL_CALL" {
 		t.Fatalf("verdict %v, want a repeat stop", v)

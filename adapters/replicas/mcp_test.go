@@ -55,7 +55,7 @@ type ran struct {
 func replica(t *testing.T, i int, store snapshot.Store, log *[]ran, mu *sync.Mutex) *httptest.Server {
 	t.Helper()
 	keyed, err := lgmcp.NewKeyed(lgmcp.KeyedOptions{Key: lgmcp.HeaderKey("X-Run-Id"), Store: store,
-		OnError: func(_ context.Context, key string, err error) { t.Errorf("replica %d, %s: %v", i, key, err) }})
+		OnError: func(key string, err error) { t.Errorf("replica %d, %s: %v", i, key, err) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ import (
 func mcpgoReplica(t *testing.T, i int, store snapshot.Store, log *[]ran, mu *sync.Mutex) *httptest.Server {
 	t.Helper()
 	keyed, err := mcpgo.NewKeyed(mcpgo.KeyedOptions{Key: mcpgo.HeaderKey("X-Run-Id"), Store: store,
-		OnError: func(_ context.Context, key string, err error) { t.Errorf("replica %d, %s: %v", i, key, err) }})
+		OnError: func(key string, err error) { t.Errorf("replica %d, %s: %v", i, key, err) }})
 	if err != nil {
 		t.Fatal(err)
 	}

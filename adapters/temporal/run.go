@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
 )
 
 // run is the guard of one workflow run and the step it is in. Only the
@@ -140,7 +141,7 @@ func (r *run) start(ctx workflow.Context) error {
 	var doc string
 	if err := workflow.SideEffect(ctx, func(workflow.Context) any { return string(r.o.Config) }).Get(&doc); err != nil {
 		r.warn("loopguard: the recorded options are unreadable; using the worker's", err)
-	} else if _, _, err := build(r.o.Registry, []byte(doc), nil); err != nil {
+	} else if _, err := build(r.o.Registry, []byte(doc), nil); err != nil {
 		r.warn("loopguard: the recorded options do not build; using the worker's", err)
 	} else {
 		r.config = []byte(doc)
@@ -164,7 +165,7 @@ func (r *run) start(ctx workflow.Context) error {
 	}
 	r.g = g
 	if err := workflow.SetQueryHandler(ctx, QuerySummary, func() (guard.Summary, error) {
-		return r.g.Summary(), nil
+		return r.g.Summary(context.Background())
 	}); err != nil {
 		return err
 	}
@@ -175,25 +176,31 @@ func (r *run) start(ctx workflow.Context) error {
 // newGuard builds a guard from the options document with the run's limit
 // changes, restored from snapshot when it is not nil.
 func (r *run) newGuard(snapshot []byte) (*guard.Guard, error) {
-	doc, err := r.document()
-	if err != nil {
-		return nil, err
-	}
-	opts, dets, err := build(r.o.Registry, doc, r.now)
+	cfg, err := r.runConfig()
 	if err != nil {
 		return nil, err
 	}
 	if r.o.Observer != nil {
-		opts.Observer = r.observe
+		cfg.Observer = r.observe
 	}
-	opts.Feedback = r.o.Feedback
+	cfg.Feedback = r.o.Feedback
 	if len(snapshot) == 0 || string(snapshot) == "null" {
-		return opts.New(dets...)
+		return guard.New(cfg)
 	}
 	// The worker's limits may have changed since the snapshot was taken
 	// (a new deployment, or a signal): they apply from now on.
-	opts.AllowLimitChanges = true
-	return opts.Restore(snapshot, dets...)
+	cfg.AllowLimitChanges = true
+	return guard.Restore(snapshot, cfg)
+}
+
+// runConfig builds the configuration of the options document with the
+// run's limit changes, on the workflow's clock.
+func (r *run) runConfig() (guard.Config, error) {
+	doc, err := r.document()
+	if err != nil {
+		return guard.Config{}, err
+	}
+	return build(r.o.Registry, doc, r.now)
 }
 
 // document returns the options document with the run's limit changes.
@@ -319,7 +326,7 @@ func (r *run) carry(ctx workflow.Context) error {
 	if r.stop != nil {
 		return stopError(r.stop)
 	}
-	snap, err := r.g.Snapshot(guard.SnapshotOptions{}) // no previews
+	snap, err := r.g.Snapshot(context.Background(), guard.SnapshotOptions{}) // no previews
 	if err != nil {
 		return fmt.Errorf("loopguard: snapshot for continue-as-new: %w", err)
 	}
@@ -352,7 +359,7 @@ func (r *run) receiveControls(ctx workflow.Context) {
 func (r *run) applyControls() {
 	for _, c := range r.pending {
 		if c.Reset {
-			r.g.Reset()
+			_ = r.g.Reset(context.Background()) // in memory: never fails
 			r.stop = nil
 		}
 		if len(c.Limits) > 0 {
@@ -377,7 +384,17 @@ func (r *run) changeLimits(raw json.RawMessage) {
 		r.limits = make(map[string]json.RawMessage)
 	}
 	maps.Copy(r.limits, m)
-	snap, err := r.g.Snapshot(guard.SnapshotOptions{Previews: true}) // in memory only
+	snap, err := r.g.Snapshot(context.Background(), guard.SnapshotOptions{Previews: true}) // in memory only
+	lift := false
+	if err == nil && r.stop != nil {
+		lift, err = r.lifts(r.stop.Verdict.Detector)
+	}
+	if err == nil && lift {
+		// The guard keeps the run's first stop through its snapshot and
+		// refuses every call after it: the stop lifted, the restored run
+		// must not hold it.
+		snap, err = withoutFirstStop(snap)
+	}
 	var g *guard.Guard
 	if err == nil {
 		g, err = r.newGuard(snap)
@@ -388,13 +405,35 @@ func (r *run) changeLimits(raw json.RawMessage) {
 		return
 	}
 	r.g = g
-	if r.stop != nil {
-		for _, d := range g.Detectors() {
-			if l, ok := d.(guard.Limiter); ok && l.OnlyLimits() && d.Name() == r.stop.Verdict.Detector {
-				r.stop = nil
-			}
+	if lift {
+		r.stop = nil
+	}
+}
+
+// lifts reports whether the run's options document with its limit changes
+// has a rule of this name whose options are only limits, so that a change
+// to them lifts its stop.
+func (r *run) lifts(name string) (bool, error) {
+	cfg, err := r.runConfig()
+	if err != nil {
+		return false, err
+	}
+	for _, rl := range cfg.Rules {
+		if l, ok := rl.(rule.Limiter); ok && l.OnlyLimits() && rl.Name() == name {
+			return true, nil
 		}
 	}
+	return false, nil
+}
+
+// withoutFirstStop returns a snapshot without the run's first stop.
+func withoutFirstStop(snap []byte) ([]byte, error) {
+	var env map[string]json.RawMessage
+	if err := json.Unmarshal(snap, &env); err != nil {
+		return nil, err
+	}
+	delete(env, "firstStop")
+	return json.Marshal(env)
 }
 
 // failed returns a future that has failed with err.

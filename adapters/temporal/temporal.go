@@ -87,7 +87,7 @@
 //
 // The query [QuerySummary] returns the guard's [guard.Summary]. The signal
 // [SignalControl] takes a [Control]: reset the run, or change the step and
-// budget limits ([guard.Options.AllowLimitChanges]).
+// budget limits ([guard.Config.AllowLimitChanges]).
 //
 // The package name matches the SDK's temporal package; import one of them
 // under another name:
@@ -154,13 +154,13 @@ type Options struct {
 	Registry *detector.Registry
 
 	// Observer, when set, is the guard's observer
-	// ([guard.Options.Observer]). It is not told of anything while the
+	// ([guard.Config.Observer]). It is not told of anything while the
 	// workflow replays, so it sees each verdict and decision once. It
 	// runs in the workflow: it must not block, and it gets
 	// context.Background().
 	Observer func(ctx context.Context, e guard.Event)
 
-	// Feedback, when set, is the guard's [guard.Options.Feedback].
+	// Feedback, when set, is the guard's [guard.Config.Feedback].
 	Feedback func(v guard.Verdict, phase guard.Phase) string
 }
 
@@ -193,7 +193,7 @@ type Control struct {
 	Reset bool `json:"reset,omitempty"`
 	// Limits replaces top-level keys of the options document, such as
 	// {"maxSteps": 300} or {"budget": {"maxCostUsd": 5}}. Only limits may
-	// change ([guard.Options.AllowLimitChanges]): a change to another
+	// change ([guard.Config.AllowLimitChanges]): a change to another
 	// rule's options is refused, with a warning in the workflow's log.
 	// When the run was stopped by a limit, the change lifts the stop.
 	// The changes are carried across continue-as-new.
@@ -227,7 +227,7 @@ func NewInterceptor(o Options) (interceptor.WorkerInterceptor, error) {
 	if len(o.Config) == 0 {
 		o.Config = []byte("{}")
 	}
-	if _, _, err := build(o.Registry, o.Config, nil); err != nil {
+	if _, err := build(o.Registry, o.Config, nil); err != nil {
 		bad("Config", err)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -240,15 +240,9 @@ func NewInterceptor(o Options) (interceptor.WorkerInterceptor, error) {
 	return &workerInterceptor{o: o}, nil
 }
 
-// build reads an options document into the guard's options and fresh
-// detectors.
-func build(r *detector.Registry, doc []byte, now func() time.Time) (guard.Options, []guard.Detector, error) {
-	cfg, err := r.Build(doc, detector.BuildOptions{Now: now})
-	if err != nil {
-		return guard.Options{}, nil, err
-	}
-	dets, err := cfg.Detectors()
-	return cfg.Guard, dets, err
+// build reads an options document into the guard's configuration.
+func build(r *detector.Registry, doc []byte, now func() time.Time) (guard.Config, error) {
+	return r.Build(doc, detector.BuildOptions{Now: now})
 }
 
 // workerInterceptor guards the workflows of a worker.

@@ -490,7 +490,7 @@ func (brittle) Restore([]byte) error                          { return errors.Ne
 
 func TestSnapshotFailure(t *testing.T) {
 	r := detector.Standard()
-	err := r.Register("brittle", detector.Entry{Default: true, Build: func(detector.Input) (rule.Rule, error) { return brittle{}, nil }})
+	err := r.Register(rule.Spec{Name: "brittle", Default: true, Build: func(rule.Input) (rule.Rule, error) { return brittle{}, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}

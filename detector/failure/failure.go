@@ -49,6 +49,7 @@ import (
 	"slices"
 
 	"github.com/loopguard/loopguard/canonical"
+	"github.com/loopguard/loopguard/internal/ring"
 	"github.com/loopguard/loopguard/rule"
 )
 
@@ -184,10 +185,8 @@ type Rule struct {
 type state struct {
 	opts Options // the rule's
 
-	// ring holds the newest calls: ring[(start+i)%len(ring)] is the i-th
-	// oldest of the n held; failures of them failed.
-	ring     []entry
-	start, n int
+	// ring holds the newest calls, oldest first; failures of them failed.
+	ring     ring.Ring[entry]
 	failures int
 
 	verdict rule.Verdict
@@ -241,7 +240,7 @@ func New(o Options) (*Rule, error) {
 
 // NewState returns the state of a fresh run: an empty window of its own.
 func (d *Rule) NewState() rule.State {
-	return &state{opts: d.opts, ring: make([]entry, d.opts.Window)}
+	return &state{opts: d.opts, ring: ring.New[entry](d.opts.Window)}
 }
 
 // Name returns "failure".
@@ -253,24 +252,14 @@ func (d *Rule) Priority() int { return Priority }
 // Options returns the options with the defaults filled in.
 func (d *Rule) Options() any { return d.opts }
 
-// at returns the i-th oldest entry of the window.
-func (d *state) at(i int) entry { return d.ring[(d.start+i)%len(d.ring)] }
-
 // push adds an entry to the window, dropping the oldest when it is full.
 func (d *state) push(e entry) {
 	if e.failure != (canonical.Sum{}) {
 		d.failures++
 	}
-	if d.n < len(d.ring) {
-		d.ring[(d.start+d.n)%len(d.ring)] = e
-		d.n++
-		return
-	}
-	if d.ring[d.start].failure != (canonical.Sum{}) {
+	if old, evicted := d.ring.Push(e); evicted && old.failure != (canonical.Sum{}) {
 		d.failures--
 	}
-	d.ring[d.start] = e
-	d.start = (d.start + 1) % len(d.ring)
 }
 
 // counted returns the indexes of the steps, oldest first, that count for a
@@ -322,8 +311,8 @@ func (d *state) pairCount(e entry) int {
 // call (equal Retry sums).
 func (d *state) scan(e entry, same bool, fn func(x entry)) {
 	last := -1
-	for i := d.n - 1; i >= 0; i-- {
-		x := d.at(i)
+	for i := d.ring.Len() - 1; i >= 0; i-- {
+		x := d.ring.At(i)
 		switch {
 		case x.tool == (canonical.Sum{}):
 			return // no failure came before it: nothing older counts
@@ -343,8 +332,8 @@ func (d *state) scan(e entry, same bool, fn func(x entry)) {
 
 // hasFailure reports whether a call of tool failed within the window.
 func (d *state) hasFailure(tool canonical.Sum) bool {
-	for i := 0; i < d.n; i++ {
-		if x := d.ring[i]; x.tool == tool && x.failure != (canonical.Sum{}) {
+	for _, x := range d.ring.Unordered() {
+		if x.tool == tool && x.failure != (canonical.Sum{}) {
 			return true
 		}
 	}
@@ -456,8 +445,8 @@ func (d *state) Preflight(*rule.Facts) rule.Verdict { return rule.Verdict{} }
 
 // reset forgets the run.
 func (d *state) reset() {
-	clear(d.ring)
-	d.start, d.n, d.failures = 0, 0, 0
+	d.ring.Clear()
+	d.failures = 0
 	d.verdict = rule.Verdict{}
 }
 
@@ -484,14 +473,14 @@ type saved struct {
 // Snapshot returns the window as JSON, or null when it is empty. The state
 // holds no text, so redaction changes nothing.
 func (d *state) Snapshot(rule.SnapshotOptions) ([]byte, error) {
-	if d.n == 0 {
+	n := d.ring.Len()
+	if n == 0 {
 		return []byte("null"), nil
 	}
-	s := saved{Tools: make([]*canonical.Sum, d.n), Ops: make([]*canonical.Sum, d.n), Failures: make([]*canonical.Sum, d.n),
-		Retries: make([]*canonical.Sum, d.n), Steps: make([]int, d.n)}
+	s := saved{Tools: make([]*canonical.Sum, n), Ops: make([]*canonical.Sum, n), Failures: make([]*canonical.Sum, n),
+		Retries: make([]*canonical.Sum, n), Steps: make([]int, n)}
 	retries := false
-	for i := range d.n {
-		e := d.at(i)
+	for i, e := range d.ring.All() {
 		if e.tool != (canonical.Sum{}) {
 			tool := e.tool
 			s.Tools[i] = &tool
@@ -582,9 +571,8 @@ func (d *state) Restore(data []byte) error {
 // holds no more calls than were recorded, no more failures than failed, and
 // no step index at or beyond the steps recorded.
 func (d *state) CheckBounds(c rule.Counters) error {
-	failures := 0
-	for i := 0; i < d.n; i++ {
-		e := d.ring[i]
+	failures, n := 0, d.ring.Len()
+	for _, e := range d.ring.Unordered() {
 		if e.failure != (canonical.Sum{}) {
 			failures++
 		}
@@ -592,9 +580,9 @@ func (d *state) CheckBounds(c rule.Counters) error {
 			return fmt.Errorf("%s: step index %d, but %d steps recorded", Name, e.step, c.Steps)
 		}
 	}
-	if d.n > c.ToolCalls || failures > c.FailedToolCalls {
+	if n > c.ToolCalls || failures > c.FailedToolCalls {
 		return fmt.Errorf("%s: %d calls and %d failures in the window, but %d calls and %d failures recorded",
-			Name, d.n, failures, c.ToolCalls, c.FailedToolCalls)
+			Name, n, failures, c.ToolCalls, c.FailedToolCalls)
 	}
 	return nil
 }
@@ -617,9 +605,9 @@ type Summary struct {
 // Summary returns the window's size, its failures and the counts of its most
 // repeated failure (a Summary).
 func (d *state) Summary() any {
-	s := Summary{Calls: d.n}
-	for i := 0; i < d.n; i++ {
-		if e := d.ring[i]; e.failure != (canonical.Sum{}) {
+	s := Summary{Calls: d.ring.Len()}
+	for _, e := range d.ring.Unordered() {
+		if e.failure != (canonical.Sum{}) {
 			s.Failures++
 			s.MaxCount = max(s.MaxCount, d.count(e, false))
 			if d.opts.SameCall < d.opts.Threshold {

@@ -48,6 +48,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/loopguard/loopguard/canonical"
+	"github.com/loopguard/loopguard/internal/ring"
 	"github.com/loopguard/loopguard/rule"
 )
 
@@ -142,10 +143,8 @@ type Rule struct {
 type state struct {
 	opts Options // the rule's
 
-	// The last opts.MaxPeriod calls, a ring: tail[(start+i)%len(tail)] is
-	// the i-th oldest of the n held.
-	tail     []entry
-	start, n int
+	// The last opts.MaxPeriod calls, oldest first.
+	tail ring.Ring[entry]
 	// runs[p] counts the consecutive positions i at the end of the
 	// sequence with sig(i) == sig(i-p) (runs[0] and runs[1] are unused).
 	// Positions without a call p places back do not match, so runs[p]
@@ -196,7 +195,7 @@ func New(o Options) (*Rule, error) {
 func (d *Rule) NewState() rule.State {
 	return &state{
 		opts:    d.opts,
-		tail:    make([]entry, d.opts.MaxPeriod),
+		tail:    ring.New[entry](d.opts.MaxPeriod),
 		runs:    make([]int, d.opts.MaxPeriod+1),
 		simRuns: make([]int, d.opts.MaxPeriod+1),
 	}
@@ -212,7 +211,7 @@ func (d *Rule) Priority() int { return rule.PriorityOscillation }
 func (d *Rule) Options() any { return d.opts }
 
 // at returns the i-th oldest call of the tail.
-func (d *state) at(i int) *entry { return &d.tail[(d.start+i)%len(d.tail)] }
+func (d *state) at(i int) *entry { return d.tail.Ptr(i) }
 
 // maxRun caps the counters, so that they never overflow.
 const maxRun = 1 << 62
@@ -246,7 +245,7 @@ func (d *state) Observe(f *rule.Facts) {
 func (d *state) tailCycle(p int) (cycle, tools []string) {
 	cycle, tools = make([]string, p), make([]string, p)
 	for j := 0; j < p; j++ {
-		e := d.at(d.n - p + j)
+		e := d.at(d.tail.Len() - p + j)
 		tools[j] = rule.Clean(e.tool)
 		cycle[j] = tools[j] + "(" + e.preview + ")"
 	}
@@ -265,10 +264,10 @@ func (d *state) warn() {
 		if (d.runs[p]+1)/p < need || d.runs[p]/p >= need {
 			continue
 		}
-		last := d.at(d.n - 1).key
+		last := d.at(d.tail.Len() - 1).key
 		distinct := false
 		for j := 2; j <= p; j++ {
-			if d.at(d.n-j).key != last {
+			if d.at(d.tail.Len()-j).key != last {
 				distinct = true
 				break
 			}
@@ -299,12 +298,13 @@ func (d *state) push(c *rule.Call) {
 		sig = c.Outcome
 	}
 	matched, shared := false, -1
-	for p := 1; p <= d.n; p++ {
-		e := d.at(d.n - p)
+	n := d.tail.Len()
+	for p := 1; p <= n; p++ {
+		e := d.at(n - p)
 		if e.key == c.Key {
 			matched = true
 			if shared < 0 && e.preview != "" && !e.redacted {
-				shared = d.n - p
+				shared = n - p
 			}
 		}
 		if p >= 2 {
@@ -324,13 +324,7 @@ func (d *state) push(c *rule.Call) {
 	case matched:
 		e.preview = c.Preview()
 	}
-	if d.n < len(d.tail) {
-		*d.at(d.n) = e
-		d.n++
-		return
-	}
-	d.tail[d.start] = e
-	d.start = (d.start + 1) % len(d.tail)
+	d.tail.Push(e)
 }
 
 // judge returns the smallest period whose cycles at the tail reach the
@@ -339,7 +333,7 @@ func (d *state) push(c *rule.Call) {
 // signatures, since a cycle must hold two distinct calls, not two outcomes
 // of one call.
 func (d *state) judge(runs []int) (period, cycles int) {
-	return d.judgeWith(runs, d.n, d.keyAt)
+	return d.judgeWith(runs, d.tail.Len(), d.keyAt)
 }
 
 func (d *state) keyAt(i int) canonical.Sum { return d.at(i).key }
@@ -401,16 +395,16 @@ func (d *state) Preflight(f *rule.Facts) rule.Verdict {
 		return rule.Verdict{}
 	}
 	// Position i of the simulated sequence is the tail's i-th call for
-	// i < d.n, then the proposed calls.
+	// i < d.tail.Len(), then the proposed calls.
 	keyAt := func(i int) canonical.Sum {
-		if i < d.n {
+		if i < d.tail.Len() {
 			return d.at(i).key
 		}
-		return f.Calls[d.pending[i-d.n]].Key
+		return f.Calls[d.pending[i-d.tail.Len()]].Key
 	}
 	runs := d.simRuns
 	copy(runs, d.runs)
-	n := d.n
+	n := d.tail.Len()
 	for range d.pending {
 		key := keyAt(n)
 		for p := 2; p < len(runs); p++ {
@@ -429,13 +423,13 @@ func (d *state) Preflight(f *rule.Facts) rule.Verdict {
 	cycle, tools := make([]string, p), make([]string, p)
 	for j := 0; j < p; j++ {
 		i := n - p + j
-		if i < d.n {
+		if i < d.tail.Len() {
 			e := d.at(i)
 			tools[j] = rule.Clean(e.tool)
 			cycle[j] = tools[j] + "(" + e.preview + ")"
 			continue
 		}
-		c := &f.Calls[d.pending[i-d.n]]
+		c := &f.Calls[d.pending[i-d.tail.Len()]]
 		tool := rule.Clean(cutName(c.Tool))
 		cycle[j], tools[j] = tool+"("+c.Preview()+")", tool
 	}
@@ -458,14 +452,14 @@ type Summary struct {
 // Summary returns the cycle at the tail (a Summary). It changes nothing.
 func (d *state) Summary() any {
 	var s Summary
-	for p := 2; p <= d.opts.MaxPeriod && p <= d.n; p++ {
+	for p := 2; p <= d.opts.MaxPeriod && p <= d.tail.Len(); p++ {
 		if d.runs[p] == 0 {
 			continue
 		}
-		last := d.at(d.n - 1).key
+		last := d.at(d.tail.Len() - 1).key
 		distinct := false
 		for j := 2; j <= p; j++ {
-			if d.at(d.n-j).key != last {
+			if d.at(d.tail.Len()-j).key != last {
 				distinct = true
 				break
 			}
@@ -486,9 +480,8 @@ func (d *state) Summary() any {
 
 // reset forgets the run.
 func (d *state) reset() {
-	clear(d.tail)
+	d.tail.Clear()
 	clear(d.runs)
-	d.start, d.n = 0, 0
 	d.verdict = rule.Verdict{}
 }
 
@@ -513,10 +506,10 @@ type callState struct {
 // has been seen. Unless o.Previews is set, previews read rule.Redacted and
 // tool names are written with o.Name.
 func (d *state) Snapshot(o rule.SnapshotOptions) ([]byte, error) {
-	if d.n == 0 {
+	if d.tail.Len() == 0 {
 		return []byte("null"), nil
 	}
-	s := saved{Calls: make([]callState, d.n), Runs: append([]int(nil), d.runs[2:]...)}
+	s := saved{Calls: make([]callState, d.tail.Len()), Runs: append([]int(nil), d.runs[2:]...)}
 	for i := range s.Calls {
 		e := d.at(i)
 		cs := callState{Key: e.key, Tool: e.tool, Preview: e.preview}
@@ -609,10 +602,9 @@ func (d *state) Restore(data []byte) error {
 	}
 	d.reset()
 	for i, c := range s.Calls {
-		d.tail[i] = entry{key: c.Key, sig: sigs[i], tool: c.Tool, preview: c.Preview,
-			redacted: c.Preview == rule.Redacted, hashed: rule.IsHashedName(c.Tool)}
+		d.tail.Push(entry{key: c.Key, sig: sigs[i], tool: c.Tool, preview: c.Preview,
+			redacted: c.Preview == rule.Redacted, hashed: rule.IsHashedName(c.Tool)})
 	}
-	d.n = h
 	copy(d.runs[2:], s.Runs)
 	return nil
 }
@@ -620,8 +612,8 @@ func (d *state) Restore(data []byte) error {
 // CheckBounds checks the restored tail against the guard's counters: the
 // calls held, and those each counter spans, are among the calls recorded.
 func (d *state) CheckBounds(c rule.Counters) error {
-	if d.n > c.ToolCalls {
-		return fmt.Errorf("%s: %d calls held, but %d calls recorded", Name, d.n, c.ToolCalls)
+	if d.tail.Len() > c.ToolCalls {
+		return fmt.Errorf("%s: %d calls held, but %d calls recorded", Name, d.tail.Len(), c.ToolCalls)
 	}
 	for p := 2; p < len(d.runs); p++ {
 		if r := d.runs[p]; r > 0 && r > c.ToolCalls-p {

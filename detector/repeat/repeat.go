@@ -42,6 +42,7 @@ import (
 	"slices"
 
 	"github.com/loopguard/loopguard/canonical"
+	"github.com/loopguard/loopguard/internal/ring"
 	"github.com/loopguard/loopguard/rule"
 )
 
@@ -147,7 +148,7 @@ type state struct {
 	// outcome), its length and the steps it spans.
 	sig   canonical.Sum
 	count int
-	steps indexRing
+	steps ring.Ring[int] // the newest MaxStepIndexes distinct step indexes, oldest first
 
 	verdict rule.Verdict
 }
@@ -220,7 +221,9 @@ func New(o Options) (*Rule, error) {
 }
 
 // NewState returns the state of a fresh run: no call seen yet.
-func (d *Rule) NewState() rule.State { return &state{r: d} }
+func (d *Rule) NewState() rule.State {
+	return &state{r: d, steps: ring.New[int](MaxStepIndexes)}
+}
 
 // Name returns "repeat".
 func (d *Rule) Name() string { return Name }
@@ -269,11 +272,13 @@ func (s *state) Observe(f *rule.Facts) {
 			}
 		} else {
 			s.sig, s.count = sig, 1
-			s.steps.reset()
+			s.steps.Clear()
 		}
-		s.steps.add(f.Index)
+		if n := s.steps.Len(); n == 0 || s.steps.At(n-1) != f.Index { // a new step
+			s.steps.Push(f.Index)
+		}
 		if !s.verdict.Stop && s.count >= r.threshold {
-			s.verdict = s.stop(c, s.count, r, s.steps.appendTo(nil), rule.PhaseCheck)
+			s.verdict = s.stop(c, s.count, r, s.steps.AppendTo(nil), rule.PhaseCheck)
 		}
 	}
 	if s.r.opts.Warn && last != nil && !s.verdict.Stop && s.count >= 2 && s.count == lastRule.threshold-1 {
@@ -356,7 +361,7 @@ func (s *state) Preflight(f *rule.Facts) rule.Verdict {
 		if count >= r.threshold {
 			var steps []int
 			if !fresh {
-				steps = s.steps.appendTo(make([]int, 0, s.steps.n+1))
+				steps = s.steps.AppendTo(make([]int, 0, s.steps.Len()+1))
 			}
 			steps = appendIndex(steps, f.Index)
 			return s.stop(c, count, r, steps, rule.PhasePreflight)
@@ -381,7 +386,7 @@ func appendIndex(steps []int, i int) []int {
 // reset forgets the run, for a Restore of null.
 func (s *state) reset() {
 	s.sig, s.count = canonical.Sum{}, 0
-	s.steps.reset()
+	s.steps.Clear()
 	s.verdict = rule.Verdict{}
 }
 
@@ -400,7 +405,7 @@ func (s *state) Snapshot(rule.SnapshotOptions) ([]byte, error) {
 	if s.count == 0 {
 		return []byte("null"), nil
 	}
-	return json.Marshal(saved{Sig: s.sig, Count: s.count, Steps: s.steps.appendTo(nil)})
+	return json.Marshal(saved{Sig: s.sig, Count: s.count, Steps: s.steps.AppendTo(nil)})
 }
 
 // Restore replaces the state by one that Snapshot returned.
@@ -431,7 +436,7 @@ func (s *state) Restore(data []byte) error {
 	s.reset()
 	s.sig, s.count = in.Sig, in.Count
 	for _, x := range in.Steps {
-		s.steps.add(x)
+		s.steps.Push(x) // ascending: each is new
 	}
 	return nil
 }
@@ -442,8 +447,8 @@ func (s *state) CheckBounds(c rule.Counters) error {
 	if s.count > c.ToolCalls {
 		return fmt.Errorf("%s: a run of %d calls, but %d calls recorded", Name, s.count, c.ToolCalls)
 	}
-	if steps := s.steps.appendTo(nil); len(steps) > 0 && steps[len(steps)-1] >= c.Steps {
-		return fmt.Errorf("%s: step index %d, but %d steps recorded", Name, steps[len(steps)-1], c.Steps)
+	if n := s.steps.Len(); n > 0 && s.steps.At(n-1) >= c.Steps {
+		return fmt.Errorf("%s: step index %d, but %d steps recorded", Name, s.steps.At(n-1), c.Steps)
 	}
 	return nil
 }
@@ -459,36 +464,5 @@ type Summary struct {
 
 // Summary returns the current run (a Summary).
 func (s *state) Summary() any {
-	return Summary{Count: s.count, StepIndexes: s.steps.appendTo([]int{})}
-}
-
-// indexRing keeps the newest MaxStepIndexes distinct step indexes of a run,
-// in the order they were added.
-type indexRing struct {
-	buf      [MaxStepIndexes]int
-	start, n int
-}
-
-func (r *indexRing) reset() { r.start, r.n = 0, 0 }
-
-// add appends i unless it is already the newest index.
-func (r *indexRing) add(i int) {
-	if r.n > 0 && r.buf[(r.start+r.n-1)%MaxStepIndexes] == i {
-		return
-	}
-	if r.n < MaxStepIndexes {
-		r.buf[(r.start+r.n)%MaxStepIndexes] = i
-		r.n++
-		return
-	}
-	r.buf[r.start] = i
-	r.start = (r.start + 1) % MaxStepIndexes
-}
-
-// appendTo appends the indexes, oldest first, to dst.
-func (r *indexRing) appendTo(dst []int) []int {
-	for k := 0; k < r.n; k++ {
-		dst = append(dst, r.buf[(r.start+k)%MaxStepIndexes])
-	}
-	return dst
+	return Summary{Count: s.count, StepIndexes: s.steps.AppendTo([]int{})}
 }

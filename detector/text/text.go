@@ -55,6 +55,7 @@ import (
 	"strings"
 
 	"github.com/loopguard/loopguard/canonical"
+	"github.com/loopguard/loopguard/internal/ring"
 	"github.com/loopguard/loopguard/rule"
 )
 
@@ -157,9 +158,8 @@ type Rule struct {
 // state is one run's: the window of its newest steps.
 type state struct {
 	r         *Rule
-	ring      []entry
-	start, n  int
-	lastInput canonical.Sum // the previous step's input hash
+	ring      ring.Ring[entry] // the window, oldest first
+	lastInput canonical.Sum    // the previous step's input hash
 
 	verdict rule.Verdict
 }
@@ -203,7 +203,7 @@ func New(o Options) (*Rule, error) {
 
 // NewState returns the state of a fresh run: an empty window.
 func (d *Rule) NewState() rule.State {
-	return &state{r: d, ring: make([]entry, d.opts.Window)}
+	return &state{r: d, ring: ring.New[entry](d.opts.Window)}
 }
 
 // Name returns "text".
@@ -215,28 +215,16 @@ func (d *Rule) Priority() int { return Priority }
 // Options returns the options with the defaults filled in.
 func (d *Rule) Options() any { return d.opts }
 
-func (s *state) at(i int) entry { return s.ring[(s.start+i)%len(s.ring)] }
-
-func (s *state) push(e entry) {
-	if s.n < len(s.ring) {
-		s.ring[(s.start+s.n)%len(s.ring)] = e
-		s.n++
-		return
-	}
-	s.ring[s.start] = e
-	s.start = (s.start + 1) % len(s.ring)
-}
-
 // seen reports whether a step in the window, other than the oldest when
 // the window is full (the step that the next one pushes out), brought
 // outcome o.
 func (s *state) seen(o canonical.Sum) bool {
 	from := 0
-	if s.n == len(s.ring) {
+	if s.ring.Full() {
 		from = 1
 	}
-	for i := from; i < s.n; i++ {
-		if e := &s.ring[(s.start+i)%len(s.ring)]; e.has(o) {
+	for i := from; i < s.ring.Len(); i++ {
+		if e := s.ring.Ptr(i); e.has(o) {
 			return true
 		}
 	}
@@ -266,8 +254,9 @@ func isLabel(s string) bool {
 
 func (s *state) count(text canonical.Sum) int {
 	n := 0
-	for i := 0; i < s.n; i++ {
-		if s.ring[i].text == text {
+	w := s.ring.Unordered() // order does not matter for a count
+	for i := range w {
+		if w[i].text == text {
 			n++
 		}
 	}
@@ -309,17 +298,17 @@ func (s *state) Observe(f *rule.Facts) {
 		}
 	}
 	if !f.HasText || sameInput || progress || len(f.Refused) > 0 || f.Step() != nil && isLabel(f.Step().Text) {
-		s.push(e)
+		s.ring.Push(e)
 		return
 	}
 	e.text = f.TextHash
-	s.push(e)
+	s.ring.Push(e)
 	count := s.count(f.TextHash)
 	switch {
 	case count >= s.r.opts.Threshold:
 		ev := Evidence{Count: count, Threshold: s.r.opts.Threshold, Window: s.r.opts.Window, TextPreview: f.TextPreview()}
-		for i := 0; i < s.n; i++ {
-			if e := s.at(i); e.text == f.TextHash {
+		for i := range s.ring.Len() {
+			if e := s.ring.Ptr(i); e.text == f.TextHash {
 				ev.StepIndexes = append(ev.StepIndexes, e.step)
 			}
 		}
@@ -353,8 +342,7 @@ func (s *state) Preflight(*rule.Facts) rule.Verdict { return rule.Verdict{} }
 
 // reset forgets the run, for a Restore of null.
 func (s *state) reset() {
-	clear(s.ring)
-	s.start, s.n = 0, 0
+	s.ring.Clear()
 	s.lastInput = canonical.Sum{}
 	s.verdict = rule.Verdict{}
 }
@@ -379,16 +367,16 @@ type saved struct {
 // Snapshot returns the window as JSON, or null when it is empty. It holds
 // hashes, never text.
 func (s *state) Snapshot(rule.SnapshotOptions) ([]byte, error) {
-	if s.n == 0 {
+	n := s.ring.Len()
+	if n == 0 {
 		return []byte("null"), nil
 	}
-	out := saved{Texts: make([]*canonical.Sum, s.n), Steps: make([]int, s.n)}
+	out := saved{Texts: make([]*canonical.Sum, n), Steps: make([]int, n)}
 	if s.lastInput != (canonical.Sum{}) {
 		in := s.lastInput
 		out.LastInput = &in
 	}
-	for i := range s.n {
-		e := s.at(i)
+	for i, e := range s.ring.All() {
 		if e.text != (canonical.Sum{}) {
 			sum := e.text
 			out.Texts[i] = &sum
@@ -396,7 +384,7 @@ func (s *state) Snapshot(rule.SnapshotOptions) ([]byte, error) {
 		out.Steps[i] = e.step
 		if e.nOut > 0 {
 			if out.Outcomes == nil {
-				out.Outcomes = make([]string, s.n)
+				out.Outcomes = make([]string, n)
 			}
 			var b []byte
 			for _, o := range e.outs[:e.nOut] {
@@ -459,7 +447,7 @@ func (s *state) Restore(data []byte) error {
 		s.lastInput = *in.LastInput
 	}
 	for _, e := range entries {
-		s.push(e)
+		s.ring.Push(e)
 	}
 	return nil
 }
@@ -489,15 +477,16 @@ func (e *entry) decode(s string) error {
 // CheckBounds checks the restored window against the guard's counters: no
 // more steps in it than were recorded, and no step index beyond them.
 func (s *state) CheckBounds(c rule.Counters) error {
-	if s.n > c.Steps {
-		return fmt.Errorf("%s: %d steps in the window, but %d steps recorded", Name, s.n, c.Steps)
+	if n := s.ring.Len(); n > c.Steps {
+		return fmt.Errorf("%s: %d steps in the window, but %d steps recorded", Name, n, c.Steps)
 	}
 	outs := 0
-	for i := 0; i < s.n; i++ {
-		if s := s.ring[i].step; s >= c.Steps {
+	w := s.ring.Unordered()
+	for i := range w {
+		if s := w[i].step; s >= c.Steps {
 			return fmt.Errorf("%s: step index %d, but %d steps recorded", Name, s, c.Steps)
 		}
-		outs += s.ring[i].nOut
+		outs += w[i].nOut
 	}
 	if outs > c.ToolCalls {
 		return fmt.Errorf("%s: %d outcomes in the window, but %d calls recorded", Name, outs, c.ToolCalls)
@@ -516,9 +505,10 @@ type Summary struct {
 // Summary returns the window's size and the count of its most repeated text
 // (a Summary).
 func (s *state) Summary() any {
-	sum := Summary{Steps: s.n}
-	for i := 0; i < s.n; i++ {
-		if t := s.ring[i].text; t != (canonical.Sum{}) {
+	sum := Summary{Steps: s.ring.Len()}
+	w := s.ring.Unordered()
+	for i := range w {
+		if t := w[i].text; t != (canonical.Sum{}) {
 			sum.MaxCount = max(sum.MaxCount, s.count(t))
 		}
 	}

@@ -46,6 +46,7 @@ import (
 	"fmt"
 
 	"github.com/loopguard/loopguard/canonical"
+	"github.com/loopguard/loopguard/internal/ring"
 	"github.com/loopguard/loopguard/rule"
 )
 
@@ -154,13 +155,9 @@ type Rule struct {
 type state struct {
 	r *Rule
 
-	// ring holds the newest calls: ring[(start+i)%len(ring)] is the i-th
-	// oldest of the n held. start stays 0 until the ring is full, so
-	// ring[:n] always holds exactly the calls of the window.
-	ring     []call
-	start, n int
+	ring ring.Ring[call] // the newest calls, oldest first
 
-	sim     []call // scratch for preflight
+	sim     ring.Ring[call] // scratch for preflight
 	verdict rule.Verdict
 }
 
@@ -210,7 +207,7 @@ func New(o Options) (*Rule, error) {
 
 // NewState returns the state of a fresh run: an empty window.
 func (d *Rule) NewState() rule.State {
-	return &state{r: d, ring: make([]call, d.opts.Window), sim: make([]call, d.opts.Window)}
+	return &state{r: d, ring: ring.New[call](d.opts.Window), sim: ring.New[call](d.opts.Window)}
 }
 
 // Name returns "window".
@@ -225,14 +222,14 @@ func (d *Rule) Options() any { return d.opts }
 // Len returns the number of calls in the window: at most Window. Len and
 // RecentKeys are methods of the state that Rule.NewState returns, for a
 // caller that drives a state itself.
-func (s *state) Len() int { return s.n }
+func (s *state) Len() int { return s.ring.Len() }
 
 // RecentKeys returns a copy of the keys of the calls in the window, oldest
 // first.
 func (s *state) RecentKeys() []canonical.Sum {
-	out := make([]canonical.Sum, s.n)
-	for i := range out {
-		out[i] = s.ring[(s.start+i)%len(s.ring)].key
+	out := make([]canonical.Sum, s.ring.Len())
+	for i, c := range s.ring.All() {
+		out[i] = c.key
 	}
 	return out
 }
@@ -251,19 +248,13 @@ func (s *state) entry(c *rule.Call) call {
 	return call{key: c.Key, same: c.Key}
 }
 
-// push adds a call to a window ring (with start and n) and returns the
-// number of calls in it that are the same, the call included.
-func push(ring []call, start, n *int, e call) int {
-	if *n < len(ring) {
-		ring[(*start+*n)%len(ring)] = e
-		*n++
-	} else {
-		ring[*start] = e
-		*start = (*start + 1) % len(ring)
-	}
+// push adds a call to a window ring and returns the number of calls in it
+// that are the same, the call included.
+func push(r *ring.Ring[call], e call) int {
+	r.Push(e)
 	count := 0
-	for i := 0; i < *n; i++ {
-		if ring[i].same == e.same { // order does not matter for a count
+	for _, c := range r.Unordered() { // order does not matter for a count
+		if c.same == e.same {
 			count++
 		}
 	}
@@ -280,7 +271,7 @@ func (s *state) Observe(f *rule.Facts) {
 			continue
 		}
 		added = true
-		count := push(s.ring, &s.start, &s.n, s.entry(c))
+		count := push(&s.ring, s.entry(c))
 		if !s.verdict.Stop && count > s.r.opts.Threshold {
 			s.verdict = s.stop(c, count, rule.PhaseCheck)
 		}
@@ -311,12 +302,12 @@ func (s *state) Observe(f *rule.Facts) {
 // call that is the same as same were pushed now.
 func (s *state) countNext(same canonical.Sum) int {
 	count := 1
-	for i := 0; i < s.n; i++ {
-		if s.ring[i].same == same {
+	for _, c := range s.ring.Unordered() {
+		if c.same == same {
 			count++
 		}
 	}
-	if s.n == len(s.ring) && s.ring[s.start].same == same {
+	if s.ring.Full() && s.ring.At(0).same == same {
 		count-- // the oldest call leaves the window
 	}
 	return count
@@ -358,14 +349,13 @@ func (s *state) Verdict() rule.Verdict { return s.verdict }
 // Preflight pushes the proposed calls onto a copy of the window and refuses
 // the first that would go over the threshold. It changes nothing.
 func (s *state) Preflight(f *rule.Facts) rule.Verdict {
-	copy(s.sim, s.ring)
-	start, n := s.start, s.n
+	s.sim.CopyFrom(&s.ring)
 	for i := range f.Calls {
 		c := &f.Calls[i]
 		if c.Ignored {
 			continue
 		}
-		if count := push(s.sim, &start, &n, s.predict(c.Key, start, n)); count > s.r.opts.Threshold {
+		if count := push(&s.sim, s.predict(c.Key)); count > s.r.opts.Threshold {
 			return s.stop(c, count, rule.PhasePreflight)
 		}
 	}
@@ -373,15 +363,15 @@ func (s *state) Preflight(f *rule.Facts) rule.Verdict {
 }
 
 // predict returns the window entry of a call that has not run, in the
-// simulated window sim (with start and n): comparing outcomes, it returns what
-// the newest same call in the window returned, if any.
-func (s *state) predict(key canonical.Sum, start, n int) call {
+// simulated window sim: comparing outcomes, it returns what the newest same
+// call in the window returned, if any.
+func (s *state) predict(key canonical.Sum) call {
 	e := call{key: key, same: key}
 	if !s.r.outcomes {
 		return e
 	}
-	for i := n - 1; i >= 0; i-- {
-		if c := s.sim[(start+i)%len(s.sim)]; c.key == key {
+	for i := s.sim.Len() - 1; i >= 0; i-- {
+		if c := s.sim.At(i); c.key == key {
 			return c
 		}
 	}
@@ -390,8 +380,7 @@ func (s *state) predict(key canonical.Sum, start, n int) call {
 
 // reset forgets the run, for a Restore of null.
 func (s *state) reset() {
-	clear(s.ring)
-	s.start, s.n = 0, 0
+	s.ring.Clear()
 	s.verdict = rule.Verdict{}
 }
 
@@ -406,14 +395,14 @@ type saved struct {
 // Snapshot returns the window's keys as JSON, or null when it is empty. The
 // state holds no preview, so redaction changes nothing.
 func (s *state) Snapshot(rule.SnapshotOptions) ([]byte, error) {
-	if s.n == 0 {
+	if s.ring.Len() == 0 {
 		return []byte("null"), nil
 	}
 	out := saved{Keys: s.RecentKeys()}
 	if s.r.outcomes {
-		out.Outcomes = make([]canonical.Sum, s.n)
-		for i := range out.Outcomes {
-			out.Outcomes[i] = s.ring[(s.start+i)%len(s.ring)].same
+		out.Outcomes = make([]canonical.Sum, s.ring.Len())
+		for i, c := range s.ring.All() {
+			out.Outcomes[i] = c.same
 		}
 	}
 	return json.Marshal(out)
@@ -443,12 +432,12 @@ func (s *state) Restore(data []byte) error {
 	}
 	s.reset()
 	for i, key := range in.Keys {
-		s.ring[i] = call{key: key, same: key}
+		c := call{key: key, same: key}
 		if s.r.outcomes {
-			s.ring[i].same = in.Outcomes[i]
+			c.same = in.Outcomes[i]
 		}
+		s.ring.Push(c)
 	}
-	s.n = len(in.Keys)
 	return nil
 }
 
@@ -463,11 +452,12 @@ type Summary struct {
 // Summary returns the window's size and its most repeated call's count (a
 // Summary).
 func (s *state) Summary() any {
-	sum := Summary{Calls: s.n}
-	for i := 0; i < s.n; i++ {
+	w := s.ring.Unordered()
+	sum := Summary{Calls: len(w)}
+	for i := range w {
 		count := 0
-		for j := 0; j < s.n; j++ {
-			if s.ring[j].same == s.ring[i].same {
+		for j := range w {
+			if w[j].same == w[i].same {
 				count++
 			}
 		}
@@ -479,8 +469,8 @@ func (s *state) Summary() any {
 // CheckBounds checks the restored window against the guard's counters: its
 // calls are among the calls recorded.
 func (s *state) CheckBounds(c rule.Counters) error {
-	if s.n > c.ToolCalls {
-		return fmt.Errorf("%s: %d calls in the window, but %d calls recorded", Name, s.n, c.ToolCalls)
+	if n := s.ring.Len(); n > c.ToolCalls {
+		return fmt.Errorf("%s: %d calls in the window, but %d calls recorded", Name, n, c.ToolCalls)
 	}
 	return nil
 }

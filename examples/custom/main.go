@@ -7,9 +7,14 @@
 // built-in rules do, so it is ordered, fingerprinted and saved in snapshots
 // like them.
 //
-// It is registered on the standard registry under its own option,
-// "maxFailedCalls", so one JSON document configures it and the built-ins,
-// and a misspelt key is still an error.
+// Everything about the rule is in this file, as everything about a built-in
+// rule is in its package: its Spec registers it on the standard registry
+// under its own option, "maxFailedCalls", so one JSON document configures it
+// and the built-ins (and a misspelt key is still an error); its stops carry
+// their model-facing Feedback; its state is saved in snapshots under its
+// name; and as a rule.Metered it draws its streak under the timeline of
+// `loopguard audit --html`. It uses only the packages rule, guard and
+// detector: nothing of the core was changed for it.
 //
 //	go run ./examples/custom
 package main
@@ -46,8 +51,10 @@ type FailStreak struct {
 }
 
 var (
-	_ rule.Rule  = (*FailStreak)(nil)
-	_ rule.Saver = (*streakState)(nil)
+	_ rule.Rule       = (*FailStreak)(nil)
+	_ rule.Metered    = (*FailStreak)(nil)
+	_ rule.Saver      = (*streakState)(nil)
+	_ rule.Summarizer = (*streakState)(nil)
 )
 
 // Evidence is the evidence of a stop.
@@ -80,6 +87,37 @@ func (r *FailStreak) Options() any {
 
 // NewState returns the state of a fresh run.
 func (r *FailStreak) NewState() rule.State { return &streakState{threshold: r.threshold} }
+
+// Meter is the streak, against the threshold that stops the run.
+func (r *FailStreak) Meter() (rule.Meter, bool) {
+	return rule.Meter{Label: "fail streak", Limit: float64(r.threshold), Read: func(summary any, _ rule.Counters) float64 {
+		s, _ := summary.(Summary)
+		return float64(s.Streak)
+	}}, true
+}
+
+// OptionKey is the rule's key in an options document: the threshold, or
+// false for none.
+const OptionKey = "maxFailedCalls"
+
+// Spec tells a [detector.Registry] how to build the rule from an options
+// document: from OptionKey. The rule is off unless the key is present.
+func Spec() rule.Spec {
+	return rule.Spec{Name: Name, Keys: []string{OptionKey}, Build: func(in rule.Input) (rule.Rule, error) {
+		if in.Off() { // "maxFailedCalls": false switches it off, as for the built-ins
+			return nil, nil
+		}
+		var n int
+		if err := json.Unmarshal(in.Values[OptionKey], &n); err != nil {
+			return nil, &rule.OptionError{Detector: Name, Field: OptionKey, Err: err}
+		}
+		r, err := NewFailStreak(n)
+		if err != nil {
+			return nil, &rule.OptionError{Detector: Name, Field: OptionKey, Err: errors.Unwrap(err)}
+		}
+		return r, nil
+	}}
+}
 
 // streakState is one run's streak of failed calls.
 type streakState struct {
@@ -130,6 +168,17 @@ func (d *streakState) Verdict() rule.Verdict {
 // has run.
 func (d *streakState) Preflight(*rule.Facts) rule.Verdict { return rule.Verdict{} }
 
+// Summary is the state's summary, in [guard.Summary].Detectors.
+type Summary struct {
+	// Streak is the number of failed calls in a row, at most the threshold.
+	Streak int `json:"streak"`
+	// Tool is the tool of the newest failed call.
+	Tool string `json:"tool"`
+}
+
+// Summary returns the streak.
+func (d *streakState) Summary() any { return Summary{Streak: d.streak, Tool: d.tool} }
+
 type saved struct {
 	Streak int    `json:"streak"`
 	Tool   string `json:"tool"`
@@ -160,25 +209,10 @@ func (d *streakState) Restore(data []byte) error {
 	return nil
 }
 
-// registry is the standard registry with FailStreak added under the option
-// "maxFailedCalls".
+// registry is the standard registry with FailStreak's Spec added: one line.
 func registry() (*detector.Registry, error) {
 	r := detector.Standard()
-	err := r.Register(Name, detector.Entry{
-		Keys: []string{"maxFailedCalls"},
-		Build: func(in detector.Input) (rule.Rule, error) {
-			var n int
-			if err := json.Unmarshal(in.Values["maxFailedCalls"], &n); err != nil {
-				return nil, &rule.OptionError{Detector: Name, Field: "maxFailedCalls", Err: err}
-			}
-			d, err := NewFailStreak(n)
-			if err != nil {
-				return nil, &rule.OptionError{Detector: Name, Field: "maxFailedCalls", Err: errors.Unwrap(err)}
-			}
-			return d, nil
-		},
-	})
-	return r, err
+	return r, r.Register(Spec())
 }
 
 const options = `{"maxFailedCalls": 3, "repeatedToolCall": {"threshold": 4}}`

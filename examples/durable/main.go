@@ -166,7 +166,7 @@ func (a *activities) Search(_ context.Context, query string) (string, error) {
 
 // ownLoop is a hand-written loop with guard.Turn, in a span.
 func ownLoop(tp *sdktrace.TracerProvider, obs *lgotel.Observer) error {
-	g, err := guard.Options{Observer: obs.Observe}.New(detector.Defaults()...)
+	g, err := guard.New(guard.Config{Rules: detector.Defaults(), Observer: obs.Observe})
 	if err != nil {
 		return err
 	}

@@ -85,7 +85,7 @@ func (t table) reference(rw row) string {
 // tables are the documented benchmarks.
 var tables = []table{
 	{
-		name: "guard", pkg: "./guard", ref: "Reference",
+		name: "guard", pkg: "./internal/core", ref: "Reference",
 		intro: "Default detectors. The *Reference* row, `json.Unmarshal` of a typical step into `any` (standard library only), is there for scale.",
 		rows: []row{
 			r("Reference", "*Reference*: `json.Unmarshal` of a typical step", "", "for scale"),
@@ -100,7 +100,7 @@ var tables = []table{
 		},
 	},
 	{
-		name: "pair", pkg: "./guard", ref: "Reference",
+		name: "pair", pkg: "./internal/core", ref: "Reference",
 		intro: "One call judged before it runs and recorded after it, through each door, against a bare `Check` of the same step (`BenchmarkPair`).",
 		rows: []row{
 			r("Pair/typical/Check", "typical: `Check` of the step", "", "the reference of the pairs"),

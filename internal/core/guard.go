@@ -247,7 +247,11 @@ func (g *Guard) Check(ctx context.Context, s Step) (Verdict, error) {
 	)
 	if g.b != nil {
 		var err error
-		if v, step, err = g.b.Record(ctx, s); err != nil {
+		// Copies of the step's slices, so that they do not escape: the step
+		// of a guard in memory stays on its caller's stack.
+		st := s
+		st.ToolCalls, st.Refused = slices.Clone(s.ToolCalls), slices.Clone(s.Refused)
+		if v, step, err = g.b.Record(ctx, st); err != nil {
 			return Verdict{}, err
 		}
 	} else {
@@ -360,7 +364,9 @@ func (g *Guard) Preflight(ctx context.Context, calls ...ToolCall) (Decision, err
 	)
 	if g.b != nil {
 		var err error
-		if d, step, err = g.b.Preflight(ctx, calls); err != nil {
+		// A copy, so that calls does not escape: the variadic slice of a
+		// guard in memory stays on its caller's stack.
+		if d, step, err = g.b.Preflight(ctx, slices.Clone(calls)); err != nil {
 			return Decision{}, err
 		}
 	} else {
