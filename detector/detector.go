@@ -51,6 +51,8 @@ package detector
 
 import (
 	"fmt"
+	"slices"
+	"sync"
 
 	"github.com/loopguard/loopguard/detector/budget"
 	"github.com/loopguard/loopguard/detector/failure"
@@ -100,8 +102,15 @@ const DefaultMaxSteps = budget.DefaultMaxSteps
 //
 // The rules are immutable and hold no run's state (each guard makes its own
 // states from them), so one result of Defaults serves any number of guards,
-// at the same time.
+// at the same time. They are built once per process and shared; the slice
+// is new each time.
 func Defaults() []rule.Rule {
+	return slices.Clone(defaults())
+}
+
+// defaults builds the standard set once: rules never change, so every
+// guard, and every caller of Defaults, may share them.
+var defaults = sync.OnceValue(func() []rule.Rule {
 	var rules []rule.Rule
 	for _, s := range standard() {
 		if !s.Default {
@@ -117,4 +126,4 @@ func Defaults() []rule.Rule {
 		}
 	}
 	return rules
-}
+})

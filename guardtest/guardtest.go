@@ -23,8 +23,9 @@
 //			guardtest.WithOtherOptions(build(myrule.Options{Threshold: 4})))
 //	}
 //
-// The factories are given the subtest of the property that calls them, and
-// must return a rule with the same options each time.
+// The factories are given the subtest of the property that calls them ([Check],
+// which runs outside a test, gives them nil), and must return a rule with the
+// same options each time.
 //
 // Each property is a subtest of its own, with a rule of its own from the
 // factory (one rule serves all the guards of a property, as one
@@ -54,8 +55,8 @@
 //   - OddSteps: no panic, and snapshots that are still taken and restored,
 //     after odd steps: empty, huge text, invalid UTF-8, NaN and negative
 //     usage, invalid JSON arguments, cyclic and unencodable Go values, deep
-//     nesting, thousands of parallel calls; and guards of one rule running
-//     in parallel goroutines do not disturb one another.
+//     nesting, thousands of parallel calls; and rules of separate guards
+//     running in parallel goroutines do not disturb one another.
 //   - Fingerprint: two rules from the factory have the same fingerprint,
 //     their options are JSON-able, and the fingerprint does not change as
 //     runs go on.

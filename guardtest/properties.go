@@ -408,8 +408,8 @@ type reuse struct {
 func (r reuse) NewState() rule.State { return r.st }
 
 // oddStepsProp: no panic on odd steps, and snapshots after them are still
-// taken and restored; guards of one rule do not disturb one another when
-// run in parallel.
+// taken and restored; rules of separate guards do not disturb one another
+// when run in parallel.
 func oddStepsProp(e *env, run []rule.Step) {
 	r := e.fresh()
 	half := len(run) / 2
@@ -429,8 +429,10 @@ func oddStepsProp(e *env, run []rule.Step) {
 		}
 	}
 
-	// Guards of one rule, run in parallel goroutines, must not share state
-	// (such as the rule's own fields or package-level variables).
+	// Guards of rules from the factory, run in parallel goroutines, must not
+	// share state (such as package-level variables). The states of one rule
+	// are checked apart in one goroutine (IndependentStates): run in
+	// parallel, states that share memory would be a data race.
 	const parallel = 4
 	var want []rule.Verdict
 	g := e.plainGuard(e.fresh())
@@ -439,7 +441,7 @@ func oddStepsProp(e *env, run []rule.Step) {
 	}
 	guards := make([]*guard.Guard, parallel)
 	for j := range guards {
-		guards[j] = e.plainGuard(r)
+		guards[j] = e.plainGuard(e.fresh())
 	}
 	got := make([][]rule.Verdict, parallel)
 	errs := make([]*violation, parallel)
@@ -460,7 +462,7 @@ func oddStepsProp(e *env, run []rule.Step) {
 		}
 		for i := range run {
 			if !sameVerdict(got[j][i], want[i]) {
-				e.fail("%d guards of one rule running in parallel disturb one another (shared state?): at step %d, one gives\n  %s\nwhere alone it gives\n  %s",
+				e.fail("rules of %d guards running in parallel disturb one another (shared state?): at step %d, one gives\n  %s\nwhere alone it gives\n  %s",
 					parallel, i, showVerdict(got[j][i]), showVerdict(want[i]))
 			}
 		}
@@ -568,43 +570,18 @@ func nameStable(e *env, run []rule.Step) {
 // they run at the same time); and a state made after others have run, by
 // a guard's Reset or a new guard, is fresh.
 func independentStates(e *env, run []rule.Step) {
-	// Alternate steps: any state one run leaves shows in the other's.
-	r := e.fresh()
-	g1, _ := e.newGuard(r)
-	g2, _ := e.newGuard(r)
-	ref1, ref2 := e.plainGuard(e.fresh()), e.plainGuard(e.fresh())
-	for i := range run {
-		v1, w1 := check(g1, run[i], i), check(ref1, run[i], i)
-		v2, w2 := check(g2, run[i], i), check(ref2, run[i], i)
-		e.sameWhenShared(i, v1, v2, w1, w2)
-	}
-
-	// Interleave within a step: the second guard checks a step of another
-	// run between the Observe and the Verdict of the first guard's step.
-	r = e.fresh()
-	var inner func()
-	in := &interloper{name: spyName(r), hook: func() { inner() }}
-	g1, _ = e.newGuard(r, in)
-	g2, _ = e.newGuard(r)
-	ref1, ref2 = e.plainGuard(e.fresh()), e.plainGuard(e.fresh())
-	n := len(run)
-	for i := range run {
-		var v2 rule.Verdict
-		inner = func() { v2 = check(g2, run[n-1-i], i) }
-		v1 := check(g1, run[i], i)
-		w1, w2 := check(ref1, run[i], i), check(ref2, run[n-1-i], i)
-		e.sameWhenShared(i, v1, v2, w1, w2)
-	}
+	e.apart(e.fresh(), run)
 
 	// A state made after others have run, by Reset or by a new guard, is
 	// fresh: it answers as a state of a rule that never ran.
+	r := e.fresh()
 	g1, p := e.newGuard(r)
 	half := len(run) / 2
 	for i, s := range run[:half] {
 		check(g1, s, i)
 	}
 	protect("Reset", func() { g1.Reset(context.Background()) })
-	g2, _ = e.newGuard(r)
+	g2, _ := e.newGuard(r)
 	gf, f := e.newGuard(e.fresh())
 	for _, o := range []rule.SnapshotOptions{full, redact} {
 		got, want := e.snap(p, o, "after Reset"), e.snap(f, o, "of a fresh state")
@@ -630,6 +607,39 @@ func independentStates(e *env, run []rule.Step) {
 					after(half), i, showVerdict(got), showVerdict(want))
 			}
 		}
+	}
+}
+
+// apart checks that two guards of r give the verdicts that guards of rules
+// of their own give, whether their steps alternate or one guard's step
+// comes between the Observe and the Verdict of the other's. It runs in one
+// goroutine: run in parallel, states that share memory would be a data race
+// rather than a failure.
+func (e *env) apart(r rule.Rule, run []rule.Step) {
+	// Alternate steps: any state one run leaves shows in the other's.
+	g1, _ := e.newGuard(r)
+	g2, _ := e.newGuard(r)
+	ref1, ref2 := e.plainGuard(e.fresh()), e.plainGuard(e.fresh())
+	for i := range run {
+		v1, w1 := check(g1, run[i], i), check(ref1, run[i], i)
+		v2, w2 := check(g2, run[i], i), check(ref2, run[i], i)
+		e.sameWhenShared(i, v1, v2, w1, w2)
+	}
+
+	// Interleave within a step: the second guard checks a step of another
+	// run between the Observe and the Verdict of the first guard's step.
+	var inner func()
+	in := &interloper{name: spyName(r), hook: func() { inner() }}
+	g1, _ = e.newGuard(r, in)
+	g2, _ = e.newGuard(r)
+	ref1, ref2 = e.plainGuard(e.fresh()), e.plainGuard(e.fresh())
+	n := len(run)
+	for i := range run {
+		var v2 rule.Verdict
+		inner = func() { v2 = check(g2, run[n-1-i], i) }
+		v1 := check(g1, run[i], i)
+		w1, w2 := check(ref1, run[i], i), check(ref2, run[n-1-i], i)
+		e.sameWhenShared(i, v1, v2, w1, w2)
 	}
 }
 

@@ -1,8 +1,3 @@
-// Package guardtest is not migrated to rule.Rule on this branch yet: this
-// test builds only with -tags guardtest until it is (then drop the tag).
-
-//go:build guardtest
-
 package noprogress_test
 
 import (
@@ -16,8 +11,8 @@ import (
 // TestConformance runs, on 30 random runs per property, the detector kit with warnings on (the other options
 // are run by package guardtest's own tests).
 func TestConformance(t *testing.T) {
-	build := func(o noprogress.Options) func() rule.Rule {
-		return func() rule.Rule {
+	build := func(o noprogress.Options) func(*testing.T) rule.Rule {
+		return func(t *testing.T) rule.Rule {
 			d, err := noprogress.New(o)
 			if err != nil {
 				t.Fatal(err)

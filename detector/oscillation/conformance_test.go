@@ -1,8 +1,3 @@
-// Package guardtest is not migrated to rule.Rule on this branch yet: this
-// test builds only with -tags guardtest until it is (then drop the tag).
-
-//go:build guardtest
-
 package oscillation_test
 
 import (
@@ -16,8 +11,8 @@ import (
 // TestConformance runs, on 30 random runs per property, the detector kit on the options beyond the reference
 // (the defaults are run by package guardtest's own tests).
 func TestConformance(t *testing.T) {
-	build := func(o oscillation.Options) func() rule.Rule {
-		return func() rule.Rule { return newRule(t, o) }
+	build := func(o oscillation.Options) func(*testing.T) rule.Rule {
+		return func(t *testing.T) rule.Rule { return newRule(t, o) }
 	}
 	for name, o := range map[string]oscillation.Options{
 		"identical": {RequireIdenticalResults: true, Repeats: 2},

@@ -1,8 +1,3 @@
-// Package guardtest is not migrated to rule.Rule on this branch yet: this
-// test builds only with -tags guardtest until it is (then drop the tag).
-
-//go:build guardtest
-
 package refusal_test
 
 import (
@@ -14,8 +9,8 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	build := func(o refusal.Options) func() rule.Rule {
-		return func() rule.Rule { return newRule(t, o) }
+	build := func(o refusal.Options) func(*testing.T) rule.Rule {
+		return func(t *testing.T) rule.Rule { return newRule(t, o) }
 	}
 	checks := guardtest.WithChecks(100)
 	if raceEnabled || testing.Short() {

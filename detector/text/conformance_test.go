@@ -1,8 +1,3 @@
-// Package guardtest is not migrated to rule.Rule on this branch yet: this
-// test builds only with -tags guardtest until it is (then drop the tag).
-
-//go:build guardtest
-
 package text_test
 
 import (
@@ -14,8 +9,8 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	build := func(o text.Options) func() rule.Rule {
-		return func() rule.Rule { return newDetector(t, o) }
+	build := func(o text.Options) func(*testing.T) rule.Rule {
+		return func(t *testing.T) rule.Rule { return newDetector(t, o) }
 	}
 	checks := guardtest.WithChecks(100)
 	if raceEnabled || testing.Short() {

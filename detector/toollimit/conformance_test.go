@@ -1,8 +1,3 @@
-// Package guardtest is not migrated to rule.Rule on this branch yet: this
-// test builds only with -tags guardtest until it is (then drop the tag).
-
-//go:build guardtest
-
 package toollimit_test
 
 import (
@@ -17,8 +12,8 @@ import (
 // are run by package guardtest's own tests).
 func TestConformance(t *testing.T) {
 	caps := map[string]int{"search": 3, "read": 1, "write": 0}
-	build := func(warn bool) func() rule.Rule {
-		return func() rule.Rule {
+	build := func(warn bool) func(*testing.T) rule.Rule {
+		return func(t *testing.T) rule.Rule {
 			d, err := toollimit.New(toollimit.Options{MaxCalls: caps, Warn: warn})
 			if err != nil {
 				t.Fatal(err)

@@ -1,8 +1,3 @@
-// Package guardtest is not migrated to rule.Rule on this branch yet: this
-// test builds only with -tags guardtest until it is (then drop the tag).
-
-//go:build guardtest
-
 package window_test
 
 import (
@@ -17,8 +12,8 @@ import (
 // TestConformance runs the detector kit on the rule, with and without
 // warnings, and with a guard that ignores a tool.
 func TestConformance(t *testing.T) {
-	build := func(o window.Options) func() rule.Rule {
-		return func() rule.Rule { return newDetector(t, o) }
+	build := func(o window.Options) func(*testing.T) rule.Rule {
+		return func(t *testing.T) rule.Rule { return newDetector(t, o) }
 	}
 	for name, o := range map[string]window.Options{
 		"default": {},

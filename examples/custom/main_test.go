@@ -55,20 +55,20 @@ func newGuard(t *testing.T, threshold int) *guard.Guard {
 	return g
 }
 
-// newSaver returns a fresh state of FailStreak, which is a rule.Saver.
-func newSaver(t *testing.T, threshold int) interface {
+// saverState is FailStreak's state: a State and a Saver.
+type saverState interface {
 	rule.State
 	rule.Saver
-} {
+}
+
+// newSaver returns a fresh state of FailStreak.
+func newSaver(t *testing.T, threshold int) saverState {
 	t.Helper()
 	r, err := NewFailStreak(threshold)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, ok := r.NewState().(interface {
-		rule.State
-		rule.Saver
-	})
+	st, ok := r.NewState().(saverState)
 	if !ok {
 		t.Fatal("the state of FailStreak is not a rule.Saver")
 	}

@@ -174,7 +174,7 @@ func (t *Turn) judge(ctx context.Context, c ToolCall, known callSum) (d Decision
 	b.sums = append(b.sums, known)
 	b.sticky = true
 	if g.b != nil {
-		if err := g.b.View(ctx, func(m *Guard) { d, step = m.preflightFacts(b, false) }); err != nil {
+		if d, step, err = viewPreflight(ctx, g.b, b); err != nil {
 			return Decision{}, 0, callSum{}, false, err
 		}
 	} else {
@@ -184,6 +184,15 @@ func (t *Turn) judge(ctx context.Context, c ToolCall, known callSum) (d Decision
 	// is no refusal of the model's: the turn's step leaves it out.
 	own = !b.stopped && d.Detector != PolicyRule
 	return d, step, b.sums[len(b.sums)-1], own, nil
+}
+
+// viewPreflight judges the calls of b on the newest state of a backend's
+// run. It is a function of its own so that the variables its closure
+// captures are its own: captured in judge, they would move to the heap on
+// every judgement of a guard in memory too.
+func viewPreflight(ctx context.Context, be Backend, b *factsBuf) (d Decision, step int, err error) {
+	err = be.View(ctx, func(m *Guard) { d, step = m.preflightFacts(b, false) })
+	return d, step, err
 }
 
 // Run runs one call of the turn if the guard allows it, and records its

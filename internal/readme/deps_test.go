@@ -9,5 +9,6 @@ import (
 	_ "github.com/loopguard/loopguard/detector/finish"
 	_ "github.com/loopguard/loopguard/guard"
 	_ "github.com/loopguard/loopguard/guardtest"
+	_ "github.com/loopguard/loopguard/rule"
 	_ "github.com/loopguard/loopguard/snapshot"
 )
