@@ -779,7 +779,7 @@ func TestFrozenClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := ruletest.Check(t, g, step); !v.Stop || v.Reason != rule.ReasonBudget {
+	if v := ruletest.Check(t, g, step); !v.Stop || v.Reason != budget.ReasonBudget {
 		t.Errorf("with a jumping clock: %v, want a budget stop", guard.Explain(v))
 	}
 
@@ -796,7 +796,7 @@ func TestFrozenClock(t *testing.T) {
 			t.Fatalf("with a frozen clock, step %d: %v", i, guard.Explain(v))
 		}
 	}
-	if v := ruletest.Check(t, g, step); !v.Stop || v.Reason != rule.ReasonBudget {
+	if v := ruletest.Check(t, g, step); !v.Stop || v.Reason != budget.ReasonBudget {
 		t.Errorf("with a frozen clock, after 1000 ms of steps: %v, want a budget stop", guard.Explain(v))
 	}
 }

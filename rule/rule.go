@@ -146,20 +146,6 @@ const (
 	PhaseCheck = core.PhaseCheck
 	// PhasePreflight is the phase of calls before they run.
 	PhasePreflight = core.PhasePreflight
-	// ReasonMaxSteps is the reason of a stop at the step limit.
-	ReasonMaxSteps = core.ReasonMaxSteps
-	// ReasonToolLimit is the reason of a stop at a tool's cap.
-	ReasonToolLimit = core.ReasonToolLimit
-	// ReasonRepeatedToolCall is the reason of a stop on repeated calls.
-	ReasonRepeatedToolCall = core.ReasonRepeatedToolCall
-	// ReasonOscillation is the reason of a stop on a cycle of calls.
-	ReasonOscillation = core.ReasonOscillation
-	// ReasonNoProgress is the reason of a stop on steps that change nothing.
-	ReasonNoProgress = core.ReasonNoProgress
-	// ReasonFinishReason is the reason of a stop on a finish reason.
-	ReasonFinishReason = core.ReasonFinishReason
-	// ReasonBudget is the reason of a stop on a spent budget.
-	ReasonBudget = core.ReasonBudget
 	// ReasonCustom is the reason of a stop that gives none.
 	ReasonCustom = core.ReasonCustom
 	// CodeCustom is the code of a stop that gives none.

@@ -21,8 +21,8 @@ import (
 
 	lganthropic "github.com/loopguard/loopguard/adapters/anthropic"
 	"github.com/loopguard/loopguard/detector"
+	"github.com/loopguard/loopguard/detector/finish"
 	"github.com/loopguard/loopguard/guard"
-	"github.com/loopguard/loopguard/rule"
 )
 
 // replay is a fake Messages API that answers each request with the next
@@ -286,7 +286,7 @@ func TestToolRunnerParallelCalls(t *testing.T) {
 		}
 		verdicts = append(verdicts, v)
 	}
-	if len(verdicts) != 2 || verdicts[0].Stop || verdicts[1].Reason != rule.ReasonFinishReason || guard.IsFault(verdicts[1]) {
+	if len(verdicts) != 2 || verdicts[0].Stop || verdicts[1].Reason != finish.ReasonFinishReason || guard.IsFault(verdicts[1]) {
 		t.Errorf("verdicts %+v, want go on, then a normal finish", verdicts)
 	}
 	if runs != 3 {

@@ -15,8 +15,8 @@ import (
 
 	lgopenai "github.com/loopguard/loopguard/adapters/openai"
 	"github.com/loopguard/loopguard/detector"
+	"github.com/loopguard/loopguard/detector/finish"
 	"github.com/loopguard/loopguard/guard"
-	"github.com/loopguard/loopguard/rule"
 )
 
 func newGuard(t *testing.T) *guard.Guard {
@@ -185,7 +185,7 @@ func TestChatRecoversAfterRefusal(t *testing.T) {
 	tool := new(forecast)
 	got, v := runChat(t, g, client, tool)
 	want := outcome{
-		Turns: 4, Stop: true, Reason: rule.ReasonFinishReason, Code: "FINISH_TERMINAL",
+		Turns: 4, Stop: true, Reason: finish.ReasonFinishReason, Code: "FINISH_TERMINAL",
 		Refused:  []string{"", "", "REPEATED_TOOL_CALL", ""},
 		ToolRuns: 2, StopErr: false, // a normal finish is not an error
 	}
@@ -205,7 +205,7 @@ func TestChatParallelCalls(t *testing.T) {
 	tool := new(forecast)
 	got, _ := runChat(t, g, client, tool)
 	want := outcome{
-		Turns: 2, Stop: true, Reason: rule.ReasonFinishReason, Code: "FINISH_TERMINAL",
+		Turns: 2, Stop: true, Reason: finish.ReasonFinishReason, Code: "FINISH_TERMINAL",
 		Refused:  []string{"REPEATED_TOOL_CALL", ""},
 		ToolRuns: 3,
 	}

@@ -16,8 +16,8 @@ import (
 
 	lgotel "github.com/loopguard/loopguard/adapters/otel"
 	"github.com/loopguard/loopguard/detector"
+	"github.com/loopguard/loopguard/detector/budget"
 	"github.com/loopguard/loopguard/guard"
-	"github.com/loopguard/loopguard/rule"
 )
 
 // rig is an observer wired to an in-memory span recorder and a manual
@@ -283,7 +283,7 @@ func TestStepBuckets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs.Observe(context.Background(), guard.Event{Step: 49, Verdict: guard.Verdict{Stop: true, Reason: rule.ReasonMaxSteps, Code: "MAX_STEPS"}})
+	obs.Observe(context.Background(), guard.Event{Step: 49, Verdict: guard.Verdict{Stop: true, Reason: budget.ReasonMaxSteps, Code: "MAX_STEPS"}})
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loopguard/loopguard/detector/repeat"
 	"github.com/loopguard/loopguard/guard"
-	"github.com/loopguard/loopguard/rule"
 )
 
 // TestTimelineWindows feeds timelines runs of n steps with a fault stop at
@@ -17,7 +17,7 @@ import (
 // the first headSteps, the beforeStop steps up to and including the stop,
 // the afterStop after it and the last one, and gaps that count the others.
 func TestTimelineWindows(t *testing.T) {
-	fault := &guard.Verdict{Stop: true, Reason: rule.ReasonRepeatedToolCall, Code: "REPEATED_TOOL_CALL"}
+	fault := &guard.Verdict{Stop: true, Reason: repeat.ReasonRepeatedToolCall, Code: "REPEATED_TOOL_CALL"}
 	type run struct{ n, stop int }
 	var runs []run
 	for _, n := range []int{1, 2, maxDrawnSteps - 1, maxDrawnSteps, maxDrawnSteps + 1, 2 * maxDrawnSteps, 100_000} {

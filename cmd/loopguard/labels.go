@@ -14,9 +14,11 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/loopguard/loopguard/detector/budget"
+	"github.com/loopguard/loopguard/detector/finish"
+	"github.com/loopguard/loopguard/detector/toollimit"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/escape"
-	"github.com/loopguard/loopguard/rule"
 )
 
 // This file holds audit --labels: scoring the audited runs against a
@@ -277,9 +279,9 @@ func kindOf(s *stopReport) stopKind {
 		return normalStop
 	}
 	switch s.Reason {
-	case rule.ReasonMaxSteps, rule.ReasonBudget, rule.ReasonToolLimit:
+	case budget.ReasonMaxSteps, budget.ReasonBudget, toollimit.ReasonToolLimit:
 		return limitStop
-	case rule.ReasonFinishReason:
+	case finish.ReasonFinishReason:
 		return otherFault
 	}
 	return patternStop

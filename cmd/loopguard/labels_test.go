@@ -12,6 +12,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/loopguard/loopguard/detector/budget"
+	"github.com/loopguard/loopguard/detector/finish"
+	"github.com/loopguard/loopguard/detector/noprogress"
+	"github.com/loopguard/loopguard/detector/oscillation"
+	"github.com/loopguard/loopguard/detector/repeat"
+	"github.com/loopguard/loopguard/detector/toollimit"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/rule"
 )
@@ -27,7 +33,7 @@ func stopAt(reason guard.Reason, line int, fault bool) *stopReport {
 }
 
 func TestJudge(t *testing.T) {
-	pattern := func(line int) *stopReport { return stopAt(rule.ReasonRepeatedToolCall, line, true) }
+	pattern := func(line int) *stopReport { return stopAt(repeat.ReasonRepeatedToolCall, line, true) }
 	loops := func(start int) *labelEntry { return &labelEntry{Label: labelLoops, LoopStart: start} }
 	healthy := &labelEntry{Label: labelHealthy}
 	unclear := &labelEntry{Label: labelUnclear}
@@ -47,32 +53,32 @@ func TestJudge(t *testing.T) {
 		{"no loop_start: caught, lead unknown", loops(0), runReport{Steps: 9, Stop: pattern(2)}, outcomeCaught, nil},
 		{"a custom rule is a pattern", loops(2), runReport{Steps: 9, Stop: stopAt("my-rule", 4, true)}, outcomeCaught, lead(2)},
 		{"the default custom reason is a pattern", loops(2), runReport{Steps: 9, Stop: stopAt(rule.ReasonCustom, 2, true)}, outcomeCaught, lead(0)},
-		{"oscillation", loops(2), runReport{Steps: 9, Stop: stopAt(rule.ReasonOscillation, 3, true)}, outcomeCaught, lead(1)},
-		{"no-progress", loops(2), runReport{Steps: 9, Stop: stopAt(rule.ReasonNoProgress, 3, true)}, outcomeCaught, lead(1)},
-		{"max-steps is a limit", loops(2), runReport{Steps: 9, Stop: stopAt(rule.ReasonMaxSteps, 8, true)}, outcomeLimit, nil},
-		{"budget is a limit", loops(2), runReport{Steps: 9, Stop: stopAt(rule.ReasonBudget, 8, true)}, outcomeLimit, nil},
-		{"tool-limit is a limit", loops(2), runReport{Steps: 9, Stop: stopAt(rule.ReasonToolLimit, 8, true)}, outcomeLimit, nil},
-		{"a limit before loop_start is a limit", loops(5), runReport{Steps: 9, Stop: stopAt(rule.ReasonMaxSteps, 1, true)}, outcomeLimit, nil},
-		{"a finish-reason fault is missed", loops(2), runReport{Steps: 9, Stop: stopAt(rule.ReasonFinishReason, 8, true)}, outcomeMissed, nil},
-		{"a normal finish is missed", loops(2), runReport{Steps: 9, Stop: stopAt(rule.ReasonFinishReason, 1, false)}, outcomeMissed, nil},
+		{"oscillation", loops(2), runReport{Steps: 9, Stop: stopAt(oscillation.ReasonOscillation, 3, true)}, outcomeCaught, lead(1)},
+		{"no-progress", loops(2), runReport{Steps: 9, Stop: stopAt(noprogress.ReasonNoProgress, 3, true)}, outcomeCaught, lead(1)},
+		{"max-steps is a limit", loops(2), runReport{Steps: 9, Stop: stopAt(budget.ReasonMaxSteps, 8, true)}, outcomeLimit, nil},
+		{"budget is a limit", loops(2), runReport{Steps: 9, Stop: stopAt(budget.ReasonBudget, 8, true)}, outcomeLimit, nil},
+		{"tool-limit is a limit", loops(2), runReport{Steps: 9, Stop: stopAt(toollimit.ReasonToolLimit, 8, true)}, outcomeLimit, nil},
+		{"a limit before loop_start is a limit", loops(5), runReport{Steps: 9, Stop: stopAt(budget.ReasonMaxSteps, 1, true)}, outcomeLimit, nil},
+		{"a finish-reason fault is missed", loops(2), runReport{Steps: 9, Stop: stopAt(finish.ReasonFinishReason, 8, true)}, outcomeMissed, nil},
+		{"a normal finish is missed", loops(2), runReport{Steps: 9, Stop: stopAt(finish.ReasonFinishReason, 1, false)}, outcomeMissed, nil},
 		{"no stop is missed", loops(2), runReport{Steps: 9}, outcomeMissed, nil},
 		{"no stop, no loop_start", loops(0), runReport{Steps: 9}, outcomeMissed, nil},
 
 		// healthy: the boundary at the last step.
 		{"fault stop at the last step is at end", healthy, runReport{Steps: 9, Stop: pattern(9)}, outcomeAtEnd, nil},
 		{"fault stop at the step before the last is false", healthy, runReport{Steps: 9, Stop: pattern(8)}, outcomeFalseStop, nil},
-		{"a limit before the last step is false", healthy, runReport{Steps: 9, Stop: stopAt(rule.ReasonMaxSteps, 8, true)}, outcomeFalseStop, nil},
-		{"a limit at the last step is at end", healthy, runReport{Steps: 9, Stop: stopAt(rule.ReasonMaxSteps, 9, true)}, outcomeAtEnd, nil},
-		{"a finish-reason fault before the end is false", healthy, runReport{Steps: 9, Stop: stopAt(rule.ReasonFinishReason, 3, true)}, outcomeFalseStop, nil},
-		{"a normal finish before the end is clean", healthy, runReport{Steps: 9, Stop: stopAt(rule.ReasonFinishReason, 1, false)}, outcomeClean, nil},
+		{"a limit before the last step is false", healthy, runReport{Steps: 9, Stop: stopAt(budget.ReasonMaxSteps, 8, true)}, outcomeFalseStop, nil},
+		{"a limit at the last step is at end", healthy, runReport{Steps: 9, Stop: stopAt(budget.ReasonMaxSteps, 9, true)}, outcomeAtEnd, nil},
+		{"a finish-reason fault before the end is false", healthy, runReport{Steps: 9, Stop: stopAt(finish.ReasonFinishReason, 3, true)}, outcomeFalseStop, nil},
+		{"a normal finish before the end is clean", healthy, runReport{Steps: 9, Stop: stopAt(finish.ReasonFinishReason, 1, false)}, outcomeClean, nil},
 		{"no stop is clean", healthy, runReport{Steps: 9}, outcomeClean, nil},
 		{"one step, stopped at it", healthy, runReport{Steps: 1, Stop: pattern(1)}, outcomeAtEnd, nil},
-		{"the last step, not the last line, counts", healthy, runReport{Steps: 3, Stop: &stopReport{Step: 2, Line: 7, Reason: rule.ReasonNoProgress, Fault: true}}, outcomeAtEnd, nil},
+		{"the last step, not the last line, counts", healthy, runReport{Steps: 3, Stop: &stopReport{Step: 2, Line: 7, Reason: noprogress.ReasonNoProgress, Fault: true}}, outcomeAtEnd, nil},
 
 		// unclear: reported, not scored.
 		{"unclear stopped", unclear, runReport{Steps: 9, Stop: pattern(2)}, outcomeStopped, nil},
-		{"unclear stopped by a limit", unclear, runReport{Steps: 9, Stop: stopAt(rule.ReasonMaxSteps, 9, true)}, outcomeStopped, nil},
-		{"unclear finished", unclear, runReport{Steps: 9, Stop: stopAt(rule.ReasonFinishReason, 2, false)}, outcomeFinished, nil},
+		{"unclear stopped by a limit", unclear, runReport{Steps: 9, Stop: stopAt(budget.ReasonMaxSteps, 9, true)}, outcomeStopped, nil},
+		{"unclear finished", unclear, runReport{Steps: 9, Stop: stopAt(finish.ReasonFinishReason, 2, false)}, outcomeFinished, nil},
 		{"unclear not stopped", unclear, runReport{Steps: 9}, outcomeClean, nil},
 
 		// not scored at all.

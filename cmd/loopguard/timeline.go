@@ -7,16 +7,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/loopguard/loopguard/canonical"
-	"github.com/loopguard/loopguard/detector/budget"
-	failrule "github.com/loopguard/loopguard/detector/failure"
-	"github.com/loopguard/loopguard/detector/noprogress"
-	"github.com/loopguard/loopguard/detector/oscillation"
-	"github.com/loopguard/loopguard/detector/refusal"
-	"github.com/loopguard/loopguard/detector/repeat"
-	"github.com/loopguard/loopguard/detector/stall"
-	"github.com/loopguard/loopguard/detector/text"
-	"github.com/loopguard/loopguard/detector/toollimit"
-	"github.com/loopguard/loopguard/detector/window"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/ring"
 	"github.com/loopguard/loopguard/rule"
@@ -235,8 +225,8 @@ func (t *timeline) add(e trace.Entry, rec *record, s *session) {
 	// A guard in memory never fails to give its summary.
 	if sum, err := s.g.Summary(context.Background()); err == nil {
 		m.values = make([]float64, len(t.meters))
-		for i, mt := range t.meters {
-			m.values[i] = mt.read(&sum)
+		for i := range t.meters {
+			m.values[i] = t.meters[i].value(&sum)
 		}
 	}
 	t.keep(m)
@@ -328,99 +318,31 @@ func (p *probe) Observe(f *rule.Facts) {
 // A meter is a rule's counter, drawn under the timeline: its value after
 // each step, against the value that stops the run.
 type meter struct {
-	name  string  // the detector's name
+	name  string  // the rule's name
 	label string  // what the counter counts
 	limit float64 // the value that stops the run
 	ratio bool    // the value is a ratio of a limit (shown in percent)
-	read  func(*guard.Summary) float64
+	read  func(summary any, c rule.Counters) float64
 }
 
-// meters returns the counters of the detectors that have one, in the
-// guard's order. Custom detectors have none.
-func meters(dets []rule.Rule) []meter {
+// meters returns the counters of the rules that have one (rule.Metered), in
+// the guard's order.
+func meters(rules []rule.Rule) []meter {
 	var ms []meter
-	for _, d := range dets {
-		name := d.Name()
-		summary := func(s *guard.Summary) any { return s.Detectors[name] }
-		switch o := d.Options().(type) {
-		case budget.Options:
-			limits := map[string]float64{"totalTokens": o.MaxTotalTokens.Value, "inputTokens": o.MaxInputTokens.Value,
-				"outputTokens": o.MaxOutputTokens.Value, "costUsd": o.MaxCostUSD.Value, "durationMs": o.MaxDurationMs.Value}
-			ms = append(ms, meter{name: name, label: "budget use", limit: 1, ratio: true, read: func(s *guard.Summary) float64 {
-				use := 0.0
-				if o.MaxSteps > 0 {
-					use = float64(s.Steps) / float64(o.MaxSteps)
-				}
-				values := map[string]float64{"totalTokens": float64(s.Totals.TotalTokens), "inputTokens": float64(s.Totals.InputTokens),
-					"outputTokens": float64(s.Totals.OutputTokens), "costUsd": s.Totals.CostUSD, "durationMs": float64(s.Totals.Duration.Milliseconds())}
-				for metric, limit := range limits {
-					if limit > 0 {
-						use = max(use, values[metric]/limit)
-					}
-				}
-				return use
-			}})
-		case toollimit.Options:
-			if len(o.MaxCalls) == 0 {
-				continue
-			}
-			// A tool is stopped at the call after its cap.
-			ms = append(ms, meter{name: name, label: "tool cap", limit: 1, ratio: true, read: func(s *guard.Summary) float64 {
-				counts, _ := summary(s).(map[string]toollimit.Count)
-				use := 0.0
-				for _, c := range counts {
-					use = max(use, float64(c.Calls)/float64(c.Limit+1))
-				}
-				return use
-			}})
-		case refusal.Options:
-			ms = append(ms, meter{name: name, label: "refusals", limit: float64(o.Threshold), read: func(s *guard.Summary) float64 {
-				v, _ := summary(s).(refusal.Summary)
-				return float64(v.MaxCount)
-			}})
-		case repeat.Options:
-			ms = append(ms, meter{name: name, label: "repeat run", limit: float64(o.Threshold), read: func(s *guard.Summary) float64 {
-				v, _ := summary(s).(repeat.Summary)
-				return float64(v.Count)
-			}})
-		case failrule.Options:
-			// Three counts stop: of one failure, of one failure of one
-			// call, of one failure from two calls.
-			ms = append(ms, meter{name: name, label: "same failure", limit: 1, ratio: true, read: func(s *guard.Summary) float64 {
-				v, _ := summary(s).(failrule.Summary)
-				return max(float64(v.MaxCount)/float64(o.Threshold), float64(v.MaxSameCall)/float64(o.SameCall),
-					float64(v.MaxTwoCalls)/float64(o.SameCall+1))
-			}})
-		case window.Options:
-			// The window may hold Threshold same calls: one more stops.
-			ms = append(ms, meter{name: name, label: "window count", limit: float64(o.Threshold + 1), read: func(s *guard.Summary) float64 {
-				v, _ := summary(s).(window.Summary)
-				return float64(v.MaxCount)
-			}})
-		case oscillation.Options:
-			ms = append(ms, meter{name: name, label: "cycle rounds", limit: float64(o.Repeats), read: func(s *guard.Summary) float64 {
-				v, _ := summary(s).(oscillation.Summary)
-				if v.Period == 0 {
-					return 0
-				}
-				return float64(v.Calls) / float64(v.Period)
-			}})
-		case noprogress.Options:
-			ms = append(ms, meter{name: name, label: "no progress", limit: float64(o.Threshold), read: func(s *guard.Summary) float64 {
-				v, _ := summary(s).(noprogress.Summary)
-				return float64(v.StalledSteps)
-			}})
-		case text.Options:
-			ms = append(ms, meter{name: name, label: "same text", limit: float64(o.Threshold), read: func(s *guard.Summary) float64 {
-				v, _ := summary(s).(text.Summary)
-				return float64(v.MaxCount)
-			}})
-		case stall.Options:
-			ms = append(ms, meter{name: name, label: "stall", limit: float64(o.Threshold), read: func(s *guard.Summary) float64 {
-				v, _ := summary(s).(stall.Summary)
-				return float64(v.StalledSteps)
-			}})
+	for _, r := range rules {
+		m, ok := r.(rule.Metered)
+		if !ok {
+			continue
+		}
+		if mt, ok := m.Meter(); ok && mt.Read != nil {
+			ms = append(ms, meter{name: r.Name(), label: mt.Label, limit: mt.Limit, ratio: mt.Ratio, read: mt.Read})
 		}
 	}
 	return ms
+}
+
+// value is m's value in the guard's summary s.
+func (m *meter) value(s *guard.Summary) float64 {
+	return m.read(s.Detectors[m.name], rule.Counters{Steps: s.Steps, ToolCalls: s.ToolCalls,
+		FailedToolCalls: s.FailedToolCalls, Totals: s.Totals})
 }

@@ -36,7 +36,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/rule"
 )
 
@@ -52,6 +51,14 @@ const (
 	CodeDurationMs   = "BUDGET_DURATION_MS"
 	CodeMaxSteps     = "MAX_STEPS"
 	CodeWarning      = "BUDGET_WARNING"
+)
+
+// The reasons of the rule's stops.
+const (
+	// ReasonMaxSteps is the reason of a stop at the step limit.
+	ReasonMaxSteps rule.Reason = "max-steps"
+	// ReasonBudget is the reason of a stop on a spent budget.
+	ReasonBudget rule.Reason = "budget"
 )
 
 // The metrics, as evidence and warnings name them.
@@ -112,12 +119,24 @@ type Evidence struct {
 	Limit float64 `json:"limit"`
 }
 
+// Hint says what such a stop usually means, for guard.Explain (a
+// [rule.Hinter]).
+func (Evidence) Hint() string {
+	return "a token, cost or time budget is spent"
+}
+
 // StepsEvidence is the evidence of a step-limit stop.
 type StepsEvidence struct {
 	// Steps is the number of steps recorded.
 	Steps int `json:"steps"`
 	// Limit is the step limit.
 	Limit int `json:"limit"`
+}
+
+// Hint says what such a stop usually means, for guard.Explain (a
+// [rule.Hinter]).
+func (StepsEvidence) Hint() string {
+	return "the run used all its steps; raise the limit or give the agent a clearer goal"
 }
 
 // The metrics, in the order they are judged.
@@ -327,7 +346,7 @@ func (s *state) verdict(r *reading, p rule.Phase) rule.Verdict {
 				Code: CodeWarning, Metric: metrics[i].name, Value: value, Limit: l.Value, Ratio: ratio,
 				Detail: s.warningDetail(metrics[i].name, value, l.Value, ratio),
 			}
-			w.Feedback = feedback.ForWarning(w)
+			w.Feedback = warningFeedback(w)
 			v.Warnings = append(v.Warnings, w)
 		}
 	}
@@ -335,8 +354,9 @@ func (s *state) verdict(r *reading, p rule.Phase) rule.Verdict {
 	case r.stop == noStop:
 		return v
 	case r.stop == maxSteps:
-		v.Reason, v.Code = rule.ReasonMaxSteps, CodeMaxSteps
-		v.Evidence = StepsEvidence{Steps: r.steps, Limit: d.maxSteps}
+		v.Reason, v.Code = ReasonMaxSteps, CodeMaxSteps
+		ev := StepsEvidence{Steps: r.steps, Limit: d.maxSteps}
+		v.Evidence, v.Feedback = ev, ev.feedback(p)
 		if p == rule.PhasePreflight {
 			v.Detail = fmt.Sprintf("%d steps are already recorded; the limit is %d", r.steps, d.maxSteps)
 		} else {
@@ -344,8 +364,9 @@ func (s *state) verdict(r *reading, p rule.Phase) rule.Verdict {
 		}
 	default:
 		m, value, limit := metrics[r.stop], r.values[r.stop], d.limits[r.stop].Value
-		v.Reason, v.Code = rule.ReasonBudget, m.code
-		v.Evidence = Evidence{Metric: m.name, Value: value, Limit: limit}
+		v.Reason, v.Code = ReasonBudget, m.code
+		ev := Evidence{Metric: m.name, Value: value, Limit: limit}
+		v.Evidence, v.Feedback = ev, ev.feedback(p)
 		verb := "reached"
 		if p == rule.PhasePreflight {
 			verb = "has already reached"
@@ -353,7 +374,6 @@ func (s *state) verdict(r *reading, p rule.Phase) rule.Verdict {
 		v.Detail = fmt.Sprintf("%s %s its limit: %s of %s", m.name, verb, rule.FormatNumber(value), rule.FormatNumber(limit))
 	}
 	v.Stop = true
-	v.Feedback = feedback.For(v, p)
 	return v
 }
 

@@ -12,7 +12,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/loopguard/loopguard/detector/budget"
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/testutil"
 	"github.com/loopguard/loopguard/rule"
@@ -75,12 +74,17 @@ func newGuard(t testing.TB, o budget.Options) *guard.Guard {
 
 func finish(v guard.Verdict, p guard.Phase) guard.Verdict {
 	v.Stop, v.Detector = true, budget.Name
-	v.Feedback = feedback.For(v, p)
+	switch ev := v.Evidence.(type) {
+	case budget.Evidence:
+		v.Feedback = ev.Feedback(p)
+	case budget.StepsEvidence:
+		v.Feedback = ev.Feedback(p)
+	}
 	return v
 }
 
 func spent(metric, code string, value, limit float64, ws ...guard.Warning) guard.Verdict {
-	v := finish(guard.Verdict{Reason: rule.ReasonBudget, Code: code,
+	v := finish(guard.Verdict{Reason: budget.ReasonBudget, Code: code,
 		Detail:   fmt.Sprintf("%s reached its limit: %s of %s", metric, rule.FormatNumber(value), rule.FormatNumber(limit)),
 		Evidence: budget.Evidence{Metric: metric, Value: value, Limit: limit}}, guard.PhaseCheck)
 	v.Warnings = ws
@@ -88,7 +92,7 @@ func spent(metric, code string, value, limit float64, ws ...guard.Warning) guard
 }
 
 func steps(n, limit int, ws ...guard.Warning) guard.Verdict {
-	v := finish(guard.Verdict{Reason: rule.ReasonMaxSteps, Code: budget.CodeMaxSteps,
+	v := finish(guard.Verdict{Reason: budget.ReasonMaxSteps, Code: budget.CodeMaxSteps,
 		Detail:   fmt.Sprintf("step %d reached the limit of %d steps", n, limit),
 		Evidence: budget.StepsEvidence{Steps: n, Limit: limit}}, guard.PhaseCheck)
 	v.Warnings = ws
@@ -101,7 +105,7 @@ func warn(metric string, value, limit float64) guard.Warning {
 		Detail: fmt.Sprintf("%s is at %s of its limit %s (%s%%)", metric, rule.FormatNumber(value),
 			rule.FormatNumber(limit), rule.FormatNumber(math.Round(ratio*1000)/10)),
 		Detector: budget.Name}
-	w.Feedback = feedback.ForWarning(w)
+	w.Feedback = budget.WarningFeedback(w)
 	return w
 }
 
@@ -331,13 +335,13 @@ func refuse(v guard.Verdict) guard.Decision {
 }
 
 func refuseSteps(n, limit int) guard.Decision {
-	return refuse(finish(guard.Verdict{Reason: rule.ReasonMaxSteps, Code: budget.CodeMaxSteps,
+	return refuse(finish(guard.Verdict{Reason: budget.ReasonMaxSteps, Code: budget.CodeMaxSteps,
 		Detail:   fmt.Sprintf("%d steps are already recorded; the limit is %d", n, limit),
 		Evidence: budget.StepsEvidence{Steps: n, Limit: limit}}, guard.PhasePreflight))
 }
 
 func refuseBudget(metric, code string, value, limit float64) guard.Decision {
-	return refuse(finish(guard.Verdict{Reason: rule.ReasonBudget, Code: code,
+	return refuse(finish(guard.Verdict{Reason: budget.ReasonBudget, Code: code,
 		Detail:   fmt.Sprintf("%s has already reached its limit: %s of %s", metric, rule.FormatNumber(value), rule.FormatNumber(limit)),
 		Evidence: budget.Evidence{Metric: metric, Value: value, Limit: limit}}, guard.PhasePreflight))
 }

@@ -49,7 +49,6 @@ import (
 	"slices"
 
 	"github.com/loopguard/loopguard/canonical"
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/internal/ring"
 	"github.com/loopguard/loopguard/rule"
 )
@@ -60,8 +59,8 @@ const Name = "failure"
 // Code is the code of the rule's stops, and WarningCode that of its
 // warnings.
 const (
-	Code        = feedback.CodeRepeatedFailure
-	WarningCode = feedback.CodeRepeatedFailureWarning
+	Code        = "REPEATED_FAILURE"
+	WarningCode = "REPEATED_FAILURE_WARNING"
 )
 
 // ReasonRepeatedFailure is the reason of the rule's stops.
@@ -141,6 +140,12 @@ type Evidence struct {
 	// ArgsPreview is a short preview of the last failing call's
 	// arguments.
 	ArgsPreview string `json:"argsPreview"`
+}
+
+// Hint says what such a stop usually means, for guard.Explain (a
+// [rule.Hinter]).
+func (Evidence) Hint() string {
+	return "the same tool keeps failing the same way, whatever the arguments"
 }
 
 // entry is one call in the window: its tool (a hash of the name), its
@@ -402,7 +407,7 @@ func (d *state) Observe(f *rule.Facts) {
 			Detail: fmt.Sprintf("tool %s failed %s %d times within the last %d calls; one more stops the run (threshold %d)",
 				rule.Quote(warn.Tool), what, warnCount, d.opts.Window, warnLimit),
 		}
-		w.Feedback = feedback.ForWarning(w)
+		w.Feedback = warningFeedback(w)
 		d.verdict.Warnings = []rule.Warning{w}
 	}
 }
@@ -428,7 +433,7 @@ func (d *state) stop(c *rule.Call, e entry, count, calls int) rule.Verdict {
 			rule.Quote(c.Tool), what, count, ev.Window, ev.ArgsPreview, ev.Threshold),
 		Evidence: ev,
 	}
-	v.Feedback = feedback.For(v, rule.PhaseCheck)
+	v.Feedback = ev.feedback()
 	return v
 }
 

@@ -15,7 +15,6 @@ import (
 	"github.com/loopguard/loopguard/canonical"
 	"github.com/loopguard/loopguard/detector/failure"
 	"github.com/loopguard/loopguard/detector/internal/ruletest"
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/testutil"
 	"github.com/loopguard/loopguard/rule"
@@ -339,7 +338,7 @@ func TestSameCall(t *testing.T) {
 	t.Run("warns one step before", func(t *testing.T) {
 		vs := run(t, newGuard(t, failure.Options{Warn: true}, guard.Config{}), steps(track("A"), track("A"), track("A")))
 		want := []guard.Warning{{Code: failure.WarningCode, Tool: "track", Value: 2, Limit: 3, Ratio: 2.0 / 3, Detector: failure.Name}}
-		want[0].Feedback = feedback.ForWarning(want[0])
+		want[0].Feedback = failure.WarningFeedback(want[0])
 		if len(vs[0].Warnings) != 0 {
 			t.Errorf("first failure warned: %v", vs[0].Warnings)
 		}
@@ -353,7 +352,7 @@ func TestSameCall(t *testing.T) {
 		// in turn.
 		vs = run(t, newGuard(t, failure.Options{Warn: true}, guard.Config{}), steps(track("A"), track("A"), track("B"), track("B")))
 		want = []guard.Warning{{Code: failure.WarningCode, Tool: "track", Value: 3, Limit: 4, Ratio: 3.0 / 4, Detector: failure.Name}}
-		want[0].Feedback = feedback.ForWarning(want[0])
+		want[0].Feedback = failure.WarningFeedback(want[0])
 		if diff := cmp.Diff(want, vs[2].Warnings, cmpopts.IgnoreFields(guard.Warning{}, "Detail")); diff != "" {
 			t.Errorf("warning one short of two calls in turn (-want +got):\n%s", diff)
 		}
@@ -401,7 +400,7 @@ func TestWithinAStep(t *testing.T) {
 	want := guard.Verdict{Stop: true, Reason: failure.ReasonRepeatedFailure, Code: failure.Code, Detector: failure.Name,
 		Evidence: failure.Evidence{Tool: "str_replace", Count: 3, Threshold: 3, Window: 10, StepIndexes: []int{0, 1, 2},
 			ArgsPreview: `{"new_str":"pass","old_str":"a3","path":"/repo/app.py"}`}}
-	want.Feedback = feedback.For(want, guard.PhaseCheck)
+	want.Feedback = want.Evidence.(failure.Evidence).Feedback()
 	if diff := cmp.Diff(want, v, cmpopts.IgnoreFields(guard.Verdict{}, "Detail")); diff != "" {
 		t.Errorf("verdict (-want +got):\n%s", diff)
 	}
@@ -423,7 +422,7 @@ func TestWarn(t *testing.T) {
 	}
 	want := []guard.Warning{{Code: failure.WarningCode, Tool: "str_replace", Value: 2, Limit: 3, Ratio: 2.0 / 3,
 		Detector: failure.Name}}
-	want[0].Feedback = feedback.ForWarning(want[0])
+	want[0].Feedback = failure.WarningFeedback(want[0])
 	if diff := cmp.Diff(want, vs[1].Warnings, cmpopts.IgnoreFields(guard.Warning{}, "Detail")); diff != "" {
 		t.Errorf("warning one short of the threshold (-want +got):\n%s", diff)
 	}

@@ -31,7 +31,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/rule"
 )
 
@@ -48,6 +47,9 @@ const (
 	// tool calls, under the StopIfTextOnly policy.
 	CodeOtherTextOnly = "FINISH_OTHER_TEXT_ONLY"
 )
+
+// ReasonFinishReason is the reason of the rule's stops.
+const ReasonFinishReason rule.Reason = "finish-reason"
 
 // ToolCalls is the normalised finish reason that lets a run go on.
 const ToolCalls = "tool-calls"
@@ -108,6 +110,12 @@ type Evidence struct {
 	// Terminal reports whether the reason is in the terminal list. It is
 	// not written to JSON: the reference's evidence has no such field.
 	Terminal bool `json:"-"`
+}
+
+// Hint says what such a stop usually means, for guard.Explain (a
+// [rule.Hinter]).
+func (Evidence) Hint() string {
+	return "the provider ended the turn; the loop should not ask again"
 }
 
 // NormalFinish reports whether the stop is the model finishing normally: a
@@ -238,7 +246,7 @@ func (s *state) Verdict() rule.Verdict {
 	if s.code == "" {
 		return rule.Verdict{}
 	}
-	v := rule.Verdict{Stop: true, Reason: rule.ReasonFinishReason, Code: s.code, Evidence: s.ev}
+	v := rule.Verdict{Stop: true, Reason: ReasonFinishReason, Code: s.code, Evidence: s.ev}
 	switch s.code {
 	case CodeTerminal:
 		v.Detail = fmt.Sprintf("finish reason %q is terminal", s.ev.Normalized)
@@ -247,7 +255,7 @@ func (s *state) Verdict() rule.Verdict {
 	default:
 		v.Detail = fmt.Sprintf("finish reason %q on a step with text and no tool calls (policy %q)", s.ev.Normalized, s.r.policy)
 	}
-	v.Feedback = feedback.For(v, rule.PhaseCheck)
+	v.Feedback = s.ev.feedback(s.code)
 	return v
 }
 

@@ -9,7 +9,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/loopguard/loopguard/detector/finish"
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/testutil"
 	"github.com/loopguard/loopguard/rule"
@@ -35,9 +34,9 @@ func withIgnore(r rule.Rule) guard.Config {
 
 // stop builds the stop verdict the guard should return.
 func stop(code string, ev finish.Evidence, detail string) guard.Verdict {
-	v := guard.Verdict{Stop: true, Reason: rule.ReasonFinishReason, Code: code, Detail: detail,
+	v := guard.Verdict{Stop: true, Reason: finish.ReasonFinishReason, Code: code, Detail: detail,
 		Evidence: ev, Detector: finish.Name}
-	v.Feedback = feedback.For(v, guard.PhaseCheck)
+	v.Feedback = ev.Feedback(code)
 	return v
 }
 

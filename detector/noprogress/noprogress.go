@@ -50,7 +50,6 @@ import (
 	"strconv"
 
 	"github.com/loopguard/loopguard/canonical"
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/internal/outcomes"
 	"github.com/loopguard/loopguard/rule"
 )
@@ -60,6 +59,9 @@ const Name = "noprogress"
 
 // Code is the code of the rule's stops.
 const Code = "NO_PROGRESS"
+
+// ReasonNoProgress is the reason of the rule's stops.
+const ReasonNoProgress rule.Reason = "no-progress"
 
 // Defaults of the options, and the largest window.
 const (
@@ -84,7 +86,7 @@ type Options struct {
 }
 
 // WarningCode is the code of the rule's warnings.
-const WarningCode = feedback.CodeNoProgressWarning
+const WarningCode = "NO_PROGRESS_WARNING"
 
 // Evidence is the evidence of a stop.
 type Evidence struct {
@@ -95,6 +97,12 @@ type Evidence struct {
 	// TextPreview is a short preview of the normalised text that the
 	// stalled steps share.
 	TextPreview string `json:"textPreview"`
+}
+
+// Hint says what such a stop usually means, for guard.Explain (a
+// [rule.Hinter]).
+func (Evidence) Hint() string {
+	return "the agent repeats itself while nothing new comes back"
 }
 
 // A Rule finds runs of stalled steps: its options, never changed after New,
@@ -206,13 +214,13 @@ func (d *state) Observe(f *rule.Facts) {
 	}
 	v := rule.Verdict{
 		Stop:   true,
-		Reason: rule.ReasonNoProgress,
+		Reason: ReasonNoProgress,
 		Code:   Code,
 		Detail: fmt.Sprintf("%d steps in a row brought no new tool outcome and had %s (threshold %d)",
 			ev.Steps, text, ev.Threshold),
 		Evidence: ev,
 	}
-	v.Feedback = feedback.For(v, rule.PhaseCheck)
+	v.Feedback = ev.feedback()
 	d.verdict = v
 }
 
@@ -228,7 +236,7 @@ func (d *state) warn(f *rule.Facts) {
 		Detail: fmt.Sprintf("%d steps in a row brought no new tool outcome and had %s; one more stops the run (threshold %d)",
 			d.stalled, text, d.opts.Threshold),
 	}
-	w.Feedback = feedback.ForWarning(w)
+	w.Feedback = warningFeedback(w)
 	d.verdict.Warnings = []rule.Warning{w}
 }
 

@@ -19,7 +19,6 @@ import (
 	"github.com/loopguard/loopguard/detector/noprogress"
 	"github.com/loopguard/loopguard/detector/oscillation"
 	"github.com/loopguard/loopguard/detector/repeat"
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/testutil"
 	"github.com/loopguard/loopguard/rule"
@@ -51,9 +50,9 @@ var (
 )
 
 func stop(steps, threshold int, preview string) guard.Verdict {
-	v := guard.Verdict{Stop: true, Reason: rule.ReasonNoProgress, Code: noprogress.Code,
+	v := guard.Verdict{Stop: true, Reason: noprogress.ReasonNoProgress, Code: noprogress.Code,
 		Evidence: noprogress.Evidence{Steps: steps, Threshold: threshold, TextPreview: preview}}
-	v.Feedback = feedback.For(v, guard.PhaseCheck)
+	v.Feedback = v.Evidence.(noprogress.Evidence).Feedback()
 	v.Detector = noprogress.Name
 	return v
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/noprogress"
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/rule"
 )
@@ -16,7 +15,7 @@ import (
 func warning(count, threshold int, detail string) guard.Verdict {
 	w := guard.Warning{Code: noprogress.WarningCode, Metric: "stalledSteps", Value: float64(count), Limit: float64(threshold),
 		Ratio: float64(count) / float64(threshold), Detail: detail}
-	w.Feedback = feedback.ForWarning(w)
+	w.Feedback = noprogress.WarningFeedback(w)
 	w.Detector = noprogress.Name
 	return guard.Verdict{Warnings: []guard.Warning{w}}
 }

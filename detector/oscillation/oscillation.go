@@ -48,7 +48,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/loopguard/loopguard/canonical"
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/internal/ring"
 	"github.com/loopguard/loopguard/rule"
 )
@@ -58,6 +57,9 @@ const Name = "oscillation"
 
 // Code is the code of the detector's stops.
 const Code = "OSCILLATION"
+
+// ReasonOscillation is the reason of the detector's stops.
+const ReasonOscillation rule.Reason = "oscillation"
 
 // Defaults of the options, and the largest MaxPeriod.
 const (
@@ -88,7 +90,7 @@ type Options struct {
 }
 
 // WarningCode is the code of the detector's warnings.
-const WarningCode = feedback.CodeOscillationWarning
+const WarningCode = "OSCILLATION_WARNING"
 
 // Evidence is the evidence of a stop (and of a refusal in preflight).
 type Evidence struct {
@@ -105,6 +107,12 @@ type Evidence struct {
 	// Tools lists the tool names of the cycle's calls, in the same order,
 	// as rule.Clean shows them (escaped, and cut to 256 bytes).
 	Tools []string `json:"tools"`
+}
+
+// Hint says what such a stop usually means, for guard.Explain (a
+// [rule.Hinter]).
+func (Evidence) Hint() string {
+	return "the agent alternates between the same calls without getting anywhere"
 }
 
 // entry is one call of the tail of the sequence.
@@ -277,7 +285,7 @@ func (d *state) warn() {
 			Detail: fmt.Sprintf("a cycle of %d calls (%s) is one call short of repeating %d times in a row",
 				p, strings.Join(tools, " -> "), d.opts.Repeats),
 		}
-		w.Feedback = feedback.ForWarning(w)
+		w.Feedback = warningFeedback
 		d.verdict.Warnings = []rule.Warning{w}
 		return
 	}
@@ -356,13 +364,13 @@ func (d *state) stop(p, cycles int, cycle, tools []string, phase rule.Phase) rul
 	ev := Evidence{Period: p, Repeats: cycles, Threshold: d.opts.Repeats, Cycle: cycle, Tools: tools}
 	v := rule.Verdict{
 		Stop:   true,
-		Reason: rule.ReasonOscillation,
+		Reason: ReasonOscillation,
 		Code:   Code,
 		Detail: fmt.Sprintf("a cycle of %d calls repeated %d times in a row (threshold %d): %s",
 			p, cycles, d.opts.Repeats, strings.Join(cycle, " -> ")),
 		Evidence: ev,
 	}
-	v.Feedback = feedback.For(v, phase)
+	v.Feedback = ev.feedback(phase)
 	return v
 }
 

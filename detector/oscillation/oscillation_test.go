@@ -16,7 +16,6 @@ import (
 	"github.com/loopguard/loopguard/canonical"
 	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/oscillation"
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/testutil"
 	"github.com/loopguard/loopguard/rule"
@@ -64,8 +63,8 @@ func ev(period, repeats, threshold int, cycle ...string) oscillation.Evidence {
 }
 
 func stop(e oscillation.Evidence, phase guard.Phase) guard.Verdict {
-	v := guard.Verdict{Stop: true, Reason: rule.ReasonOscillation, Code: oscillation.Code, Evidence: e}
-	v.Feedback = feedback.For(v, phase)
+	v := guard.Verdict{Stop: true, Reason: oscillation.ReasonOscillation, Code: oscillation.Code, Evidence: e}
+	v.Feedback = e.Feedback(phase)
 	v.Detector = oscillation.Name
 	return v
 }

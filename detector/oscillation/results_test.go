@@ -11,7 +11,6 @@ import (
 
 	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/oscillation"
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/testutil"
 	"github.com/loopguard/loopguard/rule"
@@ -156,7 +155,7 @@ func TestIdenticalResultsSnapshot(t *testing.T) {
 func warning(calls int, cycle string) guard.Verdict {
 	w := guard.Warning{Code: oscillation.WarningCode, Metric: "cycleCalls", Value: float64(calls), Limit: float64(calls + 1),
 		Ratio: float64(calls) / float64(calls+1), Detail: cycle}
-	w.Feedback = feedback.ForWarning(w)
+	w.Feedback = oscillation.WarningFeedback(w)
 	w.Detector = oscillation.Name
 	return guard.Verdict{Warnings: []guard.Warning{w}}
 }

@@ -32,7 +32,6 @@ import (
 	"slices"
 
 	"github.com/loopguard/loopguard/canonical"
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/rule"
 )
 
@@ -42,8 +41,8 @@ const Name = "refusal"
 // Code is the code of the rule's stops, and WarningCode that of its
 // warnings.
 const (
-	Code        = feedback.CodeRepeatedRefusal
-	WarningCode = feedback.CodeRepeatedRefusalWarning
+	Code        = "REPEATED_REFUSAL"
+	WarningCode = "REPEATED_REFUSAL_WARNING"
 )
 
 // ReasonRepeatedRefusal is the reason of the rule's stops.
@@ -91,6 +90,12 @@ type Evidence struct {
 	// Scope is "tool" when the refusals of the tool with any arguments
 	// stopped the run, and empty when those of one call did.
 	Scope string `json:"scope,omitempty"`
+}
+
+// Hint says what such a stop usually means, for guard.Explain (a
+// [rule.Hinter]).
+func (Evidence) Hint() string {
+	return "the agent keeps asking for a call it was refused; tell it what to do instead"
 }
 
 // ScopeTool is Evidence.Scope of a stop on the refusals of a tool.
@@ -193,7 +198,7 @@ func (d *state) Observe(f *rule.Facts) {
 					rule.Clean(c.Tool), ev.ArgsPreview, ev.Count, ev.Threshold),
 				Evidence: ev,
 			}
-			d.verdict.Feedback = feedback.For(d.verdict, rule.PhaseCheck)
+			d.verdict.Feedback = ev.feedback()
 		case d.opts.Warn && count == d.opts.Threshold-1 && count >= 2 && warn == nil:
 			warn, warnCount = c, count
 		}
@@ -217,7 +222,7 @@ func (d *state) Observe(f *rule.Facts) {
 					ev.Tool, ev.Count, ev.Threshold),
 				Evidence: ev,
 			}
-			d.verdict.Feedback = feedback.For(d.verdict, rule.PhaseCheck)
+			d.verdict.Feedback = ev.feedback()
 		case d.opts.Warn && count == d.opts.Threshold-1 && count >= 2 && warn == nil && warnTool == nil:
 			warnTool, warnCount = c, count
 		}
@@ -239,7 +244,7 @@ func (d *state) warn(tool string, count int, detail string) {
 		Code: WarningCode, Tool: rule.Clean(tool), Value: float64(count), Limit: float64(d.opts.Threshold),
 		Ratio: float64(count) / float64(d.opts.Threshold), Detail: detail,
 	}
-	w.Feedback = feedback.ForWarning(w)
+	w.Feedback = warningFeedback(w)
 	d.verdict.Warnings = []rule.Warning{w}
 }
 

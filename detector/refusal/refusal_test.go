@@ -14,7 +14,6 @@ import (
 	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/refusal"
 	"github.com/loopguard/loopguard/detector/repeat"
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/testutil"
 	"github.com/loopguard/loopguard/rule"
@@ -154,7 +153,7 @@ func TestToolStopAndWarning(t *testing.T) {
 	if diff := cmp.Diff(want, v.Evidence); diff != "" || v.Code != refusal.Code || v.Reason != refusal.ReasonRepeatedRefusal {
 		t.Errorf("stop %v (-want +got evidence):\n%s", v, diff)
 	}
-	if v.Feedback != feedback.For(v, guard.PhaseCheck) || !strings.Contains(v.Feedback, "delete_db") ||
+	if v.Feedback != v.Evidence.(refusal.Evidence).Feedback() || !strings.Contains(v.Feedback, "delete_db") ||
 		strings.Contains(v.Feedback+v.Detail, "hunter") {
 		t.Errorf("feedback %q, detail %q", v.Feedback, v.Detail)
 	}
@@ -175,7 +174,7 @@ func TestVerdict(t *testing.T) {
 	if diff := cmp.Diff(want, v.Evidence); diff != "" || v.Reason != refusal.ReasonRepeatedRefusal || !guard.IsFault(v) {
 		t.Errorf("stop %v (-want +got evidence):\n%s", v, diff)
 	}
-	if v.Feedback != feedback.For(v, guard.PhaseCheck) || v.Feedback == "" || strings.Contains(v.Feedback, "hunter2") {
+	if v.Feedback != v.Evidence.(refusal.Evidence).Feedback() || v.Feedback == "" || strings.Contains(v.Feedback, "hunter2") {
 		t.Errorf("feedback = %q", v.Feedback)
 	}
 	if !strings.Contains(v.Detail, "refused 3 times") {

@@ -42,7 +42,6 @@ import (
 	"slices"
 
 	"github.com/loopguard/loopguard/canonical"
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/internal/ring"
 	"github.com/loopguard/loopguard/rule"
 )
@@ -52,6 +51,9 @@ const Name = "repeat"
 
 // Code is the code of the rule's stops.
 const Code = "REPEATED_TOOL_CALL"
+
+// ReasonRepeatedToolCall is the reason of the rule's stops.
+const ReasonRepeatedToolCall rule.Reason = "repeated-tool-call"
 
 // DefaultThreshold is the threshold used when Options.Threshold is zero.
 const DefaultThreshold = 3
@@ -81,7 +83,7 @@ type Options struct {
 }
 
 // WarningCode is the code of the rule's warnings.
-const WarningCode = feedback.CodeRepeatWarning
+const WarningCode = "REPEAT_WARNING"
 
 // A ToolPolicy tunes the rule for one tool.
 type ToolPolicy struct {
@@ -115,6 +117,12 @@ type Evidence struct {
 	// IdenticalResults reports whether outcomes, not only arguments, were
 	// compared.
 	IdenticalResults bool `json:"identicalResults"`
+}
+
+// Hint says what such a stop usually means, for guard.Explain (a
+// [rule.Hinter]).
+func (Evidence) Hint() string {
+	return "the agent repeats the same call; its result will not change"
 }
 
 // policy is how the calls of one tool are judged.
@@ -291,7 +299,7 @@ func (s *state) warning(c *rule.Call, r policy) rule.Warning {
 		Detail: fmt.Sprintf("tool %s called %d times in a row with %s %s; one more stops the run (threshold %d)",
 			rule.Quote(c.Tool), s.count, same, c.Preview(), r.threshold),
 	}
-	w.Feedback = feedback.ForWarning(w)
+	w.Feedback = warningFeedback(w)
 	return w
 }
 
@@ -313,13 +321,13 @@ func (s *state) stop(c *rule.Call, count int, r policy, steps []int, phase rule.
 	}
 	v := rule.Verdict{
 		Stop:   true,
-		Reason: rule.ReasonRepeatedToolCall,
+		Reason: ReasonRepeatedToolCall,
 		Code:   Code,
 		Detail: fmt.Sprintf("tool %s called %d times in a row with %s %s (threshold %d)",
 			rule.Quote(c.Tool), count, same, ev.ArgsPreview, r.threshold),
 		Evidence: ev,
 	}
-	v.Feedback = feedback.For(v, phase)
+	v.Feedback = ev.feedback(phase)
 	return v
 }
 

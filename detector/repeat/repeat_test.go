@@ -13,7 +13,6 @@ import (
 
 	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/repeat"
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/testutil"
 	"github.com/loopguard/loopguard/rule"
@@ -48,8 +47,8 @@ var (
 
 // stop is the verdict the detector gives (or the refusal it makes) for ev.
 func stop(ev repeat.Evidence, phase guard.Phase) guard.Verdict {
-	v := guard.Verdict{Stop: true, Reason: rule.ReasonRepeatedToolCall, Code: repeat.Code, Evidence: ev}
-	v.Feedback = feedback.For(v, phase)
+	v := guard.Verdict{Stop: true, Reason: repeat.ReasonRepeatedToolCall, Code: repeat.Code, Evidence: ev}
+	v.Feedback = ev.Feedback(phase)
 	v.Detector = repeat.Name
 	return v
 }

@@ -42,7 +42,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/internal/outcomes"
 	"github.com/loopguard/loopguard/rule"
 )
@@ -53,8 +52,8 @@ const Name = "stall"
 // Code is the code of the rule's stops, and WarningCode that of its
 // warnings.
 const (
-	Code        = feedback.CodeStall
-	WarningCode = feedback.CodeStallWarning
+	Code        = "STALL"
+	WarningCode = "STALL_WARNING"
 )
 
 // ReasonStall is the reason of the rule's stops.
@@ -99,6 +98,12 @@ type Evidence struct {
 	Steps int `json:"steps"`
 	// Threshold is Options.Threshold.
 	Threshold int `json:"threshold"`
+}
+
+// Hint says what such a stop usually means, for guard.Explain (a
+// [rule.Hinter]).
+func (Evidence) Hint() string {
+	return "steps keep coming back with nothing new, whatever the text"
 }
 
 // A Rule counts stalled steps: validated options, never changed after New,
@@ -196,7 +201,7 @@ func (s *state) Observe(f *rule.Facts) {
 			Detail:   fmt.Sprintf("%d steps in a row brought no new tool outcome and no new input (threshold %d)", ev.Steps, t),
 			Evidence: ev,
 		}
-		v.Feedback = feedback.For(v, rule.PhaseCheck)
+		v.Feedback = ev.feedback()
 		s.verdict = v
 	case s.r.opts.Warn && s.stalled == t-1 && s.stalled >= 2:
 		w := rule.Warning{
@@ -204,7 +209,7 @@ func (s *state) Observe(f *rule.Facts) {
 			Ratio:  float64(s.stalled) / float64(t),
 			Detail: fmt.Sprintf("%d steps in a row brought no new tool outcome and no new input; %d stop the run", s.stalled, t),
 		}
-		w.Feedback = feedback.ForWarning(w)
+		w.Feedback = warningFeedback(w)
 		s.verdict.Warnings = []rule.Warning{w}
 	}
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/noprogress"
 	"github.com/loopguard/loopguard/detector/stall"
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/testutil"
 	"github.com/loopguard/loopguard/rule"
@@ -60,7 +59,7 @@ var (
 func stop(steps, threshold int) guard.Verdict {
 	v := guard.Verdict{Stop: true, Reason: stall.ReasonStall, Code: stall.Code,
 		Evidence: stall.Evidence{Steps: steps, Threshold: threshold}}
-	v.Feedback = feedback.For(v, guard.PhaseCheck)
+	v.Feedback = v.Evidence.(stall.Evidence).Feedback()
 	v.Detector = stall.Name
 	return v
 }
@@ -68,7 +67,7 @@ func stop(steps, threshold int) guard.Verdict {
 func warn(steps, threshold int) guard.Verdict {
 	w := guard.Warning{Code: stall.WarningCode, Metric: "stalledSteps", Value: float64(steps),
 		Limit: float64(threshold), Ratio: float64(steps) / float64(threshold)}
-	w.Feedback = feedback.ForWarning(w)
+	w.Feedback = stall.WarningFeedback(w)
 	w.Detector = stall.Name
 	return guard.Verdict{Warnings: []guard.Warning{w}}
 }
@@ -331,7 +330,7 @@ func TestNoProgressFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := run(t, g, []guard.Step{step("again"), step("again"), step("again")})[2]
-	if v.Reason != rule.ReasonNoProgress {
+	if v.Reason != noprogress.ReasonNoProgress {
 		t.Errorf("reason = %s, want no-progress", v.Reason)
 	}
 	if st.Priority() <= np.Priority() || st.Priority() >= rule.PriorityCustom {

@@ -55,7 +55,6 @@ import (
 	"strings"
 
 	"github.com/loopguard/loopguard/canonical"
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/internal/ring"
 	"github.com/loopguard/loopguard/rule"
 )
@@ -66,8 +65,8 @@ const Name = "text"
 // Code is the code of the rule's stops, and WarningCode that of its
 // warnings.
 const (
-	Code        = feedback.CodeRepeatedText
-	WarningCode = feedback.CodeRepeatedTextWarning
+	Code        = "REPEATED_TEXT"
+	WarningCode = "REPEATED_TEXT_WARNING"
 )
 
 // ReasonRepeatedText is the reason of the rule's stops.
@@ -122,6 +121,12 @@ type Evidence struct {
 	StepIndexes []int `json:"stepIndexes"`
 	// TextPreview is a short preview of the normalised text.
 	TextPreview string `json:"textPreview"`
+}
+
+// Hint says what such a stop usually means, for guard.Explain (a
+// [rule.Hinter]).
+func (Evidence) Hint() string {
+	return "the agent writes the same text on steps that bring nothing new"
 }
 
 // entry is one step in the window: the hash of its text (zero when it does
@@ -315,7 +320,7 @@ func (s *state) Observe(f *rule.Facts) {
 				ev.TextPreview, ev.Count, ev.Window, ev.Threshold),
 			Evidence: ev,
 		}
-		v.Feedback = feedback.For(v, rule.PhaseCheck)
+		v.Feedback = ev.feedback()
 		s.verdict = v
 	case s.r.opts.Warn && count == s.r.opts.Threshold-1 && count >= 2:
 		w := rule.Warning{
@@ -324,7 +329,7 @@ func (s *state) Observe(f *rule.Facts) {
 			Detail: fmt.Sprintf("the same text %q in %d of the last %d steps; once more stops the run (threshold %d)",
 				f.TextPreview(), count, s.r.opts.Window, s.r.opts.Threshold),
 		}
-		w.Feedback = feedback.ForWarning(w)
+		w.Feedback = warningFeedback(w)
 		s.verdict.Warnings = []rule.Warning{w}
 	}
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/text"
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/testutil"
 	"github.com/loopguard/loopguard/rule"
@@ -205,7 +204,7 @@ func TestVerdictAndWarning(t *testing.T) {
 	if diff := cmp.Diff(want, v.Evidence); diff != "" || v.Reason != text.ReasonRepeatedText || !guard.IsFault(v) {
 		t.Errorf("stop %v (-want +got evidence):\n%s", v, diff)
 	}
-	if v.Feedback == "" || v.Feedback != feedback.For(v, guard.PhaseCheck) {
+	if v.Feedback == "" || v.Feedback != v.Evidence.(text.Evidence).Feedback() {
 		t.Errorf("feedback = %q", v.Feedback)
 	}
 	for _, w := range append([]string{v.Feedback}, vs[1].Warnings[0].Feedback) {

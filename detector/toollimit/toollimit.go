@@ -29,7 +29,6 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/rule"
 )
 
@@ -38,6 +37,9 @@ const Name = "toollimit"
 
 // Code is the code of the rule's stops.
 const Code = "TOOL_CALL_CAP"
+
+// ReasonToolLimit is the reason of the rule's stops.
+const ReasonToolLimit rule.Reason = "tool-limit"
 
 // MaxToolNameLen is the longest tool name a cap may be set for, in bytes:
 // the state names the capped tools, and names in snapshots are at most this
@@ -57,7 +59,7 @@ type Options struct {
 }
 
 // WarningCode is the code of the rule's warnings.
-const WarningCode = feedback.CodeToolCallCapWarning
+const WarningCode = "TOOL_CALL_CAP_WARNING"
 
 // Evidence is the evidence of a stop.
 type Evidence struct {
@@ -69,6 +71,12 @@ type Evidence struct {
 	Calls int `json:"calls"`
 	// Limit is the tool's cap.
 	Limit int `json:"limit"`
+}
+
+// Hint says what such a stop usually means, for guard.Explain (a
+// [rule.Hinter]).
+func (Evidence) Hint() string {
+	return "a tool was called more often than its cap allows"
 }
 
 // Count is the summary of one capped tool.
@@ -212,20 +220,20 @@ func (s *state) Verdict() rule.Verdict {
 			Code: WarningCode, Tool: rule.Clean(t.name), Value: float64(s.calls[j]), Limit: limit, Ratio: float64(s.calls[j]) / limit,
 			Detail: fmt.Sprintf("%s is at its cap of %d; one more call stops the run", rule.Quote(t.name), t.limit),
 		}
-		ws[i].Feedback = feedback.ForWarning(ws[i])
+		ws[i].Feedback = warningFeedback(ws[i])
 	}
 	return rule.Verdict{Warnings: ws}
 }
 
 // stop builds the stop verdict of ev; name is the tool's name, as given.
 func (s *state) stop(ev Evidence, name string, p rule.Phase) rule.Verdict {
-	v := rule.Verdict{Stop: true, Reason: rule.ReasonToolLimit, Code: Code, Evidence: ev}
+	v := rule.Verdict{Stop: true, Reason: ReasonToolLimit, Code: Code, Evidence: ev}
 	if p == rule.PhasePreflight {
 		v.Detail = fmt.Sprintf("call %d of %s would go over its cap of %d", ev.Calls, rule.Quote(name), ev.Limit)
 	} else {
 		v.Detail = fmt.Sprintf("call %d of %s went over its cap of %d", ev.Calls, rule.Quote(name), ev.Limit)
 	}
-	v.Feedback = feedback.For(v, p)
+	v.Feedback = ev.feedback(p)
 	return v
 }
 

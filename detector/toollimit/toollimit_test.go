@@ -12,7 +12,6 @@ import (
 
 	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/toollimit"
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/testutil"
 	"github.com/loopguard/loopguard/rule"
@@ -74,14 +73,14 @@ func step(names ...string) guard.Step {
 }
 
 func stop(tool string, calls, limit int, phase guard.Phase) guard.Verdict {
-	v := guard.Verdict{Stop: true, Reason: rule.ReasonToolLimit, Code: toollimit.Code,
+	v := guard.Verdict{Stop: true, Reason: toollimit.ReasonToolLimit, Code: toollimit.Code,
 		Evidence: toollimit.Evidence{Tool: tool, Calls: calls, Limit: limit}, Detector: toollimit.Name}
 	if phase == guard.PhasePreflight {
 		v.Detail = fmt.Sprintf("call %d of %q would go over its cap of %d", calls, tool, limit)
 	} else {
 		v.Detail = fmt.Sprintf("call %d of %q went over its cap of %d", calls, tool, limit)
 	}
-	v.Feedback = feedback.For(v, phase)
+	v.Feedback = v.Evidence.(toollimit.Evidence).Feedback(phase)
 	return v
 }
 

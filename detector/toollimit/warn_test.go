@@ -7,7 +7,6 @@ import (
 
 	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/toollimit"
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/testutil"
 	"github.com/loopguard/loopguard/rule"
@@ -29,7 +28,7 @@ func newWarnGuard(t testing.TB, caps map[string]int) *guard.Guard {
 func capWarning(tool string, calls int, detail string) guard.Warning {
 	w := guard.Warning{Code: toollimit.WarningCode, Tool: tool, Value: float64(calls), Limit: float64(calls + 1),
 		Ratio: float64(calls) / float64(calls+1), Detail: detail}
-	w.Feedback = feedback.ForWarning(w)
+	w.Feedback = toollimit.WarningFeedback(w)
 	w.Detector = toollimit.Name
 	return w
 }

@@ -46,7 +46,6 @@ import (
 	"fmt"
 
 	"github.com/loopguard/loopguard/canonical"
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/internal/ring"
 	"github.com/loopguard/loopguard/rule"
 )
@@ -57,8 +56,8 @@ const Name = "window"
 // Code is the code of the rule's stops, and WarningCode that of its
 // warnings.
 const (
-	Code        = feedback.CodeWindowedRepeat
-	WarningCode = feedback.CodeWindowedRepeatWarning
+	Code        = "WINDOWED_REPEAT"
+	WarningCode = "WINDOWED_REPEAT_WARNING"
 )
 
 // ReasonWindowedRepeat is the reason of the rule's stops.
@@ -130,6 +129,12 @@ type Evidence struct {
 	// IdenticalResults reports whether the calls were compared by their
 	// outcomes (Options.Compare is CompareOutcome).
 	IdenticalResults bool `json:"identicalResults"`
+}
+
+// Hint says what such a stop usually means, for guard.Explain (a
+// [rule.Hinter]).
+func (Evidence) Hint() string {
+	return "the agent keeps coming back to the same call between others"
 }
 
 // call is one call in the window: its key and, comparing outcomes, its
@@ -286,7 +291,7 @@ func (s *state) Observe(f *rule.Facts) {
 				Detail: fmt.Sprintf("tool %s called %d times within the last %d calls with the same arguments %s; one more stops the run (threshold %d)",
 					rule.Quote(c.Tool), count-1, s.r.opts.Window, c.Preview(), s.r.opts.Threshold),
 			}
-			w.Feedback = feedback.ForWarning(w)
+			w.Feedback = warningFeedback(w)
 			s.verdict.Warnings = []rule.Warning{w}
 			return
 		}
@@ -324,7 +329,7 @@ func (s *state) stop(c *rule.Call, count int, phase rule.Phase) rule.Verdict {
 			rule.Quote(c.Tool), verb, count, ev.Window, ev.ArgsPreview, sameResult(s.r.outcomes, phase), ev.Threshold),
 		Evidence: ev,
 	}
-	v.Feedback = feedback.For(v, phase)
+	v.Feedback = ev.feedback(phase)
 	return v
 }
 

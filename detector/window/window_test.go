@@ -20,7 +20,6 @@ import (
 	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/repeat"
 	"github.com/loopguard/loopguard/detector/window"
-	"github.com/loopguard/loopguard/feedback"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/internal/testutil"
 	"github.com/loopguard/loopguard/rule"
@@ -53,7 +52,7 @@ const pa = `{"q":"a"}`
 func stop(tool, preview string, count, threshold, win int, phase guard.Phase) guard.Verdict {
 	v := guard.Verdict{Stop: true, Reason: window.ReasonWindowedRepeat, Code: window.Code,
 		Evidence: window.Evidence{Tool: tool, ArgsPreview: preview, Count: count, Threshold: threshold, Window: win}}
-	v.Feedback = feedback.For(v, phase)
+	v.Feedback = v.Evidence.(window.Evidence).Feedback(phase)
 	v.Detector = window.Name
 	return v
 }
@@ -64,7 +63,7 @@ func stopA(count int) guard.Verdict { return stop("search", pa, count, 3, 10, gu
 func warn(tool string, count int) guard.Verdict {
 	w := guard.Warning{Code: window.WarningCode, Tool: tool, Value: float64(count), Limit: float64(count + 1),
 		Ratio: float64(count) / float64(count+1)}
-	w.Feedback = feedback.ForWarning(w)
+	w.Feedback = window.WarningFeedback(w)
 	w.Detector = window.Name
 	return guard.Verdict{Warnings: []guard.Warning{w}}
 }
@@ -833,7 +832,7 @@ func TestCompareOutcome(t *testing.T) {
 		ev := v.Evidence.(window.Evidence)
 		ev.IdenticalResults = true
 		v.Evidence = ev
-		v.Feedback = feedback.For(v, guard.PhaseCheck)
+		v.Feedback = ev.Feedback(guard.PhaseCheck)
 		return v
 	}
 	a1, a2, a3, a4 := withResult(a, `1`), withResult(a, `2`), withResult(a, `3`), withResult(a, `4`)

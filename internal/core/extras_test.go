@@ -153,7 +153,7 @@ func TestLogValue(t *testing.T) {
 		}
 		return a
 	}}))
-	v := guard.Verdict{Stop: true, Reason: guard.ReasonRepeatedToolCall, Code: "REPEATED_TOOL_CALL", Detector: "repeat",
+	v := guard.Verdict{Stop: true, Reason: repeat.ReasonRepeatedToolCall, Code: "REPEATED_TOOL_CALL", Detector: "repeat",
 		Detail: "d", Feedback: "secret-free text", Evidence: map[string]any{"argsPreview": "SECRET"},
 		Warnings: []guard.Warning{{Code: "BUDGET_WARNING"}}}
 	log.Info("verdict", "v", v, "d", guard.Decision{Allow: true})

@@ -66,7 +66,7 @@ func (*finishOnState) Preflight(*rule.Facts) rule.Verdict {
 func (s *finishOnState) Observe(f *rule.Facts) {
 	s.v = rule.Verdict{}
 	if f.FinishReason == "stop" && len(f.Calls) == 0 {
-		s.v = rule.Verdict{Stop: true, Reason: rule.ReasonFinishReason, Code: "FINISH_TERMINAL", Evidence: normalEnd{}}
+		s.v = rule.Verdict{Stop: true, Reason: finish.ReasonFinishReason, Code: "FINISH_TERMINAL", Evidence: normalEnd{}}
 	}
 }
 

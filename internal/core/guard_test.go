@@ -14,6 +14,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/loopguard/loopguard/canonical"
+	"github.com/loopguard/loopguard/detector/budget"
+	"github.com/loopguard/loopguard/detector/finish"
+	"github.com/loopguard/loopguard/detector/repeat"
 	guard "github.com/loopguard/loopguard/internal/core"
 	"github.com/loopguard/loopguard/internal/testutil"
 	"github.com/loopguard/loopguard/rule"
@@ -407,11 +410,11 @@ func TestIsFault(t *testing.T) {
 		want bool
 	}{
 		{guard.Verdict{}, false},
-		{guard.Verdict{Stop: true, Reason: guard.ReasonRepeatedToolCall}, true},
-		{guard.Verdict{Stop: true, Reason: guard.ReasonFinishReason, Code: "FINISH_TERMINAL", Evidence: map[string]any{"normalized": "stop"}}, false},
-		{guard.Verdict{Stop: true, Reason: guard.ReasonFinishReason, Code: "FINISH_OTHER", Evidence: map[string]any{"normalized": "stop"}}, true},
-		{guard.Verdict{Stop: true, Reason: guard.ReasonFinishReason, Evidence: map[string]any{"normalized": "length"}}, true},
-		{guard.Verdict{Stop: true, Reason: guard.ReasonFinishReason}, true},
+		{guard.Verdict{Stop: true, Reason: repeat.ReasonRepeatedToolCall}, true},
+		{guard.Verdict{Stop: true, Reason: finish.ReasonFinishReason, Code: "FINISH_TERMINAL", Evidence: map[string]any{"normalized": "stop"}}, false},
+		{guard.Verdict{Stop: true, Reason: finish.ReasonFinishReason, Code: "FINISH_OTHER", Evidence: map[string]any{"normalized": "stop"}}, true},
+		{guard.Verdict{Stop: true, Reason: finish.ReasonFinishReason, Evidence: map[string]any{"normalized": "length"}}, true},
+		{guard.Verdict{Stop: true, Reason: finish.ReasonFinishReason}, true},
 	}
 	for i, tt := range tests {
 		if got := guard.IsFault(tt.v); got != tt.want {
@@ -517,7 +520,7 @@ func TestVerdictJSON(t *testing.T) {
 	if string(b) != `{"allow":true,"warnings":[{"code":"W","value":0,"limit":0,"ratio":0,"detail":"d"}]}` {
 		t.Errorf("allowed decision = %s", b)
 	}
-	b, _ = json.Marshal(guard.Verdict{Stop: true, Reason: guard.ReasonBudget, Code: "BUDGET_COST_USD", Detail: "d", Evidence: map[string]any{"metric": "costUsd"}, Feedback: "f"})
+	b, _ = json.Marshal(guard.Verdict{Stop: true, Reason: budget.ReasonBudget, Code: "BUDGET_COST_USD", Detail: "d", Evidence: map[string]any{"metric": "costUsd"}, Feedback: "f"})
 	if string(b) != `{"stop":true,"reason":"budget","code":"BUDGET_COST_USD","detail":"d","evidence":{"metric":"costUsd"},"feedback":"f"}` {
 		t.Errorf("stop verdict = %s", b)
 	}

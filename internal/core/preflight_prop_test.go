@@ -45,7 +45,7 @@ func TestPreflightProperties(t *testing.T) {
 	refusals := map[guard.Reason]int{}
 	defer func() {
 		t.Logf("refusals checked against Check: %v", refusals)
-		for _, r := range []guard.Reason{guard.ReasonMaxSteps, guard.ReasonToolLimit, guard.ReasonRepeatedToolCall, guard.ReasonOscillation} {
+		for _, r := range []guard.Reason{budget.ReasonMaxSteps, toollimit.ReasonToolLimit, repeat.ReasonRepeatedToolCall, oscillation.ReasonOscillation} {
 			if refusals[r] == 0 && !t.Failed() {
 				t.Errorf("no refusal for %s was generated: the property is not exercised", r)
 			}
@@ -107,7 +107,7 @@ func property(refusals map[guard.Reason]int) func(*rapid.T) {
 		}
 		refusals[d1.Reason]++
 		v := rcheck(t, g, guard.Step{ToolCalls: calls})
-		if v.Reason == guard.ReasonMaxSteps && rsummary(t, g).Steps == maxSteps {
+		if v.Reason == budget.ReasonMaxSteps && rsummary(t, g).Steps == maxSteps {
 			return // this very step reached the step limit, which ranks first
 		}
 		if !v.Stop || v.Reason != d1.Reason || v.Code != d1.Code {

@@ -379,7 +379,7 @@ func TestDecisionSaysWhichCall(t *testing.T) {
 	}
 
 	// The JSON shape is additive: callIndex and callId on refusals only.
-	d := guard.Decision{Reason: guard.ReasonRepeatedToolCall, Code: "C", CallIndex: 0, CallID: "call_1"}
+	d := guard.Decision{Reason: repeat.ReasonRepeatedToolCall, Code: "C", CallIndex: 0, CallID: "call_1"}
 	if got, _ := json.Marshal(d); string(got) != `{"allow":false,"reason":"repeated-tool-call","code":"C","callIndex":0,"callId":"call_1"}` {
 		t.Errorf("refusal JSON = %s", got)
 	}

@@ -7,22 +7,18 @@ import (
 	"strings"
 )
 
-// A Reason says which kind of rule stopped a run. The built-in detectors use
-// the constants below; a custom detector may use its own.
+// A Reason says which kind of rule stopped a run. Each rule's package names
+// its own (the built-in rules' are detector/<rule>.Reason...).
 type Reason string
 
-// The reasons of the standard detectors.
-const (
-	ReasonMaxSteps         Reason = "max-steps"
-	ReasonToolLimit        Reason = "tool-limit"
-	ReasonRepeatedToolCall Reason = "repeated-tool-call"
-	ReasonOscillation      Reason = "oscillation"
-	ReasonNoProgress       Reason = "no-progress"
-	ReasonFinishReason     Reason = "finish-reason"
-	ReasonBudget           Reason = "budget"
-	// ReasonCustom is given to a stop whose detector set no reason.
-	ReasonCustom Reason = "custom"
-)
+// ReasonCustom is given to a stop whose detector set no reason.
+const ReasonCustom Reason = "custom"
+
+// finishReason is the reason of the finish-reason rule (package
+// detector/finish), the one rule whose stops may be no fault: IsFault reads
+// it on verdicts whose evidence went through JSON, which no longer say
+// whether they are a normal finish.
+const finishReason Reason = "finish-reason"
 
 // CodeCustom is given to a stop whose detector set no code.
 const CodeCustom = "CUSTOM"
@@ -166,7 +162,7 @@ func IsFault(v Verdict) bool {
 	if !v.Stop {
 		return false
 	}
-	if v.Reason != ReasonFinishReason {
+	if v.Reason != finishReason {
 		return true
 	}
 	switch ev := v.Evidence.(type) {
@@ -178,23 +174,8 @@ func IsFault(v Verdict) bool {
 	return true
 }
 
-var hints = map[Reason]string{
-	ReasonMaxSteps:         "the run used all its steps; raise the limit or give the agent a clearer goal",
-	ReasonToolLimit:        "a tool was called more often than its cap allows",
-	ReasonRepeatedToolCall: "the agent repeats the same call; its result will not change",
-	ReasonOscillation:      "the agent alternates between the same calls without getting anywhere",
-	ReasonNoProgress:       "the agent repeats itself while nothing new comes back",
-	ReasonFinishReason:     "the provider ended the turn; the loop should not ask again",
-	ReasonBudget:           "a token, cost or time budget is spent",
-	"repeated-refusal":     "the agent keeps asking for a call it was refused; tell it what to do instead",
-	"repeated-failure":     "the same tool keeps failing the same way, whatever the arguments",
-	"repeated-text":        "the agent writes the same text on steps that bring nothing new",
-	"stall":                "steps keep coming back with nothing new, whatever the text",
-	"windowed-repeat":      "the agent keeps coming back to the same call between others",
-}
-
-// hintOf returns the hint of v's evidence, when it is a [Hinter], or else
-// the hint of its reason.
+// hintOf returns the hint of v's evidence, when it is a [Hinter]: each
+// rule's evidence gives its own.
 func hintOf(v Verdict) (h string) {
 	defer func() {
 		if recover() != nil {
@@ -202,11 +183,9 @@ func hintOf(v Verdict) (h string) {
 		}
 	}()
 	if hv, ok := v.Evidence.(Hinter); ok {
-		if h := hv.Hint(); h != "" {
-			return h
-		}
+		return hv.Hint()
 	}
-	return hints[v.Reason]
+	return ""
 }
 
 // Explain returns a readable account of v for logs: the rule, the detail, a

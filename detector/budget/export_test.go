@@ -1,0 +1,15 @@
+package budget
+
+import "github.com/loopguard/loopguard/rule"
+
+// Feedback is the model-facing text of a budget stop with this evidence,
+// for the tests of package budget_test.
+func (e Evidence) Feedback(p rule.Phase) string { return e.feedback(p) }
+
+// Feedback is the model-facing text of a step-limit stop with this
+// evidence, for the tests of package budget_test.
+func (e StepsEvidence) Feedback(p rule.Phase) string { return e.feedback(p) }
+
+// WarningFeedback is the model-facing text of the rule's warning w, for the
+// tests of package budget_test.
+func WarningFeedback(w rule.Warning) string { return warningFeedback(w) }

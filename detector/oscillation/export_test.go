@@ -1,0 +1,11 @@
+package oscillation
+
+import "github.com/loopguard/loopguard/rule"
+
+// Feedback is the model-facing text of a stop with this evidence, for the
+// tests of package oscillation_test.
+func (e Evidence) Feedback(p rule.Phase) string { return e.feedback(p) }
+
+// WarningFeedback is the model-facing text of the rule's warning w, for the
+// tests of package oscillation_test.
+func WarningFeedback(rule.Warning) string { return warningFeedback }
