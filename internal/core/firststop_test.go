@@ -395,3 +395,20 @@ func TestFinishRuleAndFirstStop(t *testing.T) {
 		}
 	}
 }
+
+// hostileHint is evidence whose hint holds characters a terminal acts on.
+type hostileHint struct{}
+
+func (hostileHint) Hint() string { return "see \x1b[31mred\x1b[0m" }
+
+// TestExplainEscapesHints checks that a custom evidence's hint is escaped
+// as details are: Explain's output is safe for a terminal.
+func TestExplainEscapesHints(t *testing.T) {
+	got := guard.Explain(guard.Verdict{Stop: true, Reason: "custom", Code: "CUSTOM", Evidence: hostileHint{}})
+	if strings.ContainsRune(got, '\x1b') {
+		t.Errorf("Explain = %q: the hint's escape character reached the output", got)
+	}
+	if !strings.Contains(got, "hint: see") {
+		t.Errorf("Explain = %q, want the hint", got)
+	}
+}

@@ -209,7 +209,7 @@ func Explain(v Verdict) string {
 		}
 		if h := hintOf(v); h != "" && IsFault(v) {
 			b.WriteString("; hint: ")
-			b.WriteString(h)
+			b.WriteString(cleanDetail(h)) // a rule of one's own may write anything
 		}
 	}
 	for _, w := range v.Warnings {
