@@ -252,6 +252,18 @@ func (e *encoder) reorderFew(ms []member) {
 			last.order = order
 		}
 	}
+	// A big member (a long text beside its type) is moved once, in place,
+	// and only the others go through tmp (see reorderAround).
+	big, bigSize := -1, 0
+	for k := range ms {
+		if m := &ms[order[k]]; drop&(1<<k) == 0 && m.end-m.start > bigSize {
+			big, bigSize = k, m.end-m.start
+		}
+	}
+	if bigSize >= aroundMin {
+		e.reorderAround(ms, &order, drop, big)
+		return
+	}
 	// Copy the object to tmp, then its members back in order. Members of
 	// up to 32 bytes are moved 16 or 32 bytes at once: both slices have
 	// room for 32 bytes more, and each member overwrites what the one
@@ -282,6 +294,46 @@ func (e *encoder) reorderFew(ms []member) {
 		w += n
 	}
 	e.buf, e.tmp = buf[:w], tmp
+}
+
+// aroundMin is the size of a member from which reorderFew moves the
+// others around it rather than the whole object through tmp.
+const aroundMin = 1 << 10
+
+// reorderAround is the end of reorderFew when its member ms[order[big]] is
+// big: it copies the other members to tmp, moves the big one to its place
+// (once, within buf: memory, not the garbage collector, makes a byte of a
+// 16 MiB value dear, so each pass over it counts), then copies the others
+// back around it. order and drop are as in reorderFew.
+func (e *encoder) reorderAround(ms []member, order *[insertionMax]uint8, drop uint32, big int) {
+	begin, end := ms[0].start, len(e.buf)
+	bm := &ms[order[big]]
+	size := bm.end - bm.start
+	tmp := append(append(e.tmp[:0], e.buf[begin:bm.start]...), e.buf[bm.end:end]...)
+	w := begin // where the big member goes: after the members before it
+	for k := range big {
+		if drop&(1<<k) == 0 {
+			w += ms[order[k]].end - ms[order[k]].start
+		}
+	}
+	copy(e.buf[w:], e.buf[bm.start:bm.end])
+	w = begin
+	for k := range ms {
+		if drop&(1<<k) != 0 {
+			continue
+		}
+		m := &ms[order[k]]
+		n := m.end - m.start
+		if k != big {
+			from := m.start - begin
+			if m.start > bm.start {
+				from -= size
+			}
+			copy(e.buf[w:], tmp[from:from+n])
+		}
+		w += n
+	}
+	e.buf, e.tmp = e.buf[:w], tmp
 }
 
 // firstMembers sorts enough of ms to return the first members, in order,
