@@ -1,6 +1,7 @@
 package canonical
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -60,6 +61,48 @@ func TestReorderAround(t *testing.T) {
 					}
 					if Hash(m) != HashJSON([]byte(want.String())) {
 						t.Errorf("%s: Hash of the map differs from HashJSON of the sorted text", name)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestHashBigStringMember: a map[string]any whose string values reach
+// aroundMin (one is left out and written into its place once the others
+// are sorted; a second goes the usual way) hashes as the same map through
+// reflection (map[string]string) and, when its strings are UTF-8, as its
+// JSON text.
+func TestHashBigStringMember(t *testing.T) {
+	names := []string{"a", "bb", "text", "type", "\U0001F600", "\uFFFD"}
+	for _, size := range []int{aroundMin - 1, aroundMin, 2 * aroundMin} {
+		for _, invalid := range []bool{false, true} {
+			for big := range names {
+				for _, second := range []int{-1, (big + 3) % len(names)} {
+					ms, ma := map[string]string{}, map[string]any{}
+					for i, n := range names {
+						v := n + "-value"
+						if i == big || i == second {
+							v = strings.Repeat(string(rune('w'+i)), size)
+							if invalid && i == big {
+								v = v[:size-1] + "\xff"
+							}
+						}
+						ms[n], ma[n] = v, v
+					}
+					name := fmt.Sprintf("size%d/invalid=%v/big%d/second%d", size, invalid, big, second)
+					if Hash(ma) != Hash(ms) {
+						t.Errorf("%s: Hash of the map[string]any differs from that of the map[string]string", name)
+					}
+					if invalid {
+						continue
+					}
+					text, err := json.Marshal(ms)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if Hash(ma) != HashJSON(text) {
+						t.Errorf("%s: Hash of the map differs from HashJSON of its text", name)
 					}
 				}
 			}

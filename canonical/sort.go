@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"unicode/utf8"
+	"unsafe"
 )
 
 // This file puts an object's members in canonical order: sorted by the
@@ -170,6 +172,42 @@ func (e *encoder) endObject(mark int, truncated bool) {
 		e.buf = append(e.buf, tagTruncated)
 	}
 	e.buf = append(e.buf, tagObjectEnd)
+}
+
+// endObjectAround is endObject for an object of distinct names whose
+// members lie from buf[begin], but for one, of name k and the big string
+// value s, left out: it sorts the others, then writes that member in its
+// place, moving only the members after it. The string is copied once,
+// from s to its place.
+func (e *encoder) endObjectAround(begin, mark int, k, s string) {
+	keys := len(e.keys)
+	e.keys = appendStr(e.keys, k)
+	name := e.keys[keys:]
+	off := begin // where the member goes: after the names less than k
+	for i := mark; i < len(e.members); i++ {
+		if m := &e.members[i]; compareKeys(m.name(e.buf), name) < 0 {
+			off += m.end - m.start
+		}
+	}
+	e.endObject(mark, false)
+	valid := utf8.ValidString(s)
+	n := len(name) + 1 + len(s) + 1
+	if !valid {
+		n = len(name) + 9 + len(s)
+	}
+	end := len(e.buf)
+	e.reserve(n)
+	b := e.buf[:end+n]
+	copy(b[off+n:], b[off:end])
+	w := off + copy(b[off:], name)
+	if valid {
+		b[w] = tagString
+		copy(b[w+1:], s)
+		b[w+1+len(s)] = stringEnd
+	} else {
+		appendOpaque(b[:w], tagInvalidUTF8, unsafe.Slice(unsafe.StringData(s), len(s)))
+	}
+	e.buf, e.keys = b, e.keys[:keys]
 }
 
 // reorder rewrites the members ms, which lie one after the other at the end

@@ -136,8 +136,18 @@ func (e *encoder) mapStringAny(m map[string]any) {
 		return
 	}
 	e.expect(len(m))
+	// A big string (a long text beside its type) is left out, and written
+	// once the others are sorted, straight into its place (see
+	// endObjectAround): sorting would move it.
+	begin, big := len(e.buf), false
+	var bigName, bigString string
 	for k, v := range m {
 		e.next()
+		if s, ok := v.(string); ok && len(s) >= aroundMin && !big {
+			e.count++
+			big, bigName, bigString = true, k, s
+			continue
+		}
 		e.reserve(64)
 		start := len(e.buf)
 		e.str(k)
@@ -146,6 +156,10 @@ func (e *encoder) mapStringAny(m map[string]any) {
 		e.addMember(start, keyEnd)
 	}
 	e.depth--
+	if big {
+		e.endObjectAround(begin, mark, bigName, bigString)
+		return
+	}
 	e.endObject(mark, false)
 }
 
