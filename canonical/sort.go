@@ -292,15 +292,17 @@ func (e *encoder) reorderFew(ms []member) {
 	}
 	// A big member (a long text beside its type) is moved once, in place,
 	// and only the others go through tmp (see reorderAround).
-	big, bigSize := -1, 0
-	for k := range ms {
-		if m := &ms[order[k]]; drop&(1<<k) == 0 && m.end-m.start > bigSize {
-			big, bigSize = k, m.end-m.start
+	if len(e.buf)-ms[0].start >= aroundMin {
+		big, bigSize := -1, 0
+		for k := range ms {
+			if m := &ms[order[k]]; drop&(1<<k) == 0 && m.end-m.start > bigSize {
+				big, bigSize = k, m.end-m.start
+			}
 		}
-	}
-	if bigSize >= aroundMin {
-		e.reorderAround(ms, &order, drop, big)
-		return
+		if bigSize >= aroundMin {
+			e.reorderAround(ms, &order, drop, big)
+			return
+		}
 	}
 	// Copy the object to tmp, then its members back in order. Members of
 	// up to 32 bytes are moved 16 or 32 bytes at once: both slices have

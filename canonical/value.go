@@ -143,7 +143,8 @@ func (e *encoder) mapStringAny(m map[string]any) {
 	var bigName, bigString string
 	for k, v := range m {
 		e.next()
-		if s, ok := v.(string); ok && len(s) >= aroundMin && !big {
+		s, isString := v.(string)
+		if isString && len(s) >= aroundMin && !big {
 			e.count++
 			big, bigName, bigString = true, k, s
 			continue
@@ -152,7 +153,12 @@ func (e *encoder) mapStringAny(m map[string]any) {
 		start := len(e.buf)
 		e.str(k)
 		keyEnd := len(e.buf)
-		e.value(v)
+		if isString {
+			e.count++
+			e.str(s)
+		} else {
+			e.value(v)
+		}
 		e.addMember(start, keyEnd)
 	}
 	e.depth--
