@@ -412,3 +412,49 @@ func TestExplainEscapesHints(t *testing.T) {
 		t.Errorf("Explain = %q, want the hint", got)
 	}
 }
+
+// onceRule makes one state and panics when asked for a second one.
+type onceRule struct{ made *int }
+
+func (onceRule) Name() string  { return "once" }
+func (onceRule) Priority() int { return guard.PriorityCustom }
+func (onceRule) Options() any  { return nil }
+func (r onceRule) NewState() guard.State {
+	*r.made++
+	if *r.made > 1 {
+		panic("no second state")
+	}
+	return stateless{}
+}
+
+// stateless keeps nothing and never stops.
+type stateless struct{}
+
+func (stateless) Observe(*guard.Facts)                 {}
+func (stateless) Verdict() guard.Verdict               { return guard.Verdict{} }
+func (stateless) Preflight(*guard.Facts) guard.Verdict { return guard.Verdict{} }
+
+// TestResetOfABrokenRuleKeepsTheRun checks that a Reset whose rule cannot
+// make a fresh state returns the error, names the rule, and leaves the run
+// as it was (before, it panicked with the run half reset).
+func TestResetOfABrokenRuleKeepsTheRun(t *testing.T) {
+	ctx := context.Background()
+	made := 0
+	g, err := guard.New(guard.Config{Rules: []guard.Rule{onceRule{&made}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := g.Check(ctx, guard.Step{Text: "hello"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = g.Reset(ctx)
+	var de *guard.DetectorError
+	if !errors.As(err, &de) || de.Name != "once" {
+		t.Fatalf("Reset = %v, want a *DetectorError naming the rule", err)
+	}
+	if s := testutil.Summary(t, g); s.Steps != 2 {
+		t.Errorf("after the failed Reset: %d steps, want the run's 2", s.Steps)
+	}
+}

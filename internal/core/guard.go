@@ -554,29 +554,28 @@ func (g *Guard) History() []Step {
 
 // Reset forgets the run and keeps the configuration: step indexes start
 // again at 0, the rules' states are fresh, and the run's first stop is
-// forgotten. The error is as for Check.
+// forgotten. The error is as for Check, or a rule whose NewState fails (a
+// *DetectorError): then the run is left as it was.
 func (g *Guard) Reset(ctx context.Context) error {
 	if g.b != nil {
 		return g.b.Reset(ctx)
 	}
-	g.reset()
-	return nil
+	return g.reset()
 }
 
 // reset is Reset in memory.
-func (g *Guard) reset() {
+func (g *Guard) reset() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if err := g.freshStates(); err != nil {
+		return err // freshStates changed nothing
+	}
 	g.steps, g.toolCalls, g.failedCalls = 0, 0, 0
 	g.totals = Totals{}
 	g.last, g.hasLast = Verdict{}, false
 	g.first = nil
 	g.history = ring.NewGrowing[Step](g.opts.History) // drops the steps' memory
-	if err := g.freshStates(); err != nil {
-		// New made a state of every rule already: a rule that fails now
-		// breaks its own contract. Keep no state of the old run.
-		panic(err)
-	}
+	return nil
 }
 
 // Summary is a guard's account of its run. It holds nothing time-dependent.
