@@ -4,13 +4,11 @@
 // [Run] puts a loopguard guard between them.
 //
 //	lg, err := lgdbos.New(lgdbos.Options{Config: []byte(`{"maxSteps": 60}`)})
-//	if err != nil {
-//		return err
-//	}
+//
 //	func Agent(ctx dbos.Context, task string) (string, error) {
 //		run, err := lg.Start(ctx) // records the options: a step
 //		...
-//		reply, err := lgdbos.Model(run, "Chat", step, chat) // a step
+//		reply, err := lgdbos.Model(run, "Chat", read, chat)  // a step
 //		out, err := lgdbos.Tool(run, "Search", args, search) // a step, if allowed
 //		...
 //		_, err = run.End() // checks the last step: a step
@@ -72,11 +70,12 @@
 // are code: change them as you change workflow code (DBOS recovers a
 // workflow only on executors of its application version).
 //
-// The observer ([Options.Observer]) is told of each event once: events are
-// held until the next step of the run runs, and told inside it, or dropped
-// when that step is read back on recovery (they were told when it ran).
-// A process that dies inside a step, after the events were told, tells them
-// again when the step runs again: they are told at least once.
+// The observer ([Options.Observer]) is told of the events of a check or a
+// preflight inside the step of the run that comes next, when that step
+// runs, and not when it is read back on recovery: each event is told once,
+// unless a worker dies inside that step, after telling them; the step runs
+// again on recovery, and tells them again (at least once, as a step's
+// body runs).
 //
 // A Run belongs to one execution of one workflow, and its methods are
 // called from the workflow's goroutine, one at a time, as the workflow
@@ -350,9 +349,15 @@ func decode[R any](name string, rec record) (R, error) {
 // recorded as the step [StepStop], and Model returns a [*guard.StopError].
 // So does a Model call of a stopped run, without a step. A failed model
 // call returns fn's error, and begins no step.
+//
+// name is the step's name in DBOS's record (a dbos.WithStepName among opts
+// is overridden); opts are the step's other options, such as its retries.
 func Model[R any](r *Run, name string, read func(R) guard.Step, fn sdk.Step[R], opts ...sdk.StepOption) (R, error) {
 	var zero R
-	if read == nil || fn == nil {
+	switch {
+	case name == "":
+		return zero, errors.New("loopguard: Model: empty step name")
+	case read == nil || fn == nil:
 		return zero, fmt.Errorf("loopguard: Model %q: nil read or step function", name)
 	}
 	if _, err := r.endStep(StepStop); err != nil {
@@ -382,9 +387,15 @@ func Model[R any](r *Run, name string, read func(R) guard.Step, fn sdk.Step[R], 
 // The call's outcome (its result as JSON data, or its error's message) is
 // recorded in the open step, which the next Model call, or End, checks.
 // args must be the same on recovery: take them from recorded results.
+//
+// name is the tool's name, for the guard, and the step's name in DBOS's
+// record (a dbos.WithStepName among opts is overridden).
 func Tool[R any](r *Run, name string, args any, fn sdk.Step[R], opts ...sdk.StepOption) (R, error) {
 	var zero R
-	if fn == nil {
+	switch {
+	case name == "":
+		return zero, errors.New("loopguard: Tool: empty step name")
+	case fn == nil:
 		return zero, fmt.Errorf("loopguard: Tool %q: nil step function", name)
 	}
 	if s := r.Stopped(); s != nil {

@@ -113,14 +113,18 @@ func database(t *testing.T) string {
 }
 
 // launch launches DBOS on url in this process with the agent of app
-// registered, and shuts it down when the test ends.
-func launch(t *testing.T, url string, app *App) dbos.Context {
+// registered, and the workflows that register registers, and shuts it down
+// when the test ends.
+func launch(t *testing.T, url string, app *App, register ...func(dbos.Context)) dbos.Context {
 	t.Helper()
 	ctx, err := dbos.NewContext(context.Background(), dbos.Config{AppName: appName, DatabaseURL: url, Logger: logger()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dbos.RegisterWorkflow(ctx, app.Agent, dbos.WithWorkflowName("Agent"))
+	for _, r := range register {
+		r(ctx)
+	}
 	if err := dbos.Launch(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -262,6 +266,67 @@ func TestFork(t *testing.T) {
 	// search before it, and the check it follows.
 	if n := len(told) - before; n != 6 {
 		t.Errorf("the fork told the observer of %d events, want 6: %v", n, told[before:])
+	}
+}
+
+// callsWorkflow makes calls that Model and Tool refuse before any step,
+// and a tool call whose options name its step otherwise, and returns the
+// errors' texts.
+func callsWorkflow(lg *lgdbos.Guard) func(dbos.Context, string) ([]string, error) {
+	return func(ctx dbos.Context, _ string) ([]string, error) {
+		run, err := lg.Start(ctx)
+		if err != nil {
+			return nil, err
+		}
+		text := func(err error) string {
+			if err == nil {
+				return "<nil>"
+			}
+			return err.Error()
+		}
+		ok := func(context.Context) (string, error) { return "ok", nil }
+		var got []string
+		_, err = lgdbos.Tool(run, "", "x", ok)
+		got = append(got, text(err))
+		_, err = lgdbos.Tool[string](run, "Search", "x", nil)
+		got = append(got, text(err))
+		_, err = lgdbos.Model(run, "", step, func(context.Context) (Reply, error) { return Reply{}, nil })
+		got = append(got, text(err))
+		_, err = lgdbos.Model(run, "Chat", nil, func(context.Context) (Reply, error) { return Reply{}, nil })
+		got = append(got, text(err))
+		out, err := lgdbos.Tool(run, "Search", "x", ok, dbos.WithStepName("Other"), dbos.WithStepMaxRetries(1))
+		got = append(got, out+" "+text(err))
+		return got, nil
+	}
+}
+
+// TestCalls: Model and Tool refuse an empty name and a nil function before
+// any step; a step is named by its call, whatever its options say.
+func TestCalls(t *testing.T) {
+	url := database(t)
+	app := newApp(t, lgdbos.Options{})
+	wf := callsWorkflow(app.Guard)
+	ctx := launch(t, url, app, func(ctx dbos.Context) { dbos.RegisterWorkflow(ctx, wf, dbos.WithWorkflowName("Calls")) })
+	h, err := dbos.RunWorkflow(ctx, wf, "", dbos.WithWorkflowID("calls"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := h.GetResult()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"loopguard: Tool: empty step name",
+		`loopguard: Tool "Search": nil step function`,
+		"loopguard: Model: empty step name",
+		`loopguard: Model "Chat": nil read or step function`,
+		"ok <nil>",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{lgdbos.StepOptions, "Search"}, stepNames(t, ctx, "calls")); diff != "" {
+		t.Errorf("recorded steps (-want +got):\n%s", diff)
 	}
 }
 
