@@ -145,6 +145,7 @@ func startIn(bin, dir string) (*Server, error) {
 	data := filepath.Join(dir, "data")
 	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres",
 		"--auth=trust", "--encoding=UTF8", "--no-sync")
+	initdb.Dir = dir // one the user postgres may enter
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("initdb: %v\n%s", err, out)
@@ -163,6 +164,7 @@ func startIn(bin, dir string) (*Server, error) {
 	// fsync off (-F): the tests crash workers, never the server.
 	s.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port),
 		"-h", "127.0.0.1", "-k", dir, "-F", "-c", "max_connections=200")
+	s.cmd.Dir = dir
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {
