@@ -1,8 +1,10 @@
-// Package eino connects a loopguard guard to the chat model agents of
-// github.com/cloudwego/eino (its adk package).
+// Package eino connects a loopguard guard to the agents of
+// github.com/cloudwego/eino: the chat model agent of its adk package, and
+// the ReAct graph agent of its flow/agent/react package.
 //
-// [New] returns a [Middleware]; its [Middleware.AgentMiddleware] goes in
-// the agent's configuration, and the agent runs as before:
+// [New] returns a [Middleware]. For adk.ChatModelAgent, its
+// [Middleware.AgentMiddleware] goes in the agent's configuration, and the
+// agent runs as before:
 //
 //	lg := lgeino.New(g)
 //	agent, err := adk.NewChatModelAgent(ctx, &adk.ChatModelAgentConfig{
@@ -29,9 +31,38 @@
 // event's Err is a [*guard.StopError]. A reply without tool calls is
 // recorded at once; a normal finish is not an error.
 //
+// The ReAct graph agent (react.NewAgent) has no hook before and after its
+// model, so the model goes in wrapped by [Middleware.ChatModel], and the
+// tools run through [Middleware.ToolMiddleware]:
+//
+//	lg := lgeino.New(g)
+//	agent, err := react.NewAgent(ctx, &react.AgentConfig{
+//		ToolCallingModel: lg.ChatModel(model),
+//		ToolsConfig: compose.ToolsNodeConfig{Tools: tools,
+//			ToolCallMiddlewares: []compose.ToolMiddleware{lg.ToolMiddleware()}},
+//	})
+//	// ...
+//	_, err = agent.Generate(ctx, messages) // a *guard.StopError when the guard stopped the run
+//
+// The wrapper ends the last reply's turn before each model call; when the
+// guard stops the run, it returns the [*guard.StopError] instead of
+// calling the model, and the graph's run ends with that error: the model
+// is called as often as in a loop written by hand, not until eino's step
+// limit (MaxStep). With the tool middleware alone, refusals work but a
+// stop cannot end the run. A run that ends after its tools, without a
+// model call (ToolReturnDirectly), leaves the last reply's step to
+// [Middleware.End].
+//
 // Invokable, streamable and enhanced (multimodal) tools are all guarded. A
 // streamed result is recorded when its stream ends, as the text of its
 // chunks (for an enhanced tool, the text of its text parts).
+//
+// eino v0.8 adds adk.ChatModelAgentMiddleware, a newer hook for the chat
+// model agent. The Go module proxy serves eino only up to v0.7.36, which
+// this module requires, so the adapter uses adk.AgentMiddleware; its
+// pieces, [Middleware.End] before a model call, [Middleware.Reply] after
+// it and [Middleware.ToolMiddleware] around the tools, are what a
+// ChatModelAgentMiddleware would call, once v0.8 can be had.
 package eino
 
 import (
@@ -42,6 +73,8 @@ import (
 	"strings"
 
 	"github.com/cloudwego/eino/adk"
+	"github.com/cloudwego/eino/components"
+	"github.com/cloudwego/eino/components/model"
 	"github.com/cloudwego/eino/compose"
 	"github.com/cloudwego/eino/schema"
 
@@ -76,62 +109,173 @@ func (m *Middleware) AgentMiddleware() adk.AgentMiddleware {
 			if len(s.Messages) == 0 {
 				return nil
 			}
-			return m.reply(ctx, s.Messages[len(s.Messages)-1])
+			return m.Reply(ctx, s.Messages[len(s.Messages)-1])
 		},
-		WrapToolCall: compose.ToolMiddleware{
-			Invokable: func(next compose.InvokableToolEndpoint) compose.InvokableToolEndpoint {
-				return func(ctx context.Context, in *compose.ToolInput) (*compose.ToolOutput, error) {
-					return invoke(ctx, m, in, func(ctx context.Context) (*compose.ToolOutput, error) { return next(ctx, in) },
-						func(o *compose.ToolOutput) string { return o.Result },
-						func(text string) *compose.ToolOutput { return &compose.ToolOutput{Result: text} })
-				}
-			},
-			Streamable: func(next compose.StreamableToolEndpoint) compose.StreamableToolEndpoint {
-				return func(ctx context.Context, in *compose.ToolInput) (*compose.StreamToolOutput, error) {
-					sr, err := stream(ctx, m, in, func(ctx context.Context) (*schema.StreamReader[string], error) {
-						out, err := next(ctx, in)
-						if err != nil {
-							return nil, err
-						}
-						return out.Result, nil
-					}, func(s string) string { return s }, func(text string) string { return text })
+		WrapToolCall: m.ToolMiddleware(),
+	}
+}
+
+// ToolMiddleware returns the wrapper of each tool call, for the
+// ToolCallMiddlewares of a compose.ToolsNodeConfig (the ReAct agent's
+// ToolsConfig): it runs each call of the current reply by its ID, and
+// answers a refused one with the guard's feedback as its result.
+func (m *Middleware) ToolMiddleware() compose.ToolMiddleware {
+	return compose.ToolMiddleware{
+		Invokable: func(next compose.InvokableToolEndpoint) compose.InvokableToolEndpoint {
+			return func(ctx context.Context, in *compose.ToolInput) (*compose.ToolOutput, error) {
+				return invoke(ctx, m, in, func(ctx context.Context) (*compose.ToolOutput, error) { return next(ctx, in) },
+					func(o *compose.ToolOutput) string { return o.Result },
+					func(text string) *compose.ToolOutput { return &compose.ToolOutput{Result: text} })
+			}
+		},
+		Streamable: func(next compose.StreamableToolEndpoint) compose.StreamableToolEndpoint {
+			return func(ctx context.Context, in *compose.ToolInput) (*compose.StreamToolOutput, error) {
+				sr, err := stream(ctx, m, in, func(ctx context.Context) (*schema.StreamReader[string], error) {
+					out, err := next(ctx, in)
 					if err != nil {
 						return nil, err
 					}
-					return &compose.StreamToolOutput{Result: sr}, nil
+					return out.Result, nil
+				}, func(s string) string { return s }, func(text string) string { return text })
+				if err != nil {
+					return nil, err
 				}
-			},
-			EnhancedInvokable: func(next compose.EnhancedInvokableToolEndpoint) compose.EnhancedInvokableToolEndpoint {
-				return func(ctx context.Context, in *compose.ToolInput) (*compose.EnhancedInvokableToolOutput, error) {
-					return invoke(ctx, m, in, func(ctx context.Context) (*compose.EnhancedInvokableToolOutput, error) { return next(ctx, in) },
-						func(o *compose.EnhancedInvokableToolOutput) string { return partsText(o.Result) },
-						func(text string) *compose.EnhancedInvokableToolOutput {
-							return &compose.EnhancedInvokableToolOutput{Result: textResult(text)}
-						})
-				}
-			},
-			EnhancedStreamable: func(next compose.EnhancedStreamableToolEndpoint) compose.EnhancedStreamableToolEndpoint {
-				return func(ctx context.Context, in *compose.ToolInput) (*compose.EnhancedStreamableToolOutput, error) {
-					sr, err := stream(ctx, m, in, func(ctx context.Context) (*schema.StreamReader[*schema.ToolResult], error) {
-						out, err := next(ctx, in)
-						if err != nil {
-							return nil, err
-						}
-						return out.Result, nil
-					}, partsText, textResult)
+				return &compose.StreamToolOutput{Result: sr}, nil
+			}
+		},
+		EnhancedInvokable: func(next compose.EnhancedInvokableToolEndpoint) compose.EnhancedInvokableToolEndpoint {
+			return func(ctx context.Context, in *compose.ToolInput) (*compose.EnhancedInvokableToolOutput, error) {
+				return invoke(ctx, m, in, func(ctx context.Context) (*compose.EnhancedInvokableToolOutput, error) { return next(ctx, in) },
+					func(o *compose.EnhancedInvokableToolOutput) string { return partsText(o.Result) },
+					func(text string) *compose.EnhancedInvokableToolOutput {
+						return &compose.EnhancedInvokableToolOutput{Result: textResult(text)}
+					})
+			}
+		},
+		EnhancedStreamable: func(next compose.EnhancedStreamableToolEndpoint) compose.EnhancedStreamableToolEndpoint {
+			return func(ctx context.Context, in *compose.ToolInput) (*compose.EnhancedStreamableToolOutput, error) {
+				sr, err := stream(ctx, m, in, func(ctx context.Context) (*schema.StreamReader[*schema.ToolResult], error) {
+					out, err := next(ctx, in)
 					if err != nil {
 						return nil, err
 					}
-					return &compose.EnhancedStreamableToolOutput{Result: sr}, nil
+					return out.Result, nil
+				}, partsText, textResult)
+				if err != nil {
+					return nil, err
 				}
-			},
+				return &compose.EnhancedStreamableToolOutput{Result: sr}, nil
+			}
 		},
 	}
 }
 
-// reply records a model reply without tool calls at once, and begins the
-// turn of one with tool calls, deciding its calls ([hook.Current.Reply]).
-func (m *Middleware) reply(ctx context.Context, msg *schema.Message) error {
+// ChatModel returns cm wrapped for the ReAct agent of eino's
+// flow/agent/react (its AgentConfig.ToolCallingModel), which has no hook
+// before and after the model: before each call of cm it ends the turn of
+// the last reply ([Middleware.End]), and when the guard stops the run it
+// returns the [*guard.StopError] without calling cm, which ends the agent's
+// run with that error; after each reply it records the reply (one without
+// tool calls at once) or decides its calls, as AgentMiddleware does. A
+// streamed reply is recorded when its stream ends, before its end reaches
+// the graph, so before its tools run. The tools must run through
+// [Middleware.ToolMiddleware].
+//
+// The wrapper keeps cm's own callbacks (components.Checker) and type
+// name; WithTools wraps the model that cm's WithTools returns.
+func (m *Middleware) ChatModel(cm model.ToolCallingChatModel) model.ToolCallingChatModel {
+	return &chatModel{m: m, inner: cm}
+}
+
+// chatModel is a chat model that runs through a Middleware.
+type chatModel struct {
+	m     *Middleware
+	inner model.ToolCallingChatModel
+}
+
+// Generate ends the last turn, calls the model unless the run stopped, and
+// records its reply.
+func (c *chatModel) Generate(ctx context.Context, input []*schema.Message, opts ...model.Option) (*schema.Message, error) {
+	if _, err := c.m.End(ctx); err != nil {
+		return nil, err
+	}
+	msg, err := c.inner.Generate(ctx, input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.m.Reply(ctx, msg); err != nil {
+		return nil, err
+	}
+	return msg, nil
+}
+
+// Stream ends the last turn, calls the model unless the run stopped, and
+// records its reply when the stream ends: the stream's end (or the
+// guard's stop, as the stream's error) reaches the reader after that.
+func (c *chatModel) Stream(ctx context.Context, input []*schema.Message, opts ...model.Option) (*schema.StreamReader[*schema.Message], error) {
+	if _, err := c.m.End(ctx); err != nil {
+		return nil, err
+	}
+	src, err := c.inner.Stream(ctx, input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	sr, sw := schema.Pipe[*schema.Message](0)
+	go func() {
+		defer src.Close()
+		defer sw.Close()
+		var chunks []*schema.Message
+		for {
+			chunk, err := src.Recv()
+			if errors.Is(err, io.EOF) {
+				msg, err := schema.ConcatMessages(chunks)
+				if err == nil {
+					err = c.m.Reply(ctx, msg)
+				}
+				if err != nil {
+					sw.Send(nil, err)
+				}
+				return
+			}
+			if err != nil {
+				sw.Send(nil, err)
+				return
+			}
+			chunks = append(chunks, chunk)
+			if sw.Send(chunk, nil) {
+				return // the reader was closed: the reply is not read, nor recorded
+			}
+		}
+	}()
+	return sr, nil
+}
+
+// WithTools wraps the model with tools that the inner model returns.
+func (c *chatModel) WithTools(tools []*schema.ToolInfo) (model.ToolCallingChatModel, error) {
+	inner, err := c.inner.WithTools(tools)
+	if err != nil {
+		return nil, err
+	}
+	return &chatModel{m: c.m, inner: inner}, nil
+}
+
+// IsCallbacksEnabled is the inner model's: a model that runs its own
+// callbacks keeps them, and eino adds its own around one that does not.
+func (c *chatModel) IsCallbacksEnabled() bool { return components.IsCallbacksEnabled(c.inner) }
+
+// GetType is the inner model's type name, or "" when it has none.
+func (c *chatModel) GetType() string {
+	t, _ := components.GetType(c.inner)
+	return t
+}
+
+// Reply records a model reply without tool calls at once, and begins the
+// turn of one with tool calls, deciding its calls, after ending the turn of
+// the last reply ([hook.Current.Reply]); the error is a [*guard.StopError]
+// when the guard stops the run for a fault. AgentMiddleware and ChatModel
+// call it after each model reply; call it yourself from another hook
+// that sees the replies.
+func (m *Middleware) Reply(ctx context.Context, msg *schema.Message) error {
 	step := StepFromMessage(msg)
 	_, _, err := m.cur.Reply(ctx, step, step.ToolCalls)
 	return err

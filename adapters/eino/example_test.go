@@ -11,6 +11,7 @@ import (
 	"github.com/cloudwego/eino/components/tool"
 	"github.com/cloudwego/eino/components/tool/utils"
 	"github.com/cloudwego/eino/compose"
+	"github.com/cloudwego/eino/flow/agent/react"
 	"github.com/cloudwego/eino/schema"
 
 	lgeino "github.com/loopguard/loopguard/adapters/eino"
@@ -66,6 +67,45 @@ func Example() {
 		if errors.As(event.Err, &stop) {
 			fmt.Println("stopped:", stop.Verdict.Reason)
 		}
+	}
+	// Output:
+	// get_weather ran for Paris
+	// get_weather ran for Paris
+	// stopped: repeated-refusal
+}
+
+// The same stubborn model in eino's ReAct graph agent (flow/agent/react):
+// the model goes in wrapped, the tools run through the guard's tool
+// middleware, and the guard's stop ends the run as Generate's error,
+// before the model is called again.
+func ExampleMiddleware_ChatModel() {
+	ctx := context.Background()
+	weather, err := utils.InferTool("get_weather", "The weather in a city.",
+		func(_ context.Context, in struct{ City string }) (string, error) {
+			fmt.Println("get_weather ran for", in.City)
+			return "18 °C, sunny", nil
+		})
+	if err != nil {
+		log.Fatal(err)
+	}
+	g, err := guard.New(guard.Config{Rules: detector.Defaults()})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	lg := lgeino.New(g)
+	agent, err := react.NewAgent(ctx, &react.AgentConfig{
+		ToolCallingModel: lg.ChatModel(stubborn{}),
+		ToolsConfig: compose.ToolsNodeConfig{Tools: []tool.BaseTool{weather},
+			ToolCallMiddlewares: []compose.ToolMiddleware{lg.ToolMiddleware()}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = agent.Generate(ctx, []*schema.Message{schema.UserMessage("What is the weather in Paris?")})
+	var stop *guard.StopError
+	if errors.As(err, &stop) {
+		fmt.Println("stopped:", stop.Verdict.Reason)
 	}
 	// Output:
 	// get_weather ran for Paris

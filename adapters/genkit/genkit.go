@@ -27,7 +27,13 @@
 // Genkit looks tools up by name, so they cannot be wrapped, and they are
 // defined once for every run: a guarded tool finds its run's guard in its
 // context, where Generate (or [Middleware.Context]) puts it, and runs
-// unguarded without one. To guard a prompt's execution, or another door to
+// unguarded without one. Genkit v1.4.0, the latest the Go module proxy
+// serves, has no tool-level middleware (no ai.Middleware with WrapTool, no
+// ai.WithUse), so a tool defined with genkit.DefineTool or ai.NewTool
+// cannot be guarded: when one answers a request in a guarded run, the
+// model middleware ends the run with an error wrapping [ErrUnguardedTool]
+// that names it, before the model is called again, rather than let it run
+// unguarded, unnoticed. To guard a prompt's execution, or another door to
 // Genkit's generate loop, use a [Middleware] yourself: its
 // [Middleware.ModelMiddleware], its [Middleware.Context], then
 // [Middleware.End].
@@ -44,6 +50,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 
 	"github.com/firebase/genkit/go/ai"
 	"github.com/firebase/genkit/go/core"
@@ -60,6 +68,10 @@ import (
 // concurrent run its own guard and Middleware.
 type Middleware struct {
 	cur *hook.Current // the response whose tools run now
+
+	mu        sync.Mutex
+	requested map[string]bool // the tools the last response asked for
+	ran       map[string]bool // those of them that ran through the guard
 }
 
 // New returns a Middleware that uses g, which must not be nil.
@@ -105,17 +117,81 @@ func (m *Middleware) ModelMiddleware() ai.ModelMiddleware {
 			if _, err := m.End(ctx); err != nil {
 				return nil, err
 			}
+			if err := m.unguarded(req); err != nil {
+				return nil, err
+			}
 			resp, err := next(ctx, req, cb)
 			if err != nil {
 				return resp, err
 			}
 			step := StepFromResponse(resp)
+			m.asked(step.ToolCalls)
 			if _, _, err := m.cur.Reply(ctx, step, step.ToolCalls); err != nil {
 				return nil, err
 			}
 			return resp, nil
 		}
 	}
+}
+
+// ErrUnguardedTool is the error (wrapped) that ends a guarded generate loop
+// in which a tool ran without the guard: a tool defined with
+// genkit.DefineTool or ai.NewTool rather than this package's [DefineTool]
+// or [NewTool]. Genkit v1.4.0 has no tool-level middleware, so the guard
+// cannot wrap such a tool; rather than let it run unguarded, silently, on
+// every turn, the model middleware ends the loop before the model is
+// called again, naming the tools.
+var ErrUnguardedTool = errors.New("lggenkit: a tool ran without the guard")
+
+// asked notes the tools that a response asks for, which have not run yet.
+func (m *Middleware) asked(calls []guard.ToolCall) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.requested, m.ran = make(map[string]bool, len(calls)), make(map[string]bool, len(calls))
+	for _, c := range calls {
+		m.requested[c.Name] = true
+	}
+}
+
+// ranGuarded notes that a guarded tool ran (or was refused) in m's run.
+func (m *Middleware) ranGuarded(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ran != nil {
+		m.ran[name] = true
+	}
+}
+
+// unguarded returns an error wrapping [ErrUnguardedTool] when a tool that
+// the last response asked for answered it (a tool response in the request's
+// last message) without running through the guard.
+func (m *Middleware) unguarded(req *ai.ModelRequest) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	requested, ran := m.requested, m.ran
+	m.requested, m.ran = nil, nil
+	if len(requested) == 0 || req == nil || len(req.Messages) == 0 {
+		return nil
+	}
+	last := req.Messages[len(req.Messages)-1]
+	if last == nil || last.Role != ai.RoleTool {
+		return nil
+	}
+	var names []string
+	for _, p := range last.Content {
+		if p == nil || !p.IsToolResponse() || p.ToolResponse == nil {
+			continue
+		}
+		name := p.ToolResponse.Name
+		if requested[name] && !ran[name] && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	slices.Sort(names)
+	return fmt.Errorf("%w: %q; define it with lggenkit.DefineTool or lggenkit.NewTool", ErrUnguardedTool, names)
 }
 
 // End records the step of the last response that requested tools, if it
@@ -201,6 +277,7 @@ func toolFunc[In, Out any](name string, fn ai.ToolFunc[In, Out]) ai.ToolFunc[any
 		if m == nil {
 			return run(tc)
 		}
+		m.ranGuarded(name)
 		out, err := m.cur.Run(tc, guard.ToolCall{Name: name, Args: input}, run)
 		var refused *guard.RefusedError
 		if errors.As(err, &refused) {

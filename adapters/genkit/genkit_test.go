@@ -341,6 +341,42 @@ func TestRunsApart(t *testing.T) {
 	}
 }
 
+// Genkit reports each response's token usage (100 tokens here, a new city
+// each time so that no other rule stops the run): a token budget stops
+// Generate at the step that reaches it, before the model is called again;
+// one token more goes on a step. Through each door.
+func TestTokenBudget(t *testing.T) {
+	for _, d := range []door{generate, dynamic, middleware} {
+		for _, tc := range []struct {
+			limit, calls int
+		}{{300, 3}, {301, 4}} {
+			t.Run(fmt.Sprintf("%s/%d", d, tc.limit), func(t *testing.T) {
+				var script []reply
+				for i, city := range []string{"Paris", "Berlin", "Rome", "Oslo", "Lima", "Kyiv"} {
+					script = append(script, reply{calls: []call{{fmt.Sprintf("call_%d", i+1), city}}})
+				}
+				m := &scripted{script: script}
+				cfg, err := detector.FromJSON(fmt.Appendf(nil, `{"budget": {"maxTotalTokens": %d}}`, tc.limit))
+				if err != nil {
+					t.Fatal(err)
+				}
+				g, err := guard.New(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = run(t, g, m, new(forecast), d)
+				var stop *guard.StopError
+				if !errors.As(err, &stop) {
+					t.Fatalf("Generate ended with %v, want a *guard.StopError", err)
+				}
+				if stop.Verdict.Code != "BUDGET_TOTAL_TOKENS" || len(m.requests) != tc.calls {
+					t.Errorf("stopped by %s after %d model calls, want BUDGET_TOTAL_TOKENS after %d", stop.Verdict.Code, len(m.requests), tc.calls)
+				}
+			})
+		}
+	}
+}
+
 // summary returns g's summary.
 func summary(t *testing.T, g *guard.Guard) guard.Summary {
 	t.Helper()

@@ -2,9 +2,11 @@
 // github.com/tmc/langchaingo.
 //
 // [Wrap] decorates an agent: each plan it returns is a step of the guard,
-// and its tools run through the guard. An executor built on the wrapped
+// and its tools run through the guard; [Model] wraps the agent's model so
+// that the steps hold its token usage. An executor built on the wrapped
 // agent runs as before:
 //
+//	agent := agents.NewOpenAIFunctionsAgent(lglangchaingo.Model(llm), tools)
 //	executor := agents.NewExecutor(lglangchaingo.Wrap(g, agent))
 //	answer, err := chains.Run(ctx, executor, "What is the weather in Paris?")
 //	var stop *guard.StopError
@@ -24,10 +26,14 @@
 // reason "stop"; a normal finish is not an error.
 //
 // The agent's plan is all the hook sees of the model's reply: a step holds
-// the final answer as its text, no text beside tool calls, and no token
-// usage. Tools match the plan's calls by tool and input, as the executor
-// does not tell a tool which action it runs; the steps keep the actions'
-// tool IDs.
+// the final answer as its text, and no text beside tool calls. Tools match
+// the plan's calls by tool and input, as the executor does not tell a tool
+// which action it runs; the steps keep the actions' tool IDs.
+//
+// Token usage reaches the guard through [Model]: each step holds the usage
+// of the model calls its plan made, and token budgets stop the run at the
+// step that reaches them, before the model is asked again. Without it,
+// steps have no usage, and token budgets never stop the run.
 //
 // The package name matches the framework's module; import it under another
 // name:
@@ -86,16 +92,18 @@ func (a *Agent) Plan(ctx context.Context, intermediateSteps []schema.AgentStep, 
 	if _, err := a.End(ctx); err != nil {
 		return nil, nil, err
 	}
-	actions, finish, err := a.agent.Plan(ctx, intermediateSteps, inputs, options...)
+	pu := new(planUsage)
+	actions, finish, err := a.agent.Plan(context.WithValue(ctx, usageKey{}, pu), intermediateSteps, inputs, options...)
 	if err != nil {
 		return actions, finish, err
 	}
+	usage := pu.get()
 	if finish != nil {
 		text, _ := finish.ReturnValues["output"].(string)
 		if text == "" {
 			text = finish.Log
 		}
-		if _, _, err := a.cur.Reply(ctx, guard.Step{Text: text, FinishReason: "stop"}, nil); err != nil {
+		if _, _, err := a.cur.Reply(ctx, guard.Step{Text: text, FinishReason: "stop", Usage: usage}, nil); err != nil {
 			return nil, nil, err
 		}
 		return actions, finish, nil
@@ -104,7 +112,7 @@ func (a *Agent) Plan(ctx context.Context, intermediateSteps []schema.AgentStep, 
 	for i, act := range actions {
 		calls[i] = guard.ToolCall{ID: act.ToolID, Name: a.toolName(act.Tool), Args: args(toolInput(act.ToolInput))}
 	}
-	if _, _, err := a.cur.Reply(ctx, guard.Step{FinishReason: "tool_calls"}, calls); err != nil {
+	if _, _, err := a.cur.Reply(ctx, guard.Step{FinishReason: "tool_calls", Usage: usage}, calls); err != nil {
 		return nil, nil, err // ctx ended before the calls were decided
 	}
 	return actions, nil, nil

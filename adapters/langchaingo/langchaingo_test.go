@@ -111,7 +111,8 @@ func newGuard(t *testing.T) *guard.Guard {
 }
 
 // run runs langchaingo's executor with a function-calling agent, wrapped,
-// against the script, and returns what the executor returned.
+// on its model wrapped for usage, against the script, and returns what the
+// executor returned.
 func run(t *testing.T, g *guard.Guard, m *model, tool *forecast) (string, error) {
 	t.Helper()
 	srv := httptest.NewServer(m)
@@ -120,7 +121,7 @@ func run(t *testing.T, g *guard.Guard, m *model, tool *forecast) (string, error)
 	if err != nil {
 		t.Fatal(err)
 	}
-	agent := agents.NewOpenAIFunctionsAgent(llm, []tools.Tool{tool})
+	agent := agents.NewOpenAIFunctionsAgent(lglangchaingo.Model(llm), []tools.Tool{tool})
 	executor := agents.NewExecutor(lglangchaingo.Wrap(g, agent), agents.WithMaxIterations(10))
 	return chains.Run(context.Background(), executor, "What is the weather in Paris?")
 }
