@@ -222,6 +222,13 @@ func (r *Runner) Check(ctx context.Context, m *sdk.BetaMessage) (guard.Verdict, 
 // when the request asks for a stream. The runner returns that message and
 // ends; Check returns the stop for it. The verdict of the record is kept for
 // the next Check, which returns it as it would have.
+//
+// The record is made with the request's context, which the guard's observer
+// is given: with the SDK's tracing on, its span is the SDK's span of the
+// request, the one that the middleware answers when it stops the run. When
+// no message is held, the middleware asks the guard's [guard.Guard.Summary]
+// whether the run has stopped: with a guard over a store, that is one
+// round trip to the store per request.
 func (r *Runner) Option() option.RequestOption {
 	return option.WithMiddleware(r.middleware)
 }
