@@ -5,10 +5,12 @@
 // [guard.Step], for a loop you write yourself. For the SDK's beta tool
 // runner (client.Beta.Messages.NewToolRunner), a [Runner] decorates the
 // tools so that each call is preflighted before it runs and recorded after,
-// and [Runner.Check] records each message the runner returns:
+// [Runner.Check] records each message the runner returns, and the middleware
+// of [Runner.Option] ends the run before a request once the guard has
+// stopped it:
 //
 //	lg := lganthropic.NewRunner(g)
-//	runner := client.Beta.Messages.NewToolRunner(lg.Tools(tools...), params)
+//	runner := client.Beta.Messages.NewToolRunner(lg.Tools(tools...), params, lg.Option())
 //	for msg, err := range runner.All(ctx) {
 //		if err != nil {
 //			return err

@@ -19,9 +19,13 @@ import (
 
 // A stubborn model, played by a local server, asks for the same forecast on
 // every turn. The SDK's tool runner runs the decorated tool twice; the guard
-// refuses the next calls before they run and stops the run.
+// refuses the next calls before they run and stops the run. With the
+// runner's Option, the stop comes before the request that would follow it:
+// five model calls, as in a loop of your own.
 func Example() {
+	calls := 0
 	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		calls++
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
 			"content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}],
@@ -53,7 +57,7 @@ func Example() {
 			MaxTokens: 1024,
 			Messages:  []anthropic.BetaMessageParam{anthropic.NewBetaUserMessage(anthropic.NewBetaTextBlock("Weather in Paris?"))},
 		},
-	})
+	}, lg.Option())
 	ctx := context.Background()
 	for msg, err := range runner.All(ctx) {
 		if err != nil {
@@ -71,7 +75,9 @@ func Example() {
 		}
 	}
 	fmt.Println("tool runs:", runs)
+	fmt.Println("model calls:", calls)
 	// Output:
 	// stopped: repeated-refusal
 	// tool runs: 2
+	// model calls: 5
 }

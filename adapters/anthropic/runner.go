@@ -1,12 +1,18 @@
 package anthropic
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
 	"sync"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/hook"
@@ -19,11 +25,17 @@ import (
 // use: the tool runner runs the tools of a turn in parallel.
 //
 // The tool runner runs the tools of a message when it is asked for the next
-// one, so a message's step is complete only then. Check therefore records a
-// message that asks for tools at the next Check (or at Check(nil)), and
-// records at once a message that asks for none. A stop that comes from a
-// turn's tool outcomes is reported one message late; the preflight of each
-// call is never late.
+// one, and then sends the next request at once, so a message's step is
+// complete only just before that request. Pass [Runner.Option] to
+// NewToolRunner: its middleware records the message whose tools have just
+// run before the request goes out, and when that stops the run it sends
+// nothing and answers with a final message of its own (see StopMessageID),
+// so a stop costs no model call more than in a loop of your own. Without the
+// option, Check records a message that asks for tools at the next Check (or
+// at Check(nil)), after the next request, and a stop that comes from a
+// turn's tool outcomes is reported one message (and one paid request) late.
+// Either way Check records at once a message that asks for no tools, and the
+// preflight of each call is never late.
 //
 // Each checked message is a [guard.Turn]: Check preflights its calls, and
 // the decorated tools run them through the turn, which finds each call by
@@ -36,10 +48,21 @@ import (
 type Runner struct {
 	g *guard.Guard
 
-	mu    sync.Mutex
-	names map[string]bool // the names of the decorated tools
-	held  *heldTurn       // the message whose tools run next, if any
+	mu      sync.Mutex
+	names   map[string]bool // the names of the decorated tools
+	held    *heldTurn       // the message whose tools run next, if any
+	ended   *guard.Verdict  // the verdict of a held message the middleware recorded, for the next Check
+	stopped *guard.Verdict  // the stop the middleware answered with StopMessageID, if any
 }
+
+// StopMessageID is the ID of the final message that the middleware of
+// [Runner.Option] answers with, in place of sending a request, once the
+// guard has stopped the run. The message is the assistant's, has one text
+// block (the stop error's text, which never quotes arguments or results),
+// stop reason end_turn and no usage; it comes from no model. The tool runner
+// takes it as the model's last answer and ends the run; [Runner.Check]
+// returns the stop for it and records nothing.
+const StopMessageID = "msg_loopguard_stop"
 
 // heldTurn is a message whose tool calls have been preflighted and are
 // waiting to run.
@@ -135,17 +158,27 @@ func (t *guardedTool) Execute(ctx context.Context, input json.RawMessage) ([]sdk
 //
 // Call Check with a nil message after the runner has finished to record a
 // message whose tools never ran (as when MaxIterations ends the run).
+//
+// For the message of [StopMessageID] that the middleware of [Runner.Option]
+// answered with, Check returns the stop and records nothing.
 func (r *Runner) Check(ctx context.Context, m *sdk.BetaMessage) (guard.Verdict, error) {
 	r.mu.Lock()
 	h := r.held
 	r.held = nil
-	r.mu.Unlock()
 	var v guard.Verdict
+	if r.ended != nil {
+		v, r.ended = *r.ended, nil
+	}
+	stopped := r.stopped
+	r.mu.Unlock()
 	if h != nil {
 		v, _ = h.turn.End(ctx, h.step)
 	}
 	if m == nil {
 		return v, v.Err()
+	}
+	if m.ID == StopMessageID && stopped != nil {
+		return *stopped, stopped.Err()
 	}
 	step := StepFromBetaMessage(m)
 	if m.StopReason != sdk.BetaStopReasonToolUse || len(step.ToolCalls) == 0 {
@@ -176,4 +209,119 @@ func (r *Runner) Check(ctx context.Context, m *sdk.BetaMessage) (guard.Verdict, 
 	r.held = next
 	r.mu.Unlock()
 	return v, v.Err()
+}
+
+// Option returns the request option that ends the run before a request the
+// guard has made pointless: pass it to NewToolRunner (or to the client, for
+// a client that serves this run alone). Its middleware runs before each
+// request of the runner, once the tools of the last message have run: it
+// records that message, as the next [Runner.Check] would, and if the guard
+// has stopped the run (that record stops it, or [guard.Summary].FirstStop
+// is set, as when the tools were judged without Check) it sends nothing and
+// answers with a final message of its own, of ID [StopMessageID], streamed
+// when the request asks for a stream. The runner returns that message and
+// ends; Check returns the stop for it. The verdict of the record is kept for
+// the next Check, which returns it as it would have.
+//
+// The record is made with the request's context, which the guard's observer
+// is given: with the SDK's tracing on, its span is the SDK's span of the
+// request, the one that the middleware answers when it stops the run. When
+// no message is held, the middleware asks the guard's [guard.Guard.Summary]
+// whether the run has stopped: with a guard over a store, that is one
+// round trip to the store per request.
+func (r *Runner) Option() option.RequestOption {
+	return option.WithMiddleware(r.middleware)
+}
+
+// middleware is the middleware of [Runner.Option].
+func (r *Runner) middleware(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	ctx := req.Context()
+	r.mu.Lock()
+	h := r.held
+	r.held = nil
+	stopped := r.stopped
+	r.mu.Unlock()
+	if h != nil {
+		v, _ := h.turn.End(ctx, h.step)
+		r.mu.Lock()
+		r.ended = &v
+		if v.Stop && r.stopped == nil {
+			r.stopped = &v
+		}
+		stopped = r.stopped
+		r.mu.Unlock()
+	}
+	if stopped == nil {
+		sum, err := r.g.Summary(ctx)
+		if err != nil || sum.FirstStop == nil {
+			return next(req) // the guard could not answer: the request's own fate decides
+		}
+		r.mu.Lock()
+		if r.stopped == nil {
+			r.stopped = sum.FirstStop
+		}
+		stopped = r.stopped
+		r.mu.Unlock()
+	}
+	return stopResponse(req, *stopped), nil
+}
+
+// stopResponse is the answer to req that the middleware gives in place of
+// the model's once the run has stopped with v: a final message of ID
+// StopMessageID, as JSON or as a stream of events, as req asks.
+func stopResponse(req *http.Request, v guard.Verdict) *http.Response {
+	var asked struct {
+		Model  string `json:"model"`
+		Stream bool   `json:"stream"`
+	}
+	body := req.Body
+	if req.GetBody != nil {
+		if b, err := req.GetBody(); err == nil {
+			body = b
+		}
+	}
+	if body != nil {
+		data, _ := io.ReadAll(body)
+		_ = json.Unmarshal(data, &asked) // a body that is not JSON leaves the model empty
+	}
+	text := "loopguard: run stopped"
+	if err := v.Err(); err != nil {
+		text = err.Error()
+	}
+	msg, _ := json.Marshal(map[string]any{
+		"id": StopMessageID, "type": "message", "role": "assistant", "model": asked.Model,
+		"content":     []any{map[string]any{"type": "text", "text": text}},
+		"stop_reason": "end_turn", "stop_sequence": nil,
+		"usage": map[string]any{"input_tokens": 0, "output_tokens": 0},
+	})
+	contentType := "application/json"
+	if asked.Stream {
+		contentType = "text/event-stream"
+		start, _ := json.Marshal(map[string]any{
+			"id": StopMessageID, "type": "message", "role": "assistant", "model": asked.Model,
+			"content": []any{}, "stop_reason": nil, "stop_sequence": nil,
+			"usage": map[string]any{"input_tokens": 0, "output_tokens": 0},
+		})
+		quoted, _ := json.Marshal(text)
+		var b bytes.Buffer
+		event := func(name, data string) { fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", name, data) }
+		event("message_start", `{"type":"message_start","message":`+string(start)+`}`)
+		event("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
+		event("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":`+string(quoted)+`}}`)
+		event("content_block_stop", `{"type":"content_block_stop","index":0}`)
+		event("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":0}}`)
+		event("message_stop", `{"type":"message_stop"}`)
+		msg = b.Bytes()
+	}
+	return &http.Response{
+		Status:        "200 OK",
+		StatusCode:    http.StatusOK,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        http.Header{"Content-Type": {contentType}, "Content-Length": {strconv.Itoa(len(msg))}},
+		Body:          io.NopCloser(bytes.NewReader(msg)),
+		ContentLength: int64(len(msg)),
+		Request:       req,
+	}
 }

@@ -111,7 +111,7 @@ func TestObserver(t *testing.T) {
 		{Phase: guard.PhaseCheck, Step: 0},
 		{Phase: guard.PhaseCheck, Step: 1, Verdict: guard.Verdict{Stop: true, Reason: guard.ReasonCustom, Code: guard.CodeCustom,
 			Detail: "p stops", Evidence: map[string]any{"count": 2}, Detector: "p"}},
-		{Phase: guard.PhasePreflight, Step: 2, Verdict: guard.Verdict{Stop: true, Reason: "probe", Code: "PROBE", Detail: "p", Detector: "p"}},
+		{Phase: guard.PhasePreflight, Step: 2, Verdict: guard.Verdict{Stop: true, Reason: "probe", Code: "PROBE", Detail: "p", Detector: "p"}, Tool: "search"},
 	}
 	if diff := cmp.Diff(want, events); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
@@ -255,5 +255,69 @@ func TestTurnParallelCallsAreOneStep(t *testing.T) {
 	if refusals != 6 || v.Stop || testutil.Summary(t, g).ToolCalls != 2 {
 		b, _ := json.Marshal(v)
 		t.Errorf("8 identical parallel calls with threshold 3: %d refused (want 6), verdict %s, %d recorded (want 2)", refusals, b, testutil.Summary(t, g).ToolCalls)
+	}
+}
+
+// Each event names the one call it is about, by ID and tool, for an
+// observer that reports per call; events about a whole step name none. The
+// repeat rule (threshold 2) refuses a second "search" of "x" within a step
+// or after one.
+func TestObserverNamesTheCall(t *testing.T) {
+	type named struct {
+		Phase        guard.Phase
+		Stop         bool
+		CallID, Tool string
+	}
+	var mu sync.Mutex
+	var got []named
+	r, err := repeat.New(repeat.Options{Threshold: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := guard.New(guard.Config{Rules: []guard.Rule{r}, Observer: func(_ context.Context, e guard.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, named{e.Phase, e.Verdict.Stop, e.CallID, e.Tool})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	x := func(id string) guard.ToolCall { c := testutil.Q("x"); c.ID = id; return c }
+	y := guard.ToolCall{ID: "y1", Name: "read", Args: json.RawMessage(`{}`)}
+
+	g.Preflight(ctx, x("a"))                                              // one call, allowed: named
+	g.Preflight(ctx, y, x("b"))                                           // two calls, allowed: none named
+	g.Preflight(ctx, x("c"), x("d"))                                      // the second is refused: named
+	testutil.Check(t, g, guard.Step{ToolCalls: []guard.ToolCall{x("e")}}) // a step: none
+	turn := g.Begin()
+	turn.Preflight(ctx, x("f"), y) // one event per call; f repeats e
+	turn.Run(ctx, guard.ToolCall{ID: "z1", Name: "write", Args: json.RawMessage(`{}`)}, func(context.Context) (any, error) { return "ok", nil })
+	turn.End(ctx, guard.Step{}) // a step: none
+	run, _, _ := g.StartCall(ctx, guard.ToolCall{ID: "s1", Name: "think", Args: json.RawMessage(`{}`)})
+	run.Finish(ctx, "ok", nil)                                                             // the call's own step: named
+	g.StartCall(ctx, guard.ToolCall{ID: "s2", Name: "think", Args: json.RawMessage(`{}`)}) // refused: the decision and its step
+
+	want := []named{
+		{guard.PhasePreflight, false, "a", "search"},
+		{guard.PhasePreflight, false, "", ""},
+		{guard.PhasePreflight, true, "d", "search"},
+		{guard.PhaseCheck, false, "", ""},
+		{guard.PhasePreflight, true, "f", "search"},
+		{guard.PhasePreflight, false, "y1", "read"},
+		{guard.PhasePreflight, false, "z1", "write"},
+		{guard.PhaseCheck, false, "", ""},
+		{guard.PhasePreflight, false, "s1", "think"},
+		{guard.PhaseCheck, false, "s1", "think"},
+		{guard.PhasePreflight, true, "s2", "think"},
+		{guard.PhaseCheck, false, "s2", "think"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	var b bytes.Buffer
+	slog.New(slog.NewTextHandler(&b, nil)).Info("e", "event", guard.Event{Phase: guard.PhasePreflight, CallID: "a\x1b", Tool: "search"})
+	if s := b.String(); !strings.Contains(s, `event.callId=a\x1b `) || !strings.Contains(s, "event.tool=search") {
+		t.Errorf("LogValue: %s", s)
 	}
 }

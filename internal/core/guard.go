@@ -373,7 +373,13 @@ func (g *Guard) Preflight(ctx context.Context, calls ...ToolCall) (Decision, err
 		d, step = g.preflight(calls, true)
 	}
 	if g.opts.Observer != nil {
-		g.notify(ctx, Event{Phase: PhasePreflight, Step: step, Verdict: d.Verdict()})
+		e := Event{Phase: PhasePreflight, Step: step, Verdict: d.Verdict()}
+		if i := d.CallIndex; !d.Allow && i < len(calls) && len(calls) > 0 {
+			e.CallID, e.Tool = calls[i].ID, calls[i].Name
+		} else if len(calls) == 1 {
+			e.CallID, e.Tool = calls[0].ID, calls[0].Name
+		}
+		g.notify(ctx, e)
 	}
 	return d, nil
 }

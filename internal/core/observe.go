@@ -15,12 +15,30 @@ type Event struct {
 	// Verdict is the verdict of Check, or for Preflight the decision as a
 	// verdict (Stop when the call was refused): see [Decision.Verdict].
 	Verdict Verdict
+	// CallID and Tool name the one tool call that the event is about, when
+	// there is one ([ToolCall.ID] and [ToolCall.Name]), so that an observer
+	// can report on that call, as on the span of its execution. In
+	// PhasePreflight that is the call decided: by [Turn.Preflight] (one
+	// event per call), [Turn.Run] or [Guard.StartCall]; for
+	// [Guard.Preflight], the refused call of a refusal, or the call asked
+	// about when it was alone. In PhaseCheck it is the call whose step of
+	// its own [Running.Finish] recorded, or the refused call whose step
+	// StartCall recorded. Both are empty for the step of [Guard.Check] or
+	// [Turn.End], which is about all of its calls; CallID is empty for a
+	// call without an ID. They are the caller's strings, not copies.
+	CallID, Tool string
 }
 
 // LogValue makes an Event print well with log/slog.
+// The call's ID and tool are there when the event names a call, cleaned as
+// the verdict's names are.
 func (e Event) LogValue() slog.Value {
+	if e.CallID == "" && e.Tool == "" {
+		return slog.GroupValue(slog.String("phase", e.Phase.String()), slog.Int("step", e.Step),
+			slog.Any("verdict", e.Verdict))
+	}
 	return slog.GroupValue(slog.String("phase", e.Phase.String()), slog.Int("step", e.Step),
-		slog.Any("verdict", e.Verdict))
+		slog.String("callId", Clean(e.CallID)), slog.String("tool", Clean(e.Tool)), slog.Any("verdict", e.Verdict))
 }
 
 // notify calls the observer, if any, after the guard's lock is released. A

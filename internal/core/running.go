@@ -54,9 +54,9 @@ func (g *Guard) StartCall(ctx context.Context, call ToolCall) (*Running, Decisio
 	}
 	r, d, step, v, checked := g.startCall(call)
 	if g.opts.Observer != nil {
-		g.notify(ctx, Event{Phase: PhasePreflight, Step: step, Verdict: d.Verdict()})
+		g.notify(ctx, Event{Phase: PhasePreflight, Step: step, Verdict: d.Verdict(), CallID: call.ID, Tool: call.Name})
 		if checked >= 0 {
-			g.notify(ctx, Event{Phase: PhaseCheck, Step: checked, Verdict: v})
+			g.notify(ctx, Event{Phase: PhaseCheck, Step: checked, Verdict: v, CallID: call.ID, Tool: call.Name})
 		}
 	}
 	if !d.Allow && IsFault(v) {
@@ -160,7 +160,7 @@ func (r *Running) Finish(ctx context.Context, result any, err error) (Verdict, e
 		return Verdict{}, nil
 	}
 	if g.opts.Observer != nil {
-		g.notify(ctx, Event{Phase: PhaseCheck, Step: step, Verdict: v})
+		g.notify(ctx, Event{Phase: PhaseCheck, Step: step, Verdict: v, CallID: r.call.ID, Tool: r.call.Name})
 	}
 	return v, nil
 }

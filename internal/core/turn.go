@@ -122,7 +122,7 @@ func (t *Turn) Preflight(ctx context.Context, calls ...ToolCall) ([]Decision, er
 	}
 	if t.g.opts.Observer != nil {
 		for i, d := range ds {
-			t.g.notify(ctx, Event{Phase: PhasePreflight, Step: steps[i], Verdict: d.Verdict()})
+			t.g.notify(ctx, Event{Phase: PhasePreflight, Step: steps[i], Verdict: d.Verdict(), CallID: calls[i].ID, Tool: calls[i].Name})
 		}
 	}
 	return ds, nil
@@ -226,7 +226,7 @@ func (t *Turn) Run(ctx context.Context, call ToolCall, fn func(ctx context.Conte
 		return nil, err
 	}
 	if judged && t.g.opts.Observer != nil {
-		t.g.notify(ctx, Event{Phase: PhasePreflight, Step: step, Verdict: d.Verdict()})
+		t.g.notify(ctx, Event{Phase: PhasePreflight, Step: step, Verdict: d.Verdict(), CallID: call.ID, Tool: call.Name})
 	}
 	if !d.Allow {
 		return nil, &RefusedError{Decision: d}
