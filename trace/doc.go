@@ -91,10 +91,10 @@
 //
 // Arguments: OpenAI (in both APIs) delivers them as a JSON string; when that
 // string holds valid JSON it becomes a json.RawMessage, otherwise the
-// string itself is the argument. Anthropic's "input" object is kept as a json.RawMessage. A result
-// given as a string, or as text parts only (joined by newlines), is kept as a
-// string; any other content (images, documents, a server tool's search
-// results) is kept as a json.RawMessage.
+// string itself is the argument. Anthropic's "input" object is kept as a
+// json.RawMessage. A result given as a string, or as text parts only (joined
+// by newlines), is kept as a string; any other content (images, documents,
+// a server tool's search results) is kept as a json.RawMessage.
 //
 // Finish reasons are normalised as the guard normalises them ("end_turn" is
 // "stop", "tool_calls" is "tool-calls"; see [rule.NormalizeFinishReason]); a

@@ -95,17 +95,15 @@ func responseObject(b *builder, m *rsItem, line int) error {
 		if err := object(out, line, fmt.Sprintf("response output[%d]", i), &o); err != nil {
 			return err
 		}
-		b.open = true
+		if isMessage := o.Type == "message" || o.Type == "" && o.Role != ""; isMessage && o.Role != "assistant" || strings.HasSuffix(o.Type, "_call_output") {
+			return &Error{Line: line, Err: fmt.Errorf("response output[%d] is a %s item, not the model's output", i, itemName(&o))}
+		}
 		if o.Type == "function_call" || o.Type == "custom_tool_call" {
 			calls++
 		}
+		b.open = true
 		if err := responsesItem(b, &o, line); err != nil {
 			return err
-		}
-		if len(b.t.Steps)-1 != step {
-			// An output item that is not model output (a user message)
-			// ended the turn: the response's outputs are one step.
-			return &Error{Line: line, Err: fmt.Errorf("response output[%d] is a %s item, not model output", i, itemName(&o))}
 		}
 	}
 	b.open = false
