@@ -243,13 +243,15 @@ func TestResponsesShapes(t *testing.T) {
 	}{
 		{
 			name: "statuses and incomplete reasons",
-			data: `{"object": "response", "status": "incomplete", "incomplete_details": {"reason": "content_filter"}, "output": []}
+			data: `{"object": "response", "status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}, "output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "cut"}]}]}
+			       {"object": "response", "status": "incomplete", "incomplete_details": {"reason": "content_filter"}, "output": []}
 			       {"object": "response", "status": "incomplete", "output": [{"type": "message", "role": "assistant", "content": [{"type": "refusal", "refusal": "no"}]}]}
 			       {"object": "response", "status": "failed", "error": {"code": "server_error", "message": "x"}, "output": null}
 			       {"object": "response", "status": "cancelled", "output": []}
 			       {"object": "response", "status": "in_progress", "output": []}
 			       {"object": "response", "status": "completed", "output": [{"type": "web_search_call", "id": "ws", "status": "completed", "action": {"type": "search", "query": "go"}}, {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "a"}, {"type": "output_text", "text": "b"}]}]}`,
 			want: []guard.Step{
+				{Text: "cut", FinishReason: "length"},
 				{FinishReason: "content-filter"},
 				{Text: "no", FinishReason: "incomplete"},
 				{FinishReason: "error"},

@@ -169,8 +169,8 @@ func TestTranscripts(t *testing.T) {
 					FinishReason: "tool-calls", // no usage
 				},
 				{
-					Text:         "The booking failed: the payment was",
-					FinishReason: "length",
+					Text:         "The booking failed: the payment was declined.",
+					FinishReason: "stop",
 					Usage:        guard.Usage{InputTokens: 260, OutputTokens: 16, TotalTokens: 276},
 					Input:        "Try my other card.\n[input_image]",
 				},

@@ -249,7 +249,7 @@ func TestExitPaths(t *testing.T) {
 		{"replay with a bad format", []string{"replay", "--format", "yaml", "-"}, "", exitUsage, "",
 			"loopguard replay: --format must be text or json, not \"yaml\"" + help("replay")},
 		{"replay with a bad input format", []string{"replay", "--input", "gemini", "-"}, "", exitUsage, "",
-			"loopguard replay: --input must be auto, steps, openai, anthropic or otlp, not \"gemini\"" + help("replay")},
+			"loopguard replay: --input must be auto, steps, openai, responses, anthropic or otlp, not \"gemini\"" + help("replay")},
 		{"replay with an unknown flag", []string{"replay", "--bogus", "-"}, "", exitUsage, "", "loopguard replay: unknown flag --bogus" + help("replay")},
 		{"replay with an unknown flag, one dash", []string{"replay", "-bogus", "-"}, "", exitUsage, "", "loopguard replay: unknown flag --bogus" + help("replay")},
 		{"replay with a flag without its value", []string{"replay", "-", "--config"}, "", exitUsage, "", "loopguard replay: flag needs an argument: --config" + help("replay")},
