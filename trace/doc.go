@@ -136,6 +136,29 @@
 //   - other spans (invoke_agent, embeddings, HTTP, ...) make no steps; they
 //     only pass their gen_ai.conversation.id on to the spans below them.
 //
+// The older, event-based shape of the conventions, which their transition
+// plan has instrumentations keep emitting by default, is read too. A span
+// without gen_ai.operation.name that has gen_ai.system (or
+// gen_ai.request.model) is read by the first word of its name ("chat
+// gpt-4o"). When gen_ai.output.messages is missing, the span's first
+// gen_ai.choice event gives the text (its message's content), the calls (its
+// tool_calls, OpenAI's shape: id, function name and arguments) and the
+// finish reason; when gen_ai.input.messages is missing, the
+// gen_ai.system.message, gen_ai.user.message, gen_ai.assistant.message and
+// gen_ai.tool.message events are the input messages (older still:
+// gen_ai.content.prompt and gen_ai.content.completion events with
+// gen_ai.prompt and gen_ai.completion as JSON). A span event has no body:
+// its fields are read from the event's attributes (role, content, id,
+// tool_calls, finish_reason, index, message; structured ones as JSON text or
+// structured values), or from JSON text in gen_ai.event.content. The token
+// counts may be gen_ai.usage.prompt_tokens and completion_tokens.
+//
+// Instrumentations of model clients make no execute_tool spans: a call
+// that no tool span answers gets its result from the next model call's input
+// messages (a tool_call_response part, or a gen_ai.tool.message event, with
+// the call's id). Such a result has no error flag: a failed tool's message is
+// a result like any other.
+//
 // A file may hold several runs: one per gen_ai.conversation.id (a span's own,
 // its nearest ancestor's, or that of the earliest span of its trace that has
 // one), so that the traces of a conversation's turns are one run, and one per
