@@ -65,7 +65,12 @@
 // carry the finish reason and usage that bare messages lack, so a log that
 // interleaves responses with the tool and user messages sent back gives the
 // most complete steps. Streaming chunks and events are not read: log the
-// assembled response.
+// assembled response. The values of the providers' Go SDKs, marshalled with
+// encoding/json, are read as the API's JSON is, though they write every
+// field: an empty function_call is no call, a tool call's "type" says which
+// of "function" and "custom" holds it, and a union of the OpenAI SDK's
+// response types, which encoding/json writes as {"OfString": "...", ...},
+// is the string it holds.
 //
 // # From messages to steps
 //

@@ -183,16 +183,21 @@ func openAIAssistant(b *builder, m *oaItem, line int, finish *string, usage *oaU
 		}
 	}
 	for i, tc := range m.ToolCalls {
+		// The type says which of function and custom holds the call: Go
+		// SDK values marshalled with encoding/json have both, one empty.
+		custom := tc.Custom != nil && (tc.Type == "custom" || tc.Function == nil || tc.Type == "" && tc.Function.Name == "")
 		switch {
+		case custom:
+			b.call(tc.ID, guard.ToolCall{Name: tc.Custom.Name, Args: tc.Custom.Input})
 		case tc.Function != nil:
 			b.call(tc.ID, guard.ToolCall{Name: tc.Function.Name, Args: arguments(tc.Function.Arguments)})
-		case tc.Custom != nil:
-			b.call(tc.ID, guard.ToolCall{Name: tc.Custom.Name, Args: tc.Custom.Input})
 		default:
 			return &Error{Line: line, Err: fmt.Errorf("tool_calls[%d] has neither function nor custom", i)}
 		}
 	}
-	if m.FunctionCall != nil {
+	if m.FunctionCall != nil && m.FunctionCall.Name != "" {
+		// A function_call without a name is no call: Go SDK values
+		// marshalled with encoding/json write an empty one.
 		// A function message answers the newest function_call.
 		b.function = fmt.Sprintf("the function_call on line %d", line)
 		b.call(b.function, guard.ToolCall{Name: m.FunctionCall.Name, Args: arguments(m.FunctionCall.Arguments)})

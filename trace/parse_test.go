@@ -171,6 +171,11 @@ func TestOpenAIShapes(t *testing.T) {
 			want: []guard.Step{{Text: "A", FinishReason: "length"}},
 		},
 		{
+			name: "Go SDK values marshalled with encoding/json: an empty function_call, both function and custom",
+			data: `{"role": "assistant", "content": "", "refusal": "", "function_call": {"arguments": "", "name": ""}, "tool_calls": [{"id": "a", "function": {"arguments": "{}", "name": "f"}, "type": "function", "custom": {"input": "", "name": ""}}, {"id": "b", "function": {"arguments": "", "name": ""}, "type": "custom", "custom": {"input": "text", "name": "g"}}, {"id": "c", "function": {"arguments": "", "name": ""}, "custom": {"input": "x", "name": "h"}}]}`,
+			want: []guard.Step{{ToolCalls: []guard.ToolCall{call("f", raw(`{}`), nil), call("g", "text", nil), call("h", "x", nil)}}},
+		},
+		{
 			name: "a call with no result, a tool result that is not text",
 			data: `[{"role": "assistant", "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": ""}}, {"id": "b", "type": "function", "function": {"name": "g", "arguments": "[1]"}}]},
 			        {"role": "tool", "tool_call_id": "b", "content": [{"type": "file", "file": {}}]}]`,
@@ -284,6 +289,11 @@ func TestResponsesShapes(t *testing.T) {
 				}},
 				{ToolCalls: []guard.ToolCall{call("g", "not JSON", nil)}},
 			},
+		},
+		{
+			name: "Go SDK response values marshalled with encoding/json: unions as objects with OfString",
+			data: `{"object": "response", "status": "completed", "incomplete_details": {"reason": ""}, "error": {"code": "", "message": ""}, "output": [{"type": "function_call", "call_id": "c1", "name": "f", "arguments": {"OfString": "{\"a\":1}", "OfResponseToolSearchCallArguments": "{\"a\":1}"}, "output": {"OfString": ""}, "error": {"OfString": ""}}, {"type": "mcp_call", "name": "m", "arguments": {"OfString": "{}"}, "output": {"OfString": "out"}, "error": {"OfString": "", "code": 0}}], "usage": {"input_tokens": 3, "output_tokens": 2, "total_tokens": 5}}`,
+			want: []guard.Step{{ToolCalls: []guard.ToolCall{call("f", raw(`{"a":1}`), nil), call("m", raw(`{}`), "out")}, FinishReason: "tool-calls", Usage: guard.Usage{InputTokens: 3, OutputTokens: 2, TotalTokens: 5}}},
 		},
 		{
 			name: "a request body with string input, then the response",

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -320,6 +321,7 @@ func (p *rsPart) text() (string, bool) {
 // joined by newlines, and anything else (images, files, a computer's
 // screenshot) as its raw JSON.
 func rsOutput(raw json.RawMessage) any {
+	raw = unwrap(raw)
 	switch kind(raw) {
 	case "nothing", "null":
 		return nil
@@ -349,6 +351,7 @@ func rsOutput(raw json.RawMessage) any {
 // rsArguments reads arguments given as a JSON string (kept as JSON when the
 // string holds JSON) or, as some loggers write them, as JSON itself.
 func rsArguments(raw json.RawMessage) any {
+	raw = unwrap(raw)
 	switch kind(raw) {
 	case "nothing", "null":
 		return nil
@@ -361,8 +364,24 @@ func rsArguments(raw json.RawMessage) any {
 // rsString returns the string raw holds, or "" when it holds none.
 func rsString(raw json.RawMessage) string {
 	var s string
-	if kind(raw) == "a string" {
+	if raw = unwrap(raw); kind(raw) == "a string" {
 		_ = json.Unmarshal(raw, &s)
 	}
 	return s
+}
+
+// unwrap returns the string that an object with a string "OfString" holds
+// ({"OfString": "...", ...}: a union of the OpenAI Go SDK's response types
+// marshalled with encoding/json), and raw itself otherwise.
+func unwrap(raw json.RawMessage) json.RawMessage {
+	if kind(raw) != "an object" || !bytes.Contains(raw, []byte(`"OfString"`)) {
+		return raw
+	}
+	var u struct {
+		OfString *json.RawMessage `json:"OfString"`
+	}
+	if json.Unmarshal(raw, &u) != nil || u.OfString == nil || kind(*u.OfString) != "a string" {
+		return raw
+	}
+	return *u.OfString
 }
