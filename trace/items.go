@@ -87,10 +87,31 @@ func openArray(raw json.RawMessage) *json.Decoder {
 			return dec
 		}
 	}
-	if bytes.Contains(raw, []byte(`"input"`)) {
+	if hasArrayMember(raw, `"input"`) {
 		return memberArray(raw, "input")
 	}
 	return nil
+}
+
+// hasArrayMember reports whether raw holds key (quoted) followed by an
+// array, at any depth: a quick test that spares memberArray the many items
+// whose "input" is an object or a string (Anthropic's tool_use blocks,
+// Responses' custom tool calls).
+func hasArrayMember(raw []byte, key string) bool {
+	for rest := raw; ; {
+		i := bytes.Index(rest, []byte(key))
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len(key):]
+		j := firstNonSpace(rest)
+		if j < len(rest) && rest[j] == ':' {
+			k := j + 1 + firstNonSpace(rest[j+1:])
+			if k < len(rest) && rest[k] == '[' {
+				return true
+			}
+		}
+	}
 }
 
 // memberArray returns a decoder positioned inside the array that is the

@@ -3,6 +3,7 @@ package trace_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -219,6 +220,40 @@ func TestStepsOfErrors(t *testing.T) {
 			var te *trace.Error
 			if !errors.As(err, &te) || te.Line != 0 {
 				t.Errorf("error %#v is not a *trace.Error on line 0", err)
+			}
+		})
+	}
+}
+
+// transcript writes n model turns of a format, each a call and its result,
+// one item per line.
+func transcript(f trace.Format, n int) []byte {
+	var b strings.Builder
+	for i := range n {
+		switch f {
+		case trace.OpenAI:
+			fmt.Fprintf(&b, `{"id": "c%d", "object": "chat.completion", "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": "Looking %d.", "tool_calls": [{"id": "call_%d", "type": "function", "function": {"name": "search", "arguments": "{\"q\": %d}"}}]}}], "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}}`+"\n", i, i, i, i)
+			fmt.Fprintf(&b, `{"role": "tool", "tool_call_id": "call_%d", "content": "result %d"}`+"\n", i, i)
+		case trace.Anthropic:
+			fmt.Fprintf(&b, `{"id": "m%d", "type": "message", "role": "assistant", "content": [{"type": "text", "text": "Looking %d."}, {"type": "tool_use", "id": "toolu_%d", "name": "search", "input": {"q": %d}}], "stop_reason": "tool_use", "usage": {"input_tokens": 100, "output_tokens": 10}}`+"\n", i, i, i, i)
+			fmt.Fprintf(&b, `{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_%d", "content": "result %d"}]}`+"\n", i, i)
+		case trace.Responses:
+			fmt.Fprintf(&b, `{"id": "r%d", "object": "response", "status": "completed", "output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Looking %d."}]}, {"type": "function_call", "call_id": "call_%d", "name": "search", "arguments": "{\"q\": %d}"}], "usage": {"input_tokens": 100, "output_tokens": 10, "total_tokens": 110}}`+"\n", i, i, i, i)
+			fmt.Fprintf(&b, `{"type": "function_call_output", "call_id": "call_%d", "output": "result %d"}`+"\n", i, i)
+		}
+	}
+	return []byte(b.String())
+}
+
+func BenchmarkParseTranscript(b *testing.B) {
+	for _, f := range []trace.Format{trace.OpenAI, trace.Anthropic, trace.Responses} {
+		b.Run(f.String(), func(b *testing.B) {
+			data := transcript(f, 1000)
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if tr, err := trace.Parse(data, trace.Unknown); err != nil || len(tr.Steps) != 1000 || tr.Format != f {
+					b.Fatal(tr.Format, err)
+				}
 			}
 		})
 	}
