@@ -1,9 +1,12 @@
 package trace_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -257,4 +260,31 @@ func BenchmarkParseTranscript(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzStepsOf checks that StepsOf never panics and that its errors are
+// *trace.Error values, whatever the items.
+func FuzzStepsOf(f *testing.F) {
+	for _, name := range []string{"openai-responses.jsonl", "anthropic-responses.jsonl", "responses-objects.jsonl"} {
+		data, err := os.ReadFile(filepath.Join("..", "testdata", "transcripts", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var list []json.RawMessage
+		for _, l := range bytes.Split(data, []byte("\n")) {
+			list = append(list, l)
+		}
+		for _, format := range []trace.Format{trace.OpenAI, trace.Anthropic, trace.Responses} {
+			steps, err := trace.StepsOf(format, list)
+			if err != nil {
+				var te *trace.Error
+				if !errors.As(err, &te) || steps != nil {
+					t.Fatalf("StepsOf(%v) = %v, %v; want no steps and a *trace.Error", format, steps, err)
+				}
+			}
+		}
+	})
 }
