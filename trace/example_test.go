@@ -2,6 +2,7 @@ package trace_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -142,4 +143,26 @@ func ExampleReader() {
 	// 1 step
 	// 2 preflight
 	// error: trace: line 3: unknown key "tool_calls" (did you mean "toolCalls"?)
+}
+
+// A proxy reads the items of each request that are new since the request
+// before: here the function_call_output of a call made in an earlier
+// request (ignored), the model's next turn, and the user's reply to it.
+func ExampleStepsOf() {
+	tail := []json.RawMessage{
+		json.RawMessage(`{"type": "function_call_output", "call_id": "call_1", "output": "running"}`),
+		json.RawMessage(`{"type": "reasoning", "id": "rs_2", "summary": []}`),
+		json.RawMessage(`{"type": "function_call", "call_id": "call_2", "name": "ci_status", "arguments": "{\"branch\": \"main\"}"}`),
+		json.RawMessage(`{"type": "function_call_output", "call_id": "call_2", "output": "running"}`),
+		json.RawMessage(`{"role": "user", "content": "Stop polling."}`),
+	}
+	steps, err := trace.StepsOf(trace.Responses, tail)
+	if err != nil {
+		panic(err)
+	}
+	for _, s := range steps {
+		fmt.Printf("%s %s -> %v; input %q\n", s.ToolCalls[0].Name, s.ToolCalls[0].Args, s.ToolCalls[0].Result, s.Input)
+	}
+	// Output:
+	// ci_status {"branch": "main"} -> running; input "Stop polling."
 }

@@ -235,6 +235,7 @@ type genSpan struct {
 	step     *guard.Step
 	stepErr  error
 	input    string
+	results  []toolResult // results of earlier calls that its input messages show
 	inputErr error
 	// A tool span's call.
 	call *guard.ToolCall
@@ -251,12 +252,12 @@ func newGenSpan(sp *otlpSpan, line, order int) *genSpan {
 		}
 	}
 	s.own = a.str(attrConversation)
-	switch a.str(attrOperation) {
+	switch a.operation() {
 	case "chat", "text_completion", "generate_content":
 		s.kind = spanModel
 		s.step = &guard.Step{}
 		s.stepErr = modelStep(s.step, &a)
-		s.input, s.inputErr = newInput(&a)
+		s.input, s.results, s.inputErr = newInput(&a)
 	case "execute_tool":
 		s.kind = spanTool
 		c := toolCall(&a)
@@ -267,9 +268,10 @@ func newGenSpan(sp *otlpSpan, line, order int) *genSpan {
 
 // spanAttrs is a span as it is read, with its attributes by key.
 type spanAttrs struct {
-	sp    *otlpSpan
-	attrs map[string]*otlpAnyV
-	line  int
+	sp     *otlpSpan
+	attrs  map[string]*otlpAnyV
+	line   int
+	legacy *legacyRead // the messages of its events, once read
 }
 
 func (s *spanAttrs) attr(key string) *otlpAnyV { return s.attrs[key] }
@@ -562,6 +564,13 @@ type otelPart struct {
 	ID        *string         `json:"id"`
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
+	Response  json.RawMessage `json:"response"`
+}
+
+// A toolResult is a tool's result that a model call's input messages show.
+type toolResult struct {
+	id     string
+	result any
 }
 
 // messages reads a messages attribute: a JSON string, or structured values.
@@ -664,6 +673,20 @@ func otlpRun(t *Trace, spans []*genSpan) (noArgs bool) {
 	for _, s := range spans {
 		switch s.kind {
 		case spanModel:
+			// The results of earlier calls that no tool span gave, as the
+			// model call's input messages show them (instrumentations of
+			// model clients make no tool spans).
+			for _, r := range s.results {
+				ref, ok := b.pending[r.id]
+				if !ok {
+					continue
+				}
+				delete(b.pending, r.id)
+				b.answered[r.id] = s.line
+				if c := &b.t.Steps[ref.step].ToolCalls[ref.call]; c.Result == nil && c.Err == nil {
+					c.Result = r.result
+				}
+			}
 			if current >= 0 && s.input != "" {
 				st := &b.t.Steps[current]
 				if st.Input != "" {
@@ -754,9 +777,12 @@ func failureText(s *spanAttrs) any {
 // modelStep fills a step from a model span: its text and requested tool
 // calls from gen_ai.output.messages, its finish reason and usage.
 func modelStep(st *guard.Step, s *spanAttrs) error {
-	out, _, err := s.messages(attrOutputMessage)
+	out, ok, err := s.messages(attrOutputMessage)
 	if err != nil {
 		return err
+	}
+	if !ok {
+		_, out = s.legacyMessages()
 	}
 	var texts []string
 	for _, m := range out {
@@ -811,6 +837,12 @@ func modelStep(st *guard.Step, s *spanAttrs) error {
 	}
 	st.Usage.InputTokens = tokenCount(s.attr(attrInputTokens))
 	st.Usage.OutputTokens = tokenCount(s.attr(attrOutputTokens))
+	if s.attr(attrInputTokens) == nil {
+		st.Usage.InputTokens = tokenCount(s.attr(attrPromptTokens))
+	}
+	if s.attr(attrOutputTokens) == nil {
+		st.Usage.OutputTokens = tokenCount(s.attr(attrCompletionTokens))
+	}
 	return nil
 }
 
@@ -833,11 +865,14 @@ func tokenCount(v *otlpAnyV) int64 {
 
 // newInput is the new input that a model span's gen_ai.input.messages show
 // after the previous step: the user messages after the last assistant
-// message (all of them when there is none).
-func newInput(s *spanAttrs) (string, error) {
+// message (all of them when there is none), and the tools' results there.
+func newInput(s *spanAttrs) (string, []toolResult, error) {
 	in, ok, err := s.messages(attrInputMessages)
-	if err != nil || !ok {
-		return "", err
+	if err != nil {
+		return "", nil, err
+	}
+	if !ok {
+		in, _ = s.legacyMessages()
 	}
 	start := 0
 	for i, m := range in {
@@ -846,7 +881,13 @@ func newInput(s *spanAttrs) (string, error) {
 		}
 	}
 	var texts []string
+	var results []toolResult
 	for _, m := range in[start:] {
+		for _, p := range m.Parts {
+			if p.Type == "tool_call_response" && p.ID != nil && *p.ID != "" {
+				results = append(results, toolResult{*p.ID, responseValue(p.Response)})
+			}
+		}
 		if m.Role != "user" {
 			continue
 		}
@@ -862,5 +903,17 @@ func newInput(s *spanAttrs) (string, error) {
 			}
 		}
 	}
-	return strings.Join(texts, "\n"), nil
+	return strings.Join(texts, "\n"), results, nil
+}
+
+// responseValue is a tool_call_response's response: a string (holding a JSON
+// object or array, that JSON), or other JSON as it is; nil for none.
+func responseValue(raw json.RawMessage) any {
+	switch kind(raw) {
+	case "nothing", "null":
+		return nil
+	case "a string":
+		return jsonContent(str(raw))
+	}
+	return json.RawMessage(bytes.Clone(raw))
 }

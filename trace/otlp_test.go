@@ -124,6 +124,21 @@ func tool(trace, id, parent string, start int, status, name string, attrs ...str
 		append([]string{attr("gen_ai.operation.name", "execute_tool"), attr("gen_ai.tool.name", name)}, attrs...)...)
 }
 
+// withEvents adds span events to a span.
+func withEvents(span string, events ...string) string {
+	return strings.TrimSuffix(span, "}") + `, "events": [` + strings.Join(events, ", ") + `]}`
+}
+
+func event(name string, attrs ...string) string {
+	return `{"name": "` + name + `", "attributes": [` + strings.Join(attrs, ", ") + `]}`
+}
+
+// legacyChat is a model span of the older conventions: no
+// gen_ai.operation.name, gen_ai.system and the span's name.
+func legacyChat(trace, id string, start int, attrs ...string) string {
+	return span(trace, id, "", "chat gpt-4o", start, "", append([]string{attr("gen_ai.system", "openai")}, attrs...)...)
+}
+
 func TestOTLPShapes(t *testing.T) {
 	type runSteps struct {
 		Runs  []string
@@ -214,6 +229,58 @@ func TestOTLPShapes(t *testing.T) {
 			span("t1", "d", "c", "w", 4, "", attr("gen_ai.operation.name", "chat"), attr("gen_ai.conversation.id", "own")),
 		),
 		want: runSteps{Runs: []string{"own", "own", "own", "own"}, Lines: []int{1, 1, 1, 1}, Steps: []guard.Step{{}, {}, {}, {}}},
+	}, {
+		name: "the older shape: events with body fields as attributes, the older token counts, results from the next call's tool messages",
+		data: doc(
+			withEvents(legacyChat("t1", "m1", 10,
+				`{"key": "gen_ai.usage.prompt_tokens", "value": {"intValue": "50"}}`,
+				`{"key": "gen_ai.usage.completion_tokens", "value": {"intValue": 9}}`),
+				event("gen_ai.system.message", attr("content", "be brief")),
+				event("gen_ai.user.message", attr("content", "the task")),
+				event("gen_ai.choice", `{"key": "index", "value": {"intValue": "1"}}`, attr("finish_reason", "stop"), attr("message", `{"content": "the second choice"}`)),
+				event("gen_ai.choice", `{"key": "index", "value": {"intValue": "0"}}`, attr("finish_reason", "tool_calls"),
+					attr("message", `{"content": [{"type": "text", "text": "Looking."}], "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "search", "arguments": "{\"q\": 1}"}}, {"id": "c2", "type": "function", "function": {"name": "open", "arguments": {"u": "x"}}}]}`))),
+			withEvents(legacyChat("t1", "m2", 30),
+				event("gen_ai.user.message", attr("content", "the task")),
+				event("gen_ai.assistant.message", attr("tool_calls", `[{"id": "c1", "type": "function", "function": {"name": "search", "arguments": "{}"}}]`)),
+				event("gen_ai.tool.message", attr("id", "c1"), attr("content", `{"hits": 0}`)),
+				event("gen_ai.tool.message", attr("id", "c2"), attr("content", "Error: timeout")),
+				event("gen_ai.tool.message", attr("id", "c-unknown"), attr("content", "ignored")),
+				event("gen_ai.user.message", `{"key": "content", "value": {"kvlistValue": {"values": [{"key": "text", "value": {"stringValue": "hurry"}}]}}}`),
+				event("gen_ai.choice", attr("finish_reason", "length"), `{"key": "message", "value": {"kvlistValue": {"values": [{"key": "content", "value": {"stringValue": "Done."}}]}}}`)),
+			// A span of another library with gen_ai attributes of no
+			// model call.
+			span("t1", "x", "", "embeddings m", 40, "", attr("gen_ai.system", "openai")),
+		),
+		want: runSteps{Runs: []string{"t1", "t1"}, Lines: []int{1, 1}, Steps: []guard.Step{
+			{Text: "Looking.", FinishReason: "tool-calls", Usage: guard.Usage{InputTokens: 50, OutputTokens: 9}, Input: "hurry",
+				ToolCalls: []guard.ToolCall{
+					{ID: "c1", Name: "search", Args: json.RawMessage(`{"q": 1}`), Result: json.RawMessage(`{"hits": 0}`)},
+					{ID: "c2", Name: "open", Args: json.RawMessage(`{"u":"x"}`), Result: "Error: timeout"},
+				}},
+			{Text: "Done.", FinishReason: "length"},
+		}},
+	}, {
+		name: "the older shape: bodies in gen_ai.event.content; the oldest: gen_ai.content.prompt and completion",
+		data: doc(
+			withEvents(chat("t1", "m1", "", 10),
+				event("gen_ai.user.message", attr("gen_ai.event.content", `{"role": "user", "content": "task"}`)),
+				event("gen_ai.choice", attr("gen_ai.event.content", `{"finish_reason": "tool_calls", "index": 0, "message": {"content": "", "tool_calls": [{"id": "k", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]}}`))),
+			withEvents(chat("t1", "m2", "", 20),
+				event("gen_ai.content.prompt", attr("gen_ai.prompt", `[{"role": "user", "content": "task"}, {"role": "assistant", "content": null, "tool_calls": [{"id": "k", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]}, {"role": "tool", "tool_call_id": "k", "content": "a.go"}, {"role": "user", "content": "thanks"}]`)),
+				event("gen_ai.content.completion", attr("gen_ai.completion", `[{"role": "assistant", "content": "a.go is there."}]`))),
+			// The new shape's input messages give results too.
+			withEvents(chat("t1", "m3", "", 30,
+				attr("gen_ai.output.messages", `[{"role": "assistant", "parts": [{"type": "tool_call", "id": "n", "name": "cat", "arguments": {"f": "a.go"}}]}]`))),
+			chat("t1", "m4", "", 40,
+				attr("gen_ai.input.messages", `[{"role": "tool", "parts": [{"type": "tool_call_response", "id": "n", "response": {"text": "package a"}}]}]`)),
+		),
+		want: runSteps{Runs: []string{"t1", "t1", "t1", "t1"}, Lines: []int{1, 1, 1, 1}, Steps: []guard.Step{
+			{FinishReason: "tool-calls", ToolCalls: []guard.ToolCall{{ID: "k", Name: "ls", Args: json.RawMessage(`{}`), Result: "a.go"}}, Input: "thanks"},
+			{Text: "a.go is there."},
+			{ToolCalls: []guard.ToolCall{{ID: "n", Name: "cat", Args: json.RawMessage(`{"f": "a.go"}`), Result: json.RawMessage(`{"text": "package a"}`)}}},
+			{},
+		}},
 	}, {
 		name: "pretty-printed: each step on its span's line; spans of other libraries are left out",
 		data: "{\"resourceSpans\": [{\"scopeSpans\": [{\"spans\": [\n" +

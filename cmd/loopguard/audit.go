@@ -25,7 +25,7 @@ import (
 
 var auditCommand = &command{
 	name:    "audit",
-	summary: "replay many agent logs (steps, OpenAI, Anthropic, OTLP) and report where each stops",
+	summary: "replay many agent logs (steps, OpenAI, Responses, Anthropic, OTLP) and report where each stops",
 	help:    auditHelp,
 	run:     runAudit,
 }
@@ -41,11 +41,12 @@ the first stop (step, line, rule, code and why) and the warnings seen, then
 totals. A PATH is a file, a directory (read recursively: its .jsonl, .ndjson
 and .json files; .json files that hold no trace are skipped, and so, with a
 line on standard error, is anything that is not a regular file, such as a
-named pipe) or - for standard input. Each file is one run, in one of four
+named pipe) or - for standard input. Each file is one run, in one of five
 formats, detected per file unless --input names one:
 
 	steps       loopguard step lines, one JSON object per line
 	openai      OpenAI Chat Completions messages or chat completion objects
+	responses   OpenAI Responses input items or response objects
 	anthropic   Anthropic Messages messages or message objects
 	otlp        OpenTelemetry traces in OTLP/JSON (the Collector's file
 	            exporter) with the GenAI semantic conventions: model call
@@ -135,7 +136,7 @@ func newAuditFlags() *auditFlags {
 		fs:      fs,
 		config:  fs.String("config", "", "read the guard's options from this JSON `FILE`"),
 		preset:  fs.String("preset", "", "options for a kind of agent: text-actions"),
-		input:   fs.String("input", "auto", "input `format`: auto, steps, openai, anthropic or otlp"),
+		input:   fs.String("input", "auto", "input `format`: auto, steps, openai, responses,\nanthropic or otlp"),
 		format:  fs.String("format", "text", "output `format`: text or json"),
 		failOn:  fs.String("fail-on", "fault", "exit 1 on a `fault` stop, any stop (any), or never"),
 		strict:  fs.Bool("strict", false, "make every unknown key in step lines an error, as replay does"),

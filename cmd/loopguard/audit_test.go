@@ -319,7 +319,7 @@ func TestAuditFlags(t *testing.T) {
 		{name: "no path", args: []string{"audit"}, code: exitUsage, err: "no PATH to audit"},
 		{name: "bad format", args: []string{"audit", "--format", "xml", loop}, code: exitUsage, err: "--format must be text or json"},
 		{name: "bad fail-on", args: []string{"audit", "--fail-on", "all", loop}, code: exitUsage, err: "--fail-on must be fault, any or never"},
-		{name: "bad input", args: []string{"audit", "--input", "gemini", loop}, code: exitUsage, err: "--input must be auto, steps, openai, anthropic or otlp"},
+		{name: "bad input", args: []string{"audit", "--input", "gemini", loop}, code: exitUsage, err: "--input must be auto, steps, openai, responses, anthropic or otlp"},
 		{name: "help", args: []string{"help", "audit"}, code: exitOK, out: "Usage: loopguard audit"},
 	}
 	for _, tt := range tests {
@@ -388,6 +388,8 @@ func TestAuditFormats(t *testing.T) {
 		{"openai-responses.jsonl", trace.OpenAI},
 		{"anthropic-request.json", trace.Anthropic},
 		{"anthropic-responses.jsonl", trace.Anthropic},
+		{"responses-input.json", trace.Responses},
+		{"responses-objects.jsonl", trace.Responses},
 	} {
 		auto := runCmd(t, "", "audit", "--format", "json", transcripts+"/"+f.file)
 		forced := runCmd(t, "", "audit", "--format", "json", "--input", f.format.String(), transcripts+"/"+f.file)

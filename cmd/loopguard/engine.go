@@ -277,7 +277,7 @@ func formatSize(n int64) string {
 func parseInput(name string) (trace.Format, error) {
 	f, err := trace.ParseFormat(name)
 	if err != nil {
-		return 0, fmt.Errorf("--input must be auto, steps, openai, anthropic or otlp, not %q", name)
+		return 0, fmt.Errorf("--input must be auto, steps, openai, responses, anthropic or otlp, not %q", name)
 	}
 	return f, nil
 }

@@ -10,7 +10,8 @@
 //
 // replay feeds a trace through a guard and prints the verdict on every line:
 // see "loopguard help replay". audit replays many runs (loopguard step lines,
-// OpenAI Chat Completions or Anthropic Messages transcripts, OpenTelemetry
+// OpenAI Chat Completions, OpenAI Responses or Anthropic Messages
+// transcripts, OpenTelemetry
 // GenAI traces; files, directories or -) through a fresh guard each and
 // reports where each one stops, optionally as an HTML page with a timeline
 // per run: see "loopguard help audit". Both read a file the same way, with

@@ -91,8 +91,8 @@ func TestOTLPSameVerdicts(t *testing.T) {
 				t.Errorf("config %q: %s and %s differ (-steps +otlp):\n%s", config, name, stepsName, diff)
 			}
 		}
-		if compared != 8 || stops != 8 {
-			t.Errorf("config %q: %d runs compared, %d stopped; want 8 and 8", config, compared, stops)
+		if compared != 10 || stops != 10 {
+			t.Errorf("config %q: %d runs compared, %d stopped; want 10 and 10", config, compared, stops)
 		}
 		if config != "" && warnings < 8 {
 			t.Errorf("config %q: %d warnings: the warnings were hardly compared", config, warnings)

@@ -49,7 +49,8 @@ unknown keys that resemble none. Odd values inside a line (a number where text
 belongs, a toolCalls that is not an array) are ignored. Blank lines are
 skipped.
 
-An OpenAI or Anthropic transcript, or OTLP traces, are read as audit reads
+An OpenAI (Chat Completions or Responses) or Anthropic transcript, or OTLP
+traces, are read as audit reads
 them (detected, or named with --input): their steps are replayed, each on the
 line of the assistant message (or span) it comes from. The runs of an OTLP
 file are replayed one after the other, each through a fresh guard, and each
@@ -92,7 +93,7 @@ func newReplayFlags() *replayFlags {
 		config:  fs.String("config", "", "read the guard's options from this JSON `FILE`"),
 		all:     fs.Bool("all", false, "read on after a stop verdict"),
 		format:  fs.String("format", "text", "output `format`: text or json"),
-		input:   fs.String("input", "auto", "input `format`: auto, steps, openai, anthropic or otlp"),
+		input:   fs.String("input", "auto", "input `format`: auto, steps, openai, responses,\nanthropic or otlp"),
 		lenient: fs.Bool("lenient", false, "ignore unknown keys that resemble no known key"),
 		maxSize: sizeFlag{defaultMaxSize},
 	}

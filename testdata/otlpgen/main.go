@@ -101,7 +101,22 @@ type fixture struct {
 	// Batch exports every span of the file in one request (one line);
 	// otherwise each span is exported when it ends, one per line.
 	Batch bool
-	Runs  []run
+	// Legacy records the older shape of the conventions (v1.28 to
+	// v1.36), which their transition plan has instrumentations keep
+	// emitting by default, as instrumentations of model clients write it:
+	// the messages as span events (gen_ai.user.message,
+	// gen_ai.assistant.message, gen_ai.tool.message, gen_ai.choice) whose
+	// body fields are attributes, gen_ai.system, the older token counts
+	// (gen_ai.usage.prompt_tokens and completion_tokens), and no
+	// execute_tool spans: the tools' results are seen in the next model
+	// call's messages.
+	Legacy bool
+	// EventContent, with Legacy, writes each event's body as JSON text
+	// in one attribute, gen_ai.event.content, as the Azure AI
+	// instrumentations do; NoOperation leaves gen_ai.operation.name out,
+	// as the conventions before v1.27 did (the span's name says it).
+	EventContent, NoOperation bool
+	Runs                      []run
 }
 
 // A run is one conversation: one trace per user turn, or one trace when it
@@ -213,6 +228,8 @@ func fixtures() []fixture {
 		{Name: "ping-pong", Content: true, Structured: true, Batch: true, Runs: []run{{Turns: []turn{{User: "What is new in loopguard?", Steps: pingPong}}}}},
 		{Name: "failing-edit", Content: true, Runs: []run{{Turns: []turn{{User: "Replace the foo import with bar in app.py.", Steps: edits}}}}},
 		{Name: "support", Content: true, Runs: []run{support, order}},
+		{Name: "legacy-search-loop", Content: true, Legacy: true, NoOperation: true, Runs: []run{searchLoop}},
+		{Name: "legacy-orders", Content: true, Legacy: true, EventContent: true, Runs: []run{order}},
 	}
 }
 
@@ -304,6 +321,10 @@ func (f fixture) record(ctx context.Context, tracer trace.Tracer, r run, tick fu
 		actx, agent := tracer.Start(ctx, "invoke_agent support", trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindInternal),
 			trace.WithTimestamp(tick(10*time.Millisecond)), trace.WithAttributes(agentAttrs...))
 		for _, s := range t.Steps {
+			if f.Legacy {
+				history = f.legacyChat(actx, tracer, r, s, history, tick)
+				continue
+			}
 			attrs := []attribute.KeyValue{
 				semconv.GenAIOperationNameChat,
 				semconv.GenAIProviderNameOpenAI,
@@ -361,6 +382,114 @@ func (f fixture) record(ctx context.Context, tracer trace.Tracer, r run, tick fu
 	}
 }
 
+// legacyChat makes the span of one model call in the older shape of the
+// conventions, and returns the history with the step's messages and its
+// tools' results (the tools run, but make no spans).
+func (f fixture) legacyChat(ctx context.Context, tracer trace.Tracer, r run, s step, history []message, tick func(time.Duration) time.Time) []message {
+	attrs := []attribute.KeyValue{
+		attribute.String("gen_ai.system", "openai"),
+		semconv.GenAIRequestModel("gpt-4o"),
+		attribute.Int("gen_ai.usage.prompt_tokens", int(s.In)),
+		attribute.Int("gen_ai.usage.completion_tokens", int(s.Out)),
+		semconv.GenAIResponseFinishReasons(legacyFinish(s.Finish)),
+	}
+	if !f.NoOperation {
+		attrs = append(attrs, semconv.GenAIOperationNameChat)
+	}
+	if r.Conversation != "" {
+		attrs = append(attrs, semconv.GenAIConversationID(r.Conversation))
+	}
+	_, chat := tracer.Start(ctx, "chat gpt-4o", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithTimestamp(tick(5*time.Millisecond)), trace.WithAttributes(attrs...))
+	at := trace.WithTimestamp(tick(time.Millisecond))
+	// The request's messages, then the response's choice.
+	for _, m := range history {
+		body := map[string]any{}
+		switch m.Role {
+		case "user":
+			body["content"] = m.Parts[0].Content
+		case "assistant":
+			if m.Parts[0].Type == "text" {
+				body["content"] = m.Parts[0].Content
+			}
+			if calls := legacyCalls(m); calls != nil {
+				body["tool_calls"] = calls
+			}
+		case "tool":
+			body["id"] = m.Parts[0].ID
+			body["content"] = m.Parts[0].Response
+		}
+		chat.AddEvent("gen_ai."+m.Role+".message", at, trace.WithAttributes(f.eventBody(body)...))
+	}
+	out := message{Role: "assistant", FinishReason: s.Finish}
+	if s.Text != "" {
+		out.Parts = append(out.Parts, part{Type: "text", Content: s.Text})
+	}
+	for _, c := range s.Calls {
+		out.Parts = append(out.Parts, part{Type: "tool_call", ID: c.ID, Name: c.Name, Arguments: c.Args})
+	}
+	msg := map[string]any{"content": s.Text}
+	if calls := legacyCalls(out); calls != nil {
+		msg["tool_calls"] = calls
+	}
+	chat.AddEvent("gen_ai.choice", trace.WithTimestamp(tick(800*time.Millisecond)),
+		trace.WithAttributes(f.eventBody(map[string]any{"index": 0, "finish_reason": legacyFinish(s.Finish), "message": msg})...))
+	chat.End(trace.WithTimestamp(tick(time.Millisecond)))
+	history = append(history, out)
+	for _, c := range s.Calls {
+		tick(150 * time.Millisecond)
+		response := c.Result
+		if c.Fail != "" {
+			response = c.Fail
+		}
+		history = append(history, message{Role: "tool", Parts: []part{{Type: "tool_call_response", ID: c.ID, Response: response}}})
+	}
+	return history
+}
+
+// legacyCalls are an assistant message's tool calls as the older
+// conventions write them, in OpenAI's shape: arguments are JSON text.
+func legacyCalls(m message) []map[string]any {
+	var calls []map[string]any
+	for _, p := range m.Parts {
+		if p.Type == "tool_call" {
+			calls = append(calls, map[string]any{"id": p.ID, "type": "function",
+				"function": map[string]any{"name": p.Name, "arguments": jsonText(p.Arguments)}})
+		}
+	}
+	return calls
+}
+
+// legacyFinish is a finish reason as OpenAI's client instrumentations
+// report it.
+func legacyFinish(r string) string {
+	if r == "tool_call" {
+		return "tool_calls"
+	}
+	return r
+}
+
+// eventBody writes an event's body as attributes: with EventContent, all of
+// it as JSON text in gen_ai.event.content; otherwise one attribute per
+// field, a structured field as JSON text.
+func (f fixture) eventBody(body map[string]any) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{attribute.String("gen_ai.system", "openai")}
+	if f.EventContent {
+		return append(attrs, attribute.String("gen_ai.event.content", jsonText(body)))
+	}
+	for _, k := range slices.Sorted(maps.Keys(body)) {
+		switch v := body[k].(type) {
+		case string:
+			attrs = append(attrs, attribute.String(k, v))
+		case int:
+			attrs = append(attrs, attribute.Int(k, v))
+		default:
+			attrs = append(attrs, attribute.String(k, jsonText(v)))
+		}
+	}
+	return attrs
+}
+
 // content is an opt-in content attribute: a JSON string, or with Structured
 // a structured value (a map becomes an OTLP kvlistValue).
 func (f fixture) content(key attribute.Key, v any) attribute.KeyValue {
@@ -400,34 +529,47 @@ type part struct {
 	Response  any    `json:"response,omitempty"`
 }
 
+// A stepLine is a loopguard step line, as steps writes it.
+type stepLine struct {
+	Text         string `json:"text,omitempty"`
+	ToolCalls    []call `json:"toolCalls,omitempty"`
+	FinishReason string `json:"finishReason"`
+	Usage        usage  `json:"usage"`
+	Input        string `json:"input,omitempty"`
+}
+
+type call struct {
+	ID     string         `json:"id,omitempty"`
+	Name   string         `json:"name"`
+	Args   map[string]any `json:"args,omitempty"`
+	Result any            `json:"result,omitempty"`
+	Error  string         `json:"error,omitempty"`
+}
+
+type usage struct {
+	InputTokens  int64 `json:"inputTokens"`
+	OutputTokens int64 `json:"outputTokens"`
+}
+
 // steps writes a run as loopguard step lines: what the OTLP reader should
 // read from the run's spans. Without content, calls have no arguments or
 // results, and steps no text or input.
 func (f fixture) steps(r run) []byte {
-	type call struct {
-		ID     string         `json:"id,omitempty"`
-		Name   string         `json:"name"`
-		Args   map[string]any `json:"args,omitempty"`
-		Result any            `json:"result,omitempty"`
-		Error  string         `json:"error,omitempty"`
-	}
-	type usage struct {
-		InputTokens  int64 `json:"inputTokens"`
-		OutputTokens int64 `json:"outputTokens"`
-	}
-	type stepLine struct {
-		Text         string `json:"text,omitempty"`
-		ToolCalls    []call `json:"toolCalls,omitempty"`
-		FinishReason string `json:"finishReason"`
-		Usage        usage  `json:"usage"`
-		Input        string `json:"input,omitempty"`
-	}
 	var lines []stepLine
+	total, n := 0, 0
+	for _, t := range r.Turns {
+		total += len(t.Steps)
+	}
 	for ti, t := range r.Turns {
 		if ti > 0 && f.Content && len(lines) > 0 {
 			lines[len(lines)-1].Input = t.User
 		}
 		for _, s := range t.Steps {
+			n++
+			if f.Legacy {
+				lines = append(lines, f.legacyStep(s, n < total))
+				continue
+			}
 			l := stepLine{FinishReason: finishReason(s.Finish), Usage: usage{s.In, s.Out}}
 			if f.Content {
 				l.Text = s.Text
@@ -458,6 +600,28 @@ func (f fixture) steps(r run) []byte {
 		out = append(append(out, b...), '\n')
 	}
 	return out
+}
+
+// legacyStep is a step of the older shape as loopguard reads it: the
+// results are those the next model call's messages show (none when no model
+// call follows), and a failed tool's message is a result like any other.
+func (f fixture) legacyStep(s step, followed bool) stepLine {
+	l := stepLine{Text: s.Text, FinishReason: finishReason(s.Finish), Usage: usage{s.In, s.Out}}
+	for _, c := range s.Calls {
+		lc := call{ID: c.ID, Name: c.Name, Args: c.Args}
+		if followed {
+			lc.Result = c.Result
+			if c.Fail != "" {
+				lc.Result = c.Fail
+			}
+			var v map[string]any
+			if json.Unmarshal([]byte(c.Result), &v) == nil {
+				lc.Result = v
+			}
+		}
+		l.ToolCalls = append(l.ToolCalls, lc)
+	}
+	return l
 }
 
 // finishReason is a GenAI finish reason as loopguard names it.
