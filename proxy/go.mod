@@ -1,7 +1,18 @@
 module github.com/loopguard/loopguard/proxy
 
-go 1.25
+go 1.26.0
 
 require github.com/loopguard/loopguard v0.0.0
 
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/loopguard/loopguard/stores/redis v0.0.0 // indirect
+	github.com/prometheus/client_golang v1.25.0 // indirect
+	github.com/redis/go-redis/v9 v9.23.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+)
+
 replace github.com/loopguard/loopguard => ..
+
+replace github.com/loopguard/loopguard/stores/redis => ../stores/redis
