@@ -72,7 +72,9 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		return nil
 	}
 	st := &stopped{Code: d.Code, Reason: string(d.Reason), Detector: d.Detector, Feedback: d.Feedback}
-	setStopHeaders(h, st, "refused")
+	if x.stop == nil {
+		setStopHeaders(h, st, "refused")
+	}
 	switch x.policy {
 	case End:
 		nb, err := x.api.Rewrite(body, refused, d.Feedback)
