@@ -46,7 +46,15 @@ func isAnthropicResult(p part) bool {
 // parseAnthropic reads an Anthropic Messages transcript.
 func parseAnthropic(data []byte) (*Trace, error) {
 	b := newBuilder()
-	err := each(data, func(raw json.RawMessage, line int) error {
+	if err := anthropicSteps(b, itemsOf(data)); err != nil {
+		return nil, err
+	}
+	return &b.t, nil
+}
+
+// anthropicSteps reads the items of an Anthropic Messages transcript into b.
+func anthropicSteps(b *builder, items itemSeq) error {
+	return items(func(raw json.RawMessage, line int) error {
 		var m anItem
 		if err := object(raw, line, "an Anthropic message", &m); err != nil {
 			return err
@@ -59,6 +67,9 @@ func parseAnthropic(data []byte) (*Trace, error) {
 			}
 			return &Error{Line: line, Err: errors.New(msg)}
 		case m.Type != "" && m.Type != "message":
+			if b.lenient {
+				return nil
+			}
 			return &Error{Line: line, Err: fmt.Errorf("an object of type %q, not a message", m.Type)}
 		}
 		text, parts, isText, err := content(m.Content, line, m.Role+" message")
@@ -81,15 +92,15 @@ func parseAnthropic(data []byte) (*Trace, error) {
 			}
 			b.input(text)
 			return nil
-		case "":
+		}
+		if b.lenient {
+			return nil
+		}
+		if m.Role == "" {
 			return &Error{Line: line, Err: errors.New("not an Anthropic message: no role")}
 		}
 		return &Error{Line: line, Err: fmt.Errorf("unknown role %q (want user or assistant)", m.Role)}
 	})
-	if err != nil {
-		return nil, err
-	}
-	return &b.t, nil
 }
 
 // anthropicAssistant makes a step of an assistant message.

@@ -17,6 +17,13 @@ type builder struct {
 	pending  map[string]callRef // call id -> call
 	answered map[string]int     // call id -> line of its result
 	function string             // the id given to the newest OpenAI function_call
+	// lenient makes a result for no pending call (its call before the
+	// items read, or answered already) nothing instead of an error, and
+	// lets items of unknown roles or types through.
+	lenient bool
+	// open reports whether the newest step is a Responses model turn that
+	// further output items join.
+	open bool
 }
 
 type callRef struct{ step, call int }
@@ -48,6 +55,9 @@ func (b *builder) call(id string, c guard.ToolCall) {
 // idField names the field that holds ids ("" when id describes itself).
 func (b *builder) result(line int, idField, id string, result any, failed bool, errText string) error {
 	ref, ok := b.pending[id]
+	if !ok && b.lenient {
+		return nil
+	}
 	if !ok {
 		name := fmt.Sprintf("%s %q", idField, id)
 		if idField == "" {
@@ -83,6 +93,15 @@ func (b *builder) input(text string) {
 		s.Input += "\n"
 	}
 	s.Input += text
+}
+
+// An itemSeq calls fn for every item of a transcript, with its line, and
+// stops at the first error.
+type itemSeq func(fn func(raw json.RawMessage, line int) error) error
+
+// itemsOf returns the items of data.
+func itemsOf(data []byte) itemSeq {
+	return func(fn func(raw json.RawMessage, line int) error) error { return each(data, fn) }
 }
 
 // each calls fn for every item of data.

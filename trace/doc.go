@@ -3,11 +3,12 @@
 // and so that adapters for agent SDKs can share one mapping of the providers'
 // shapes onto steps.
 //
-// Four formats are read:
+// Five formats are read:
 //
 //   - [Steps]: loopguard's own step lines, one JSON object per line (see
 //     [guard.Step.UnmarshalJSON]), or a JSON array of them.
 //   - [OpenAI]: OpenAI Chat Completions messages.
+//   - [Responses]: OpenAI Responses API items and response objects.
 //   - [Anthropic]: Anthropic Messages API messages.
 //   - [OTLP]: OpenTelemetry traces in OTLP/JSON whose spans follow the GenAI
 //     semantic conventions (see below).
@@ -15,8 +16,10 @@
 // A [Reader] reads any of them entry by entry, with a size limit; it is what
 // the loopguard command reads logs with. [Detect] tells the formats apart;
 // [Parse] reads any of them and keeps, for each step, the line it starts on.
-// [ReadSteps], [ReadOpenAI] and [ReadAnthropic] read one format from an
-// io.Reader.
+// [ReadSteps], [ReadOpenAI], [ReadResponses] and [ReadAnthropic] read one
+// format from an io.Reader. [StepsOf] reads the items of a piece of a
+// conversation's history, leniently, as a proxy sees them request by
+// request.
 //
 // # Step lines
 //
@@ -45,49 +48,59 @@
 //
 // # Layout of a transcript
 //
-// An OpenAI or Anthropic transcript is a sequence of items, each a message or
-// a whole API response. The sequence may be given as
+// An OpenAI, Responses or Anthropic transcript is a sequence of items, each
+// a message (for Responses, an input or output item) or a whole API
+// response. The sequence may be given as
 //
-//   - a JSON array of items (the messages parameter of a request),
-//   - a JSON object with a "messages" array (a request body),
+//   - a JSON array of items (the messages or input parameter of a request),
+//   - a JSON object with a "messages" array, or (Responses) an "input" array
+//     (a request body),
 //   - one item per line (JSON Lines), or several JSON values one after the
-//     other; a line may itself be an array or an object with "messages".
+//     other; a line may itself be an array or an object with "messages" or
+//     "input".
 //
 // An OpenAI response is a chat completion object ("choices"; the first choice
-// is read), an Anthropic response is a message object ("type": "message").
-// Responses carry the finish reason and usage that bare messages lack, so a
-// log that interleaves responses with the tool and user messages sent back
-// gives the most complete steps. Streaming chunks are not read: log the
-// assembled response. OpenAI's Responses API is not read either.
+// is read), a Responses response a response object ("object": "response"),
+// an Anthropic response a message object ("type": "message"). Responses
+// carry the finish reason and usage that bare messages lack, so a log that
+// interleaves responses with the tool and user messages sent back gives the
+// most complete steps. Streaming chunks and events are not read: log the
+// assembled response.
 //
 // # From messages to steps
 //
 // Each assistant message (or response) is one step: its text, and its tool
-// calls in order, parallel calls one by one. A tool result is paired with its
-// call by id (OpenAI's tool_call_id, Anthropic's tool_use_id) wherever it
-// comes later in the transcript; a result for an id that no earlier call
-// made, or a second result for one call, is an error. A call with no result
+// calls in order, parallel calls one by one. In a Responses transcript, where
+// a model turn is several items (reasoning, message and function_call items),
+// the model's items one after the other, up to the next item that is not
+// the model's (a function_call_output, a user message), are one step, and a
+// response object is one step of its output items. A tool result is paired
+// with its call by id (OpenAI's tool_call_id, the Responses call_id,
+// Anthropic's tool_use_id) wherever it comes later in the transcript; a
+// result for an id that no earlier call made, or a second result for one
+// call, is an error ([StepsOf] ignores both). A call with no result
 // has none (Result and Err are nil). A user message that follows a step (and
 // is not only tool results) is new input: its text becomes that step's
 // [guard.Step.Input], as a user's reply to the step. System and developer
 // messages, and user messages before the first step, are not part of any step.
 //
-// OpenAI tool messages have no error flag, so a failed tool's message is a
-// result like any other. Anthropic's "is_error": true makes the call fail:
-// [guard.ToolCall.Err] holds the result's text.
+// OpenAI tool messages and Responses function_call_output items have no
+// error flag, so a failed tool's output is a result like any other.
+// Anthropic's "is_error": true makes the call fail: [guard.ToolCall.Err]
+// holds the result's text.
 //
-// Arguments: OpenAI delivers them as a JSON string; when that string holds
-// valid JSON it becomes a json.RawMessage, otherwise the string itself is the
-// argument. Anthropic's "input" object is kept as a json.RawMessage. A result
-// given as a string, or as text parts only (joined by newlines), is kept as a
-// string; any other content (images, documents, a server tool's search
-// results) is kept as a json.RawMessage.
+// Arguments: OpenAI (in both APIs) delivers them as a JSON string; when that
+// string holds valid JSON it becomes a json.RawMessage, otherwise the
+// string itself is the argument. Anthropic's "input" object is kept as a
+// json.RawMessage. A result given as a string, or as text parts only (joined
+// by newlines), is kept as a string; any other content (images, documents,
+// a server tool's search results) is kept as a json.RawMessage.
 //
 // Finish reasons are normalised as the guard normalises them ("end_turn" is
-// "stop", "tool_calls" is "tool-calls"; see [rule.NormalizeFinishReason]).
-// Usage is mapped
-// onto [guard.Usage]: see [ReadOpenAI] and [ReadAnthropic]. Missing usage is
-// zero usage.
+// "stop", "tool_calls" is "tool-calls"; see [rule.NormalizeFinishReason]); a
+// Responses response has a status instead, read as [ReadResponses] says.
+// Usage is mapped onto [guard.Usage]: see [ReadOpenAI], [ReadResponses] and
+// [ReadAnthropic]. Missing usage is zero usage.
 //
 // # OpenTelemetry GenAI traces
 //

@@ -13,7 +13,7 @@ import (
 
 // items walks the values of a transcript: JSON values one after the other
 // (JSON Lines among them), where an array stands for its elements and an
-// object with a "messages" array for those messages. Each value comes with
+// object with a "messages" (or "input") array for those items. Each value comes with
 // the line it starts on.
 type items struct {
 	data  []byte
@@ -65,25 +65,47 @@ func (it *items) next() (json.RawMessage, int, error) {
 }
 
 // openArray returns a decoder positioned inside raw's array of items when raw
-// is an array or an object with a "messages" array, and nil otherwise.
+// is an array or an object with a "messages" array (a Chat Completions or
+// Messages request) or an "input" array (a Responses request), and nil
+// otherwise.
 func openArray(raw json.RawMessage) *json.Decoder {
-	if len(raw) == 0 || raw[0] != '[' && (raw[0] != '{' || !bytes.Contains(raw, []byte(`"messages"`))) {
+	if len(raw) == 0 {
 		return nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	tok, err := dec.Token()
-	if err != nil {
-		return nil
-	}
-	if tok == json.Delim('[') {
+	switch {
+	case raw[0] == '[':
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+			return nil
+		}
 		return dec
+	case raw[0] != '{':
+		return nil
+	}
+	if bytes.Contains(raw, []byte(`"messages"`)) {
+		if dec := memberArray(raw, "messages"); dec != nil {
+			return dec
+		}
+	}
+	if bytes.Contains(raw, []byte(`"input"`)) {
+		return memberArray(raw, "input")
+	}
+	return nil
+}
+
+// memberArray returns a decoder positioned inside the array that is the
+// value of the object raw's member key, or nil when there is none.
+func memberArray(raw json.RawMessage, key string) *json.Decoder {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
 	}
 	for dec.More() {
-		key, err := dec.Token()
+		k, err := dec.Token()
 		if err != nil {
 			return nil
 		}
-		if key != "messages" {
+		if k != key {
 			var skip json.RawMessage
 			if dec.Decode(&skip) != nil {
 				return nil

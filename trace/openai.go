@@ -56,7 +56,16 @@ type oaUsage struct {
 // parseOpenAI reads an OpenAI Chat Completions transcript.
 func parseOpenAI(data []byte) (*Trace, error) {
 	b := newBuilder()
-	err := each(data, func(raw json.RawMessage, line int) error {
+	if err := openAISteps(b, itemsOf(data)); err != nil {
+		return nil, err
+	}
+	return &b.t, nil
+}
+
+// openAISteps reads the items of an OpenAI Chat Completions transcript
+// into b.
+func openAISteps(b *builder, items itemSeq) error {
+	return items(func(raw json.RawMessage, line int) error {
 		var m oaItem
 		if err := object(raw, line, "an OpenAI message", &m); err != nil {
 			return err
@@ -84,6 +93,9 @@ func parseOpenAI(data []byte) (*Trace, error) {
 			}
 			result, _ := resultValue(text, parts, isText, m.Content)
 			if b.function == "" {
+				if b.lenient {
+					return nil
+				}
 				return &Error{Line: line, Err: fmt.Errorf("a function message for %q, which no earlier function_call has", m.Name)}
 			}
 			return b.result(line, "", b.function, result, false, "")
@@ -99,15 +111,15 @@ func parseOpenAI(data []byte) (*Trace, error) {
 			return nil
 		case "system", "developer":
 			return nil
-		case "":
+		}
+		if b.lenient {
+			return nil
+		}
+		if m.Role == "" {
 			return &Error{Line: line, Err: errors.New("not an OpenAI message (no role) or chat completion (no choices)")}
 		}
 		return &Error{Line: line, Err: fmt.Errorf("unknown role %q (want system, developer, user, assistant, tool or function)", m.Role)}
 	})
-	if err != nil {
-		return nil, err
-	}
-	return &b.t, nil
 }
 
 // openAIResponse reads a chat completion object: its first choice's message,

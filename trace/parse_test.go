@@ -43,6 +43,14 @@ func TestDetect(t *testing.T) {
 		{"Anthropic message object", `{"type": "message", "role": "assistant", "content": []}`, trace.Anthropic},
 		{"Anthropic stop_reason", `{"role": "assistant", "content": "x", "stop_reason": "end_turn"}`, trace.Anthropic},
 		{"Anthropic request body", `{"model": "m", "system": "s", "messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "image", "source": {}}]}]}`, trace.Anthropic},
+		{"Responses function_call", `{"type": "function_call", "call_id": "c", "name": "n", "arguments": "{}"}`, trace.Responses},
+		{"Responses input_text part", `[{"role": "user", "content": [{"type": "input_text", "text": "a"}]}]`, trace.Responses},
+		{"Responses output_text part", `{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "a"}]}`, trace.Responses},
+		{"Responses message item with a string", `{"type": "message", "role": "user", "content": "a"}`, trace.Responses},
+		{"Responses response object", `{"object": "response", "status": "completed", "output": [], "text": {"format": {"type": "text"}}, "usage": {}}`, trace.Responses},
+		{"Responses request body", `{"model": "m", "text": {}, "input": [{"role": "developer", "content": "x"}, {"role": "user", "content": "a"}, {"type": "reasoning", "summary": []}]}`, trace.Responses},
+		{"Responses after a developer message", `{"role": "developer", "content": "x"}` + "\n" + `{"type": "function_call_output", "call_id": "c", "output": "x"}`, trace.Responses},
+		{"a built-in tool call", `{"type": "web_search_call", "id": "ws", "status": "completed"}`, trace.Responses},
 		{"a byte order mark", "\uFEFF" + `{"text": "x"}`, trace.Steps},
 		{"broken JSON after a decision", `{"text": "x"}` + "\n{", trace.Steps},
 		{"broken JSON before a decision", `{"file": 1}` + "\n{", trace.Unknown},
@@ -227,6 +235,87 @@ func TestAnthropicShapes(t *testing.T) {
 	}
 }
 
+func TestResponsesShapes(t *testing.T) {
+	tests := []struct {
+		name string
+		data string
+		want []guard.Step
+	}{
+		{
+			name: "statuses and incomplete reasons",
+			data: `{"object": "response", "status": "incomplete", "incomplete_details": {"reason": "content_filter"}, "output": []}
+			       {"object": "response", "status": "incomplete", "output": [{"type": "message", "role": "assistant", "content": [{"type": "refusal", "refusal": "no"}]}]}
+			       {"object": "response", "status": "failed", "error": {"code": "server_error", "message": "x"}, "output": null}
+			       {"object": "response", "status": "cancelled", "output": []}
+			       {"object": "response", "status": "in_progress", "output": []}
+			       {"object": "response", "status": "completed", "output": [{"type": "web_search_call", "id": "ws", "status": "completed", "action": {"type": "search", "query": "go"}}, {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "a"}, {"type": "output_text", "text": "b"}]}]}`,
+			want: []guard.Step{
+				{FinishReason: "content-filter"},
+				{Text: "no", FinishReason: "incomplete"},
+				{FinishReason: "error"},
+				{FinishReason: "cancelled"},
+				{},
+				// A built-in tool's call is no client call: the response stops.
+				{Text: "a\nb", ToolCalls: []guard.ToolCall{call("web_search", raw(`{"type": "search", "query": "go"}`), nil)}, FinishReason: "stop"},
+			},
+		},
+		{
+			name: "custom tool calls, MCP calls, outputs that are not text, arguments as JSON",
+			data: `[{"type": "custom_tool_call", "call_id": "c1", "name": "grammar", "input": "free text"},
+			        {"type": "mcp_call", "id": "m1", "server_label": "s", "name": "lookup", "arguments": "{\"id\": 1}", "output": "found"},
+			        {"type": "mcp_call", "id": "m2", "server_label": "s", "name": "lookup", "arguments": "{\"id\": 2}", "error": "not found"},
+			        {"type": "computer_call", "call_id": "cc", "action": {"type": "click", "x": 1, "y": 2}},
+			        {"type": "function_call", "call_id": "f1", "name": "f", "arguments": {"logged": "as JSON"}},
+			        {"type": "custom_tool_call_output", "call_id": "c1", "output": "ok"},
+			        {"type": "computer_call_output", "call_id": "cc", "output": {"type": "computer_screenshot", "image_url": "data:"}},
+			        {"type": "function_call_output", "call_id": "f1", "output": [{"type": "input_text", "text": "x"}, {"type": "input_image", "image_url": "data:"}]},
+			        {"type": "item_reference", "id": "msg_0"},
+			        {"role": "system", "content": "ignored"},
+			        {"type": "function_call", "call_id": "f2", "name": "g", "arguments": "not JSON"}]`,
+			want: []guard.Step{
+				{ToolCalls: []guard.ToolCall{
+					call("grammar", "free text", "ok"),
+					call("lookup", raw(`{"id": 1}`), "found"),
+					failed("lookup", raw(`{"id": 2}`), "not found"),
+					call("computer", raw(`{"type": "click", "x": 1, "y": 2}`), raw(`{"type": "computer_screenshot", "image_url": "data:"}`)),
+					call("f", raw(`{"logged": "as JSON"}`), raw(`[{"type": "input_text", "text": "x"}, {"type": "input_image", "image_url": "data:"}]`)),
+				}},
+				{ToolCalls: []guard.ToolCall{call("g", "not JSON", nil)}},
+			},
+		},
+		{
+			name: "a request body with string input, then the response",
+			data: `{"model": "m", "input": "What is 2+2?"}
+			       {"object": "response", "status": "completed", "output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "4"}]}], "usage": {"input_tokens": 1.5, "output_tokens": 1, "total_tokens": 2}}
+			       {"model": "m", "input": "And 3+3?"}`,
+			want: []guard.Step{{Text: "4", FinishReason: "stop", Usage: guard.Usage{OutputTokens: 1, TotalTokens: 2}, Input: "And 3+3?"}},
+		},
+		{
+			name: "an assistant message after a reasoning item joins the turn; a developer message ends it",
+			data: `[{"type": "message", "role": "assistant", "content": "a"},
+			        {"type": "reasoning", "summary": []},
+			        {"type": "function_call", "call_id": "x", "name": "f", "arguments": "{}"},
+			        {"role": "developer", "content": "hurry"},
+			        {"role": "assistant", "content": "b"}]`,
+			want: []guard.Step{
+				{Text: "a", ToolCalls: []guard.ToolCall{call("f", raw(`{}`), nil)}},
+				{Text: "b"},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := trace.ReadResponses(strings.NewReader(tt.data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got, errText); diff != "" {
+				t.Errorf("ReadResponses (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestErrors(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -239,10 +328,10 @@ func TestErrors(t *testing.T) {
 		{"steps: not an object", trace.Steps, `{"text": "a"}` + "\n" + `["text"]`, 2, "a step must be a JSON object, not an array"},
 		{"steps: garbage", trace.Steps, "{}\nhello", 2, "invalid JSON: invalid character 'h' looking for beginning of value"},
 		{"steps: an array with a string", trace.Steps, "[\n{},\n\"x\"\n]", 3, "a step must be a JSON object, not a string"},
-		{"unknown format", trace.Unknown, "\n\n" + `{"file": "x"}`, 3, "not loopguard steps, OpenAI chat messages, Anthropic messages or OTLP traces"},
+		{"unknown format", trace.Unknown, "\n\n" + `{"file": "x"}`, 3, "not loopguard steps, OpenAI chat messages or Responses items, Anthropic messages or OTLP traces"},
 		{"unknown format: bad JSON", trace.Unknown, "{}\n{]", 2, "invalid JSON: invalid character ']' looking for beginning of object key string"},
-		{"unknown format: a string", trace.Unknown, "\n\"hello\"\n", 2, "not loopguard steps, OpenAI chat messages, Anthropic messages or OTLP traces: a string, not an object"},
-		{"unknown format: numbers in an array", trace.Unknown, "[1, 2]", 1, "not loopguard steps, OpenAI chat messages, Anthropic messages or OTLP traces: a number, not an object"},
+		{"unknown format: a string", trace.Unknown, "\n\"hello\"\n", 2, "not loopguard steps, OpenAI chat messages or Responses items, Anthropic messages or OTLP traces: a string, not an object"},
+		{"unknown format: numbers in an array", trace.Unknown, "[1, 2]", 1, "not loopguard steps, OpenAI chat messages or Responses items, Anthropic messages or OTLP traces: a number, not an object"},
 		{"openai: broken JSON on a later line", trace.OpenAI, `{"role": "user", "content": "a"}` + "\n" + `{"role": "assistant", "content": "b"` + "\n", 2, "invalid JSON: unexpected end of input"},
 		{"openai: a result for an unknown call", trace.OpenAI, `[{"role": "assistant", "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},` + "\n" + `{"role": "tool", "tool_call_id": "b", "content": "x"}]`, 2, `a result for tool_call_id "b", which no earlier call has`},
 		{"openai: a second result", trace.OpenAI, `{"role": "assistant", "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}` + "\n" + `{"role": "tool", "tool_call_id": "a", "content": "x"}` + "\n" + `{"role": "tool", "tool_call_id": "a", "content": "y"}`, 3, `a second result for tool_call_id "a" (the first is on line 2)`},
@@ -261,6 +350,20 @@ func TestErrors(t *testing.T) {
 		{"anthropic: another object", trace.Anthropic, `{"type": "message_start", "message": {}}`, 1, `an object of type "message_start", not a message`},
 		{"anthropic: unknown role", trace.Anthropic, `{"role": "system", "content": "x"}`, 1, `unknown role "system" (want user or assistant)`},
 		{"anthropic: no role", trace.Anthropic, `{"content": "x"}`, 1, "not an Anthropic message: no role"},
+		{"responses: a result for an unknown call", trace.Responses, `{"type": "function_call", "call_id": "a", "name": "f", "arguments": "{}"}` + "\n" + `{"type": "function_call_output", "call_id": "b", "output": "x"}`, 2, `a result for call_id "b", which no earlier call has`},
+		{"responses: a second result", trace.Responses, `{"type": "function_call", "call_id": "a", "name": "f", "arguments": "{}"}` + "\n" + `{"type": "function_call_output", "call_id": "a", "output": "x"}` + "\n" + `{"type": "function_call_output", "call_id": "a", "output": "y"}`, 3, `a second result for call_id "a" (the first is on line 2)`},
+		{"responses: an output without call_id", trace.Responses, `{"type": "function_call_output", "output": "x"}`, 1, "a function_call_output item without call_id"},
+		{"responses: unknown role", trace.Responses, `{"type": "message", "role": "critic", "content": "x"}`, 1, `unknown role "critic" (want user, assistant, system or developer)`},
+		{"responses: a message without role", trace.Responses, `{"type": "message", "content": "x"}`, 1, "a message item without role"},
+		{"responses: no type or role", trace.Responses, `{"content": "x"}`, 1, "not a Responses item (no type or role) or response (no object)"},
+		{"responses: a streaming event", trace.Responses, `{"type": "response.output_text.delta", "delta": "x"}`, 1, "a streaming event (response.output_text.delta): log the assembled response instead"},
+		{"responses: another object", trace.Responses, `{"object": "chat.completion", "choices": []}`, 1, `an object of type "chat.completion", not a response`},
+		{"responses: output not an array", trace.Responses, `{"object": "response", "output": {}}`, 1, "response output must be an array, not an object"},
+		{"responses: an output item that is not an object", trace.Responses, "\n" + `{"object": "response", "output": [1]}`, 2, "response output[0] must be a JSON object, not a number"},
+		{"responses: a user message in output", trace.Responses, `{"object": "response", "output": [{"role": "assistant", "content": "a"}, {"role": "user", "content": "b"}, {"role": "assistant", "content": "c"}]}`, 1, "response output[1] is a user message item, not the model's output"},
+		{"responses: bad content", trace.Responses, `{"role": "user", "content": 1}`, 1, "user message content must be a string, an array or null, not a number"},
+		{"responses: a part that is not an object", trace.Responses, `{"role": "user", "content": [1]}`, 1, "user message content[0] must be a JSON object, not a number"},
+		{"responses: wrong type", trace.Responses, `{"type": "function_call", "call_id": 1}`, 1, "a Responses item: field call_id must be a string, not number"},
 		{"anthropic: a block that is not an object", trace.Anthropic, "[\n\n" + `{"role": "user", "content": ["x"]}]`, 3, "user message content[0] must be a JSON object, not a string"},
 	}
 	for _, tt := range tests {
@@ -281,7 +384,7 @@ func TestErrors(t *testing.T) {
 }
 
 func TestFormatNames(t *testing.T) {
-	for _, f := range []trace.Format{trace.Steps, trace.OpenAI, trace.Anthropic} {
+	for _, f := range []trace.Format{trace.Steps, trace.OpenAI, trace.Anthropic, trace.OTLP, trace.Responses} {
 		got, err := trace.ParseFormat(f.String())
 		if err != nil || got != f {
 			t.Errorf("ParseFormat(%q) = %v, %v", f, got, err)
@@ -296,7 +399,7 @@ func TestFormatNames(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	for _, name := range []string{"openai-messages.json", "openai-responses.jsonl", "anthropic-request.json", "anthropic-responses.jsonl"} {
+	for _, name := range []string{"openai-messages.json", "openai-responses.jsonl", "anthropic-request.json", "anthropic-responses.jsonl", "responses-input.json", "responses-objects.jsonl"} {
 		data, err := os.ReadFile(filepath.Join("..", "testdata", "transcripts", name))
 		if err != nil {
 			f.Fatal(err)
@@ -312,8 +415,9 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte(`{"text": "a", "toolCalls": [{"name": "x"}]}`))
 	f.Add([]byte(`[{"role": "assistant", "content": [{"type": "tool_use", "id": "a"}]}]`))
+	f.Add([]byte(`[{"type": "function_call", "call_id": "a"}, {"object": "response", "output": [{"type": "message", "role": "assistant"}]}]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, format := range []trace.Format{trace.Unknown, trace.Steps, trace.OpenAI, trace.Anthropic, trace.OTLP} {
+		for _, format := range []trace.Format{trace.Unknown, trace.Steps, trace.OpenAI, trace.Anthropic, trace.OTLP, trace.Responses} {
 			tr, err := trace.Parse(data, format)
 			if err != nil {
 				var te *trace.Error

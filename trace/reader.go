@@ -235,7 +235,7 @@ func (r *Reader) next1() (Entry, error) {
 // start reads up to the first item and decides how to read the rest.
 func (r *Reader) start() error {
 	switch r.format {
-	case OpenAI, Anthropic:
+	case OpenAI, Anthropic, Responses:
 		return r.readWhole(nil)
 	case Unknown, Steps, OTLP:
 	default:
@@ -313,6 +313,8 @@ func (r *Reader) readWhole(head []byte) error {
 		r.whole, err = parseOpenAI(data)
 	case Anthropic:
 		r.whole, err = parseAnthropic(data)
+	case Responses:
+		r.whole, err = parseResponses(data)
 	case OTLP:
 		r.otlp, err = parseOTLP(data)
 	default:

@@ -207,7 +207,7 @@ func TestReaderFormats(t *testing.T) {
 		{name: "a first line that decides nothing", data: `{"x": 1}` + "\n" + `{"text": "a"}`, opt: trace.Options{UnknownKeys: trace.IgnoreUnknownKeys}, format: trace.Steps, lines: []int{1, 2}, kinds: []trace.EntryKind{trace.StepEntry, trace.StepEntry}},
 		{name: "a first line that decides nothing, strictly", data: `{"x": 1}` + "\n" + `{"text": "a"}`, format: trace.Steps, err: `trace: line 1: unknown key "x"`},
 		{name: "a step that spans lines", data: "{\n\"text\": \"a\"}\n", format: trace.Steps, err: "trace: line 1: invalid JSON: unexpected end of JSON input"},
-		{name: "no format", data: `{"x": 1}` + "\n" + `{"y": 2}`, format: trace.Unknown, err: "trace: line 1: not loopguard steps, OpenAI chat messages, Anthropic messages or OTLP traces"},
+		{name: "no format", data: `{"x": 1}` + "\n" + `{"y": 2}`, format: trace.Unknown, err: "trace: line 1: not loopguard steps, OpenAI chat messages or Responses items, Anthropic messages or OTLP traces"},
 		{name: "not JSON", data: "hello\n", format: trace.Unknown, err: "trace: line 1: invalid JSON: invalid character 'h' looking for beginning of value"},
 		{name: "a forced transcript", data: `{"role": "user", "content": "a"}`, opt: trace.Options{Format: trace.Anthropic}, format: trace.Anthropic},
 	}

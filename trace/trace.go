@@ -22,12 +22,14 @@ const (
 	// OTLP is OpenTelemetry traces in OTLP/JSON whose spans follow the
 	// GenAI semantic conventions.
 	OTLP
+	// Responses is OpenAI Responses API items and response objects.
+	Responses
 )
 
-var formatNames = [...]string{Unknown: "unknown", Steps: "steps", OpenAI: "openai", Anthropic: "anthropic", OTLP: "otlp"}
+var formatNames = [...]string{Unknown: "unknown", Steps: "steps", OpenAI: "openai", Anthropic: "anthropic", OTLP: "otlp", Responses: "responses"}
 
-// String returns the format's name: "steps", "openai", "anthropic", "otlp"
-// or "unknown".
+// String returns the format's name: "steps", "openai", "anthropic", "otlp",
+// "responses" or "unknown".
 func (f Format) String() string {
 	if int(f) < len(formatNames) {
 		return formatNames[f]
@@ -36,8 +38,8 @@ func (f Format) String() string {
 }
 
 // ParseFormat returns the format named name ("steps", "openai",
-// "anthropic" or "otlp"; "auto" and "" give Unknown, which detects the
-// format).
+// "responses", "anthropic" or "otlp", in any case; "auto" and "" give
+// Unknown, which detects the format).
 func ParseFormat(name string) (Format, error) {
 	switch strings.ToLower(name) {
 	case "", "auto":
@@ -50,8 +52,10 @@ func ParseFormat(name string) (Format, error) {
 		return Anthropic, nil
 	case "otlp":
 		return OTLP, nil
+	case "responses":
+		return Responses, nil
 	}
-	return Unknown, fmt.Errorf("trace: unknown format %q (want steps, openai, anthropic or otlp)", name)
+	return Unknown, fmt.Errorf("trace: unknown format %q (want steps, openai, responses, anthropic or otlp)", name)
 }
 
 // An Error is a problem with the data of a log: the 1-based line where the
@@ -75,7 +79,7 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // ErrUnknownFormat is wrapped by the error of [Parse] when it cannot tell
 // which format the data is in.
-var ErrUnknownFormat = errors.New("not loopguard steps, OpenAI chat messages, Anthropic messages or OTLP traces")
+var ErrUnknownFormat = errors.New("not loopguard steps, OpenAI chat messages or Responses items, Anthropic messages or OTLP traces")
 
 // A Trace is a parsed log: one run of an agent, or, in an OTLP file, the
 // runs it holds one after the other.
@@ -205,3 +209,29 @@ func ReadOpenAI(r io.Reader) ([]guard.Step, error) { return read(r, OpenAI) }
 // cache_creation_input_tokens plus cache_read_input_tokens (which Anthropic
 // counts apart) become InputTokens, and output_tokens OutputTokens.
 func ReadAnthropic(r io.Reader) ([]guard.Step, error) { return read(r, Anthropic) }
+
+// ReadResponses reads an OpenAI Responses transcript (see the package
+// documentation for the layouts it accepts): the input items of requests
+// and the response objects of the API.
+//
+// A model turn is a step: the assistant "message" items and the
+// "function_call" items of one response (in input, the model's items one
+// after the other, up to the next item that is not the model's). Message
+// content (a string, or output_text and refusal parts) is the step's text;
+// reasoning items are not. "function_call" and "custom_tool_call" items are
+// its calls, paired with the "function_call_output" and
+// "custom_tool_call_output" items that answer them by "call_id". The
+// built-in tools' calls (web_search_call, computer_call, local_shell_call,
+// ...) are calls too, named after their type ("web_search") with their
+// "action" as arguments, and "mcp_call" items are calls that carry their
+// output or error. A user message after a step is the step's input.
+//
+// A response object ("object": "response") is one step of its output
+// items, with a finish reason read from its "status": a completed response
+// finishes with "tool-calls" when it made a function or custom tool call
+// and "stop" when it did not, an incomplete one with the reason of its
+// "incomplete_details" ("max_output_tokens" is "length", none
+// "incomplete"), a failed one with "error", a cancelled one with
+// "cancelled". Its "usage": input_tokens, output_tokens and total_tokens
+// become InputTokens, OutputTokens and TotalTokens.
+func ReadResponses(r io.Reader) ([]guard.Step, error) { return read(r, Responses) }

@@ -3,6 +3,7 @@ package trace_test
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,6 +131,56 @@ func TestTranscripts(t *testing.T) {
 				},
 			}},
 		},
+		{
+			file:   "responses-input.json",
+			format: trace.Responses,
+			want: &trace.Trace{Format: trace.Responses, Lines: []int{9, 15, 18}, Steps: []guard.Step{
+				{
+					// The reasoning item is no text; the message and the
+					// calls after it are one model turn.
+					Text: "I will read the files.",
+					ToolCalls: []guard.ToolCall{
+						call("read_file", raw(`{"path": "main.go"}`), "package main\nfunc main() { helper() }"),
+						call("read_file", raw(`{"path": "util.go"}`), "open util.go: no such file or directory"),
+					},
+				},
+				{
+					ToolCalls: []guard.ToolCall{call("run_build", raw(`{}`), "undefined: helper")},
+					Input:     "helper is in helpers.go.",
+				},
+				{Text: "The build fails because helper is not defined: helpers.go is not in the package."},
+			}},
+		},
+		{
+			file:   "responses-objects.jsonl",
+			format: trace.Responses,
+			want: &trace.Trace{Format: trace.Responses, Lines: []int{2, 5, 7, 9}, Steps: []guard.Step{
+				{
+					ToolCalls: []guard.ToolCall{
+						call("search_flights", raw(`{"from":"SFO","to":"JFK","date":"2025-01-02"}`), `[{"flight":"UA100","price":180},{"flight":"DL200","price":150}]`),
+						call("get_user", raw(`{}`), `{"id":"u_7","payment":"card_1"}`),
+					},
+					FinishReason: "tool-calls",
+					Usage:        guard.Usage{InputTokens: 120, OutputTokens: 40, TotalTokens: 160},
+				},
+				{
+					Text:         "DL200 is the cheapest at $150. Booking it.",
+					ToolCalls:    []guard.ToolCall{call("book_flight", raw(`{"flight":"DL200","user":"u_7"}`), "Error: payment declined")},
+					FinishReason: "tool-calls", // no usage
+				},
+				{
+					Text:         "The booking failed: the payment was",
+					FinishReason: "length",
+					Usage:        guard.Usage{InputTokens: 260, OutputTokens: 16, TotalTokens: 276},
+					Input:        "Try my other card.\n[input_image]",
+				},
+				{
+					Text:         "I cannot read card numbers from images. Please type the card's last four digits.",
+					FinishReason: "stop",
+					Usage:        guard.Usage{InputTokens: 300, OutputTokens: 20, TotalTokens: 320},
+				},
+			}},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -144,10 +195,11 @@ func TestTranscripts(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got, errText); diff != "" {
 				t.Errorf("Parse (-want +got):\n%s", diff)
 			}
-			read := trace.ReadOpenAI
-			if tt.format == trace.Anthropic {
-				read = trace.ReadAnthropic
-			}
+			read := map[trace.Format]func(io.Reader) ([]guard.Step, error){
+				trace.OpenAI:    trace.ReadOpenAI,
+				trace.Anthropic: trace.ReadAnthropic,
+				trace.Responses: trace.ReadResponses,
+			}[tt.format]
 			steps, err := read(strings.NewReader(string(data)))
 			if err != nil {
 				t.Fatal(err)
