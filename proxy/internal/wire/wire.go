@@ -89,6 +89,11 @@ type Request struct {
 	// with previous_response_id or conversation): Items hold only what is
 	// new since the previous response, whose output the proxy saw.
 	Stateful bool
+	// IncludeUsage reports that a streamed response ends with a chunk of
+	// usage (Chat's "stream_options": {"include_usage": true}), which a
+	// made-up stream (Final) must then send as well: a client that did not
+	// ask for it may not expect a chunk without choices.
+	IncludeUsage bool
 }
 
 // Output is what the proxy reads of a response: the model's turn.
