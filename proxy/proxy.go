@@ -19,7 +19,7 @@
 //
 // The proxy is an http.Handler:
 //
-//	cfg, _ := detector.FromJSON(optionsFile)
+//	cfg, _ := detector.FromJSON(optionsFile) // or guard.Config{Rules: detector.Defaults()}
 //	p, err := proxy.New(proxy.Options{Upstream: upstreamURL, Config: cfg, Policy: proxy.End})
 //	...
 //	http.ListenAndServe("127.0.0.1:8787", p)

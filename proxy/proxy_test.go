@@ -1,12 +1,15 @@
 package proxy_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -32,7 +35,7 @@ func start(t *testing.T, script fake.Script, o proxy.Options) (*fake.Server, *ht
 	u, _ := url.Parse(up.URL)
 	o.Upstream = u
 	if o.Config.Rules == nil {
-		o.Config = detector.Defaults()
+		o.Config = guard.Config{Rules: detector.Defaults()}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -129,12 +132,11 @@ func TestErrorPolicyEndsTheLoopWithAnErrorThatIsNotRetried(t *testing.T) {
 			}
 			var apiErr *openai.Error
 			if !stream {
-				if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusUnprocessableEntity {
-					t.Errorf("error %v: want an *openai.Error with status 422", err)
+				if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusUnprocessableEntity || apiErr.Code != "REPEATED_TOOL_CALL" {
+					t.Errorf("error %v: want an *openai.Error with status 422 and code REPEATED_TOOL_CALL", err)
 				}
-			}
-			if !strings.Contains(err.Error(), "REPEATED_TOOL_CALL") && !strings.Contains(err.Error(), "not run") {
-				t.Errorf("error %q names neither the rule nor the refusal", err)
+			} else if !strings.Contains(err.Error(), "not run") {
+				t.Errorf("stream error %q does not carry the refusal's feedback", err)
 			}
 		})
 	}
@@ -285,17 +287,44 @@ func TestBodyOverTheLimitPassesUnjudged(t *testing.T) {
 
 func TestHostileRunHeaderIsHashed(t *testing.T) {
 	_, srv, _ := start(t, fake.Loop("search", `{"q":"x"}`), proxy.Options{})
-	for _, v := range []string{"a b", "x\x7f", strings.Repeat("a", 129), "../../etc", "run\u00e9"} {
-		resp, _ := post(t, srv.URL, history(0), map[string]string{proxy.RunHeader: v})
-		got := resp.Header.Get(proxy.RunHeader)
+	for _, v := range []string{"a b", strings.Repeat("a", 129), "run\u00e9", "a\tb", "k\"}{", "<script>", "x;rm -rf", "%00"} {
+		got := rawRunHeader(t, srv.URL, v, http.StatusOK)
 		if !strings.HasPrefix(got, "run:h:") || len(got) != len("run:h:")+32 {
 			t.Errorf("run header %q became %q, want run:h: and 32 hex digits", v, got)
 		}
 	}
-	resp, _ := post(t, srv.URL, history(0), map[string]string{proxy.RunHeader: "agent-7/session:42"})
-	if got := resp.Header.Get(proxy.RunHeader); got != "run:agent-7/session:42" {
-		t.Errorf("a safe run name became %q", got)
+	// A control character is refused by net/http itself, before the proxy.
+	rawRunHeader(t, srv.URL, "x\x7f", http.StatusBadRequest)
+	for _, v := range []string{"agent-7/session:42", "../../etc", "user@example.com"} {
+		if got := rawRunHeader(t, srv.URL, v, http.StatusOK); got != "run:"+v {
+			t.Errorf("the safe run name %q became %q", v, got)
+		}
 	}
+}
+
+// rawRunHeader sends a request whose run header is v, byte for byte (the
+// Go client refuses to send some values), and returns the run the proxy
+// answers with.
+func rawRunHeader(t *testing.T, base, v string, status int) string {
+	t.Helper()
+	u, _ := url.Parse(base)
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := history(0)
+	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n%s: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		u.Host, proxy.RunHeader, v, len(body), body)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != status {
+		t.Errorf("run header %q: status %d, want %d", v, resp.StatusCode, status)
+	}
+	return resp.Header.Get(proxy.RunHeader)
 }
 
 func TestDroppedStreamReachesTheClientBroken(t *testing.T) {

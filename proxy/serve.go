@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httputil"
 	"strconv"
@@ -66,7 +67,7 @@ func (p *Proxy) reverse() *httputil.ReverseProxy {
 		Transport:      p.transport,
 		ModifyResponse: p.modifyResponse,
 		ErrorHandler:   p.upstreamError,
-		ErrorLog:       nil,
+		ErrorLog:       slog.NewLogLogger(p.log.Handler(), slog.LevelWarn),
 	}
 }
 
@@ -111,16 +112,16 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		p.passUnjudged(w, r, x, "store")
 		return
 	}
-	h := w.Header()
-	h.Set(RunHeader, x.key)
-	h.Set(StepsHeader, strconv.Itoa(x.steps))
 	p.metrics.request(api.Name(), "judged")
 	if x.stop != nil {
-		setStopHeaders(h, x.stop, "stop")
 		p.log.Info("loopguard proxy: the run is stopped", "run", x.key, "from", from, "api", api.Name(),
 			"policy", x.policy.String(), "code", x.stop.Code, "rule", x.stop.Detector)
+		h := w.Header()
+		h.Set(RunHeader, x.key)
+		h.Set(StepsHeader, strconv.Itoa(x.steps))
 		switch x.policy {
 		case End:
+			setStopHeaders(h, x.stop, "stop")
 			p.metrics.stop(api.Name(), x.policy, x.stop.Code)
 			body := api.Final(&x.req, x.stop.Feedback, x.req.Stream)
 			if x.req.Stream {
@@ -134,13 +135,12 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 			w.Write(body)
 			return
 		case Error:
+			setStopHeaders(h, x.stop, "stop")
 			p.metrics.stop(api.Name(), x.policy, x.stop.Code)
 			writeError(w, api, x.stop)
 			return
 		}
-		// Observe: on to the upstream.
-	} else {
-		h.Set(VerdictHeader, "continue")
+		// Observe: on to the upstream; modifyResponse writes the headers.
 	}
 	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(ctx, exchangeKey{}, x)))
 }
@@ -182,9 +182,7 @@ func writeError(w http.ResponseWriter, api wire.API, s *stopped) {
 }
 
 func (p *Proxy) passUnjudged(w http.ResponseWriter, r *http.Request, x *exchange, why string) {
-	x.unjudged = why
-	w.Header().Set(UnjudgedHeader, why)
-	w.Header().Set(VerdictHeader, "unjudged")
+	x.unjudged = why // modifyResponse writes the headers
 	p.metrics.request(x.api.Name(), "unjudged-"+why)
 	p.log.Info("loopguard proxy: passed unjudged", "api", x.api.Name(), "why", why)
 	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), exchangeKey{}, x)))

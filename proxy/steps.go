@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"encoding/json"
+
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/proxy/internal/wire"
 	"github.com/loopguard/loopguard/trace"
@@ -19,5 +21,9 @@ func formatOf(api wire.API) trace.Format {
 
 // stepsOf reads a tail of a history into steps.
 func stepsOf(api wire.API, items [][]byte) ([]guard.Step, error) {
-	return trace.StepsOf(formatOf(api), items)
+	raw := make([]json.RawMessage, len(items))
+	for i, it := range items {
+		raw[i] = it
+	}
+	return trace.StepsOf(formatOf(api), raw)
 }

@@ -92,7 +92,7 @@ func messages(model string, n int, rep Reply, stream bool) (whole []byte, events
 	}
 	if rep.Text != "" {
 		startStop(true, block{"type": "text", "text": ""})
-		for _, part := range halves(rep.Text) {
+		for _, part := range messageHalves(rep.Text) {
 			delta(map[string]any{"type": "text_delta", "text": part})
 		}
 		startStop(false, nil)
@@ -100,7 +100,7 @@ func messages(model string, n int, rep Reply, stream bool) (whole []byte, events
 	for _, c := range rep.Calls {
 		startStop(true, block{"type": "tool_use", "id": c.ID, "name": c.Name, "input": map[string]any{}})
 		delta(map[string]any{"type": "input_json_delta", "partial_json": ""})
-		for _, part := range halves(string(input(c.Args))) {
+		for _, part := range messageHalves(string(input(c.Args))) {
 			delta(map[string]any{"type": "input_json_delta", "partial_json": part})
 		}
 		startStop(false, nil)
@@ -123,9 +123,9 @@ func input(args string) json.RawMessage {
 	return json.RawMessage(args)
 }
 
-// halves cuts s in two at a rune boundary (one part when s is a single
+// messageHalves cuts s in two at a rune boundary (one part when s is a single
 // rune), so that a stream delivers it in more than one delta.
-func halves(s string) []string {
+func messageHalves(s string) []string {
 	if utf8.RuneCountInString(s) < 2 {
 		return []string{s}
 	}
