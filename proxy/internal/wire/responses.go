@@ -894,11 +894,13 @@ func (s *responsesStream) End(refused []int, text string) []byte {
 				repl["response"] = rewriteOutput(resp, refused, msgID, text)
 			}
 		}
-		repl["sequence_number"] = strconv.AppendInt(nil, int64(seq), 10)
+		if fieldOf(h.data, "sequence_number") != nil {
+			repl["sequence_number"] = strconv.AppendInt(nil, int64(seq), 10)
+			seq++
+		}
 		if h.outputIndex >= 0 {
 			repl["output_index"] = strconv.AppendInt(nil, int64(shift(h.outputIndex)), 10)
 		}
-		seq++
 		b = append(b, Event(h.name, replaceValues(h.data, repl))...)
 	}
 	addText()
