@@ -113,17 +113,26 @@ func (p *Proxy) decide(ctx context.Context, x *exchange, out wire.Output) ([]int
 		if err := p.update(ctx, x.key, func(c *cursor) { c.Pending = pending }); err != nil {
 			p.log.Warn("loopguard proxy: store", "run", x.key, "err", err)
 		}
+		p.chain(ctx, out.ID, x.key)
 	}
 	if len(out.Calls) == 0 {
 		return nil, guard.Decision{Allow: true}
+	}
+	calls := out.Calls
+	if x.req.Stateful {
+		// The steps of this run hold its calls as the cursor keeps them
+		// (their arguments hashed): judge these the same way.
+		calls = make([]guard.ToolCall, len(out.Calls))
+		for i, pc := range pendingOf(out.Calls) {
+			calls[i] = guard.ToolCall{ID: pc.ID, Name: pc.Name, Args: pc.Args}
+		}
 	}
 	g := p.runs.Guard(x.key)
 	var allowed, refusedCalls []guard.ToolCall
 	var refused []int
 	first := guard.Decision{Allow: true}
-	for i, c := range out.Calls {
-		calls := append(allowed[:len(allowed):len(allowed)], c)
-		d, err := g.Preflight(ctx, calls...)
+	for i, c := range calls {
+		d, err := g.Preflight(ctx, append(allowed[:len(allowed):len(allowed)], c)...)
 		if err != nil {
 			p.log.Warn("loopguard proxy: preflight failed", "run", x.key, "err", err)
 			allowed = append(allowed, c)

@@ -107,6 +107,9 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	var from string
 	x.key, from = runKey(r, api, &x.req)
 	ctx := r.Context()
+	if (from == "user" || from == "prefix") && x.req.Previous != "" {
+		x.key, from = p.chained(ctx, x.req.Previous), "previous_response_id"
+	}
 	if err := p.judge(ctx, x); err != nil {
 		p.log.Warn("loopguard proxy: the run could not be judged", "run", x.key, "api", api.Name(), "err", err)
 		p.passUnjudged(w, r, x, "store")
@@ -261,6 +264,32 @@ func (p *Proxy) judge(ctx context.Context, x *exchange) error {
 		}
 	}
 	return nil
+}
+
+// chainPrefix names, in the store, the run of a Responses response, so
+// that a request that goes on from it (previous_response_id) is of the
+// same run.
+const chainPrefix = "lg-response:"
+
+// chained returns the run of the response named id: the one recorded
+// when the proxy saw it, else a run named after it.
+func (p *Proxy) chained(ctx context.Context, id string) string {
+	data, _, err := p.store.Load(ctx, chainPrefix+clean(id), 0)
+	if err == nil && len(data) > 0 {
+		return string(data)
+	}
+	return "responses:previous:" + clean(id)
+}
+
+// chain records that the response named id is of run key.
+func (p *Proxy) chain(ctx context.Context, id, key string) {
+	if id == "" {
+		return
+	}
+	err := p.store.Save(ctx, chainPrefix+clean(id), 0, 1, []byte(key), p.runTTL)
+	if err != nil && !errors.Is(err, snapshot.ErrConflict) {
+		p.log.Warn("loopguard proxy: store", "run", key, "err", err)
+	}
 }
 
 func stopOf(v guard.Verdict) *stopped {

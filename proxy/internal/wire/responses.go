@@ -33,8 +33,8 @@ func (Responses) Name() string { return "responses" }
 // ParseRequest reads a Responses request. "input" must be a string or an
 // array; it may be absent (or null) only when the request names its
 // history another way (previous_response_id, conversation or a stored
-// prompt). Session is, in this order, the conversation's id, a
-// "session_id" or "conversation_id" string in "metadata", or
+// prompt). Session is the conversation's id, else a "session_id" or
+// "conversation_id" string in "metadata"; Previous is
 // previous_response_id; User is "safety_identifier", else "user".
 func (Responses) ParseRequest(body []byte) (Request, error) {
 	var (
@@ -108,9 +108,8 @@ func (Responses) ParseRequest(body []byte) (Request, error) {
 		req.Session = conversation
 	case metaSession != "":
 		req.Session = metaSession
-	default:
-		req.Session = previous
 	}
+	req.Previous = previous
 	req.User = user
 	if safetyID != "" {
 		req.User = safetyID

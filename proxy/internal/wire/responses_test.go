@@ -19,12 +19,13 @@ var rs wire.Responses
 // reqView is a Request with its items as strings, for cmp.Diff.
 type reqView struct {
 	Model, Head, Session, User string
+	Previous                   string
 	Stream, Stateful           bool
 	Items                      []string
 }
 
 func view(r wire.Request) reqView {
-	v := reqView{Model: r.Model, Head: string(r.Head), Session: r.Session, User: r.User, Stream: r.Stream, Stateful: r.Stateful}
+	v := reqView{Model: r.Model, Head: string(r.Head), Session: r.Session, Previous: r.Previous, User: r.User, Stream: r.Stream, Stateful: r.Stateful}
 	for _, it := range r.Items {
 		v.Items = append(v.Items, string(it))
 	}
@@ -50,15 +51,15 @@ func TestResponsesParseRequest(t *testing.T) {
 		{"string input", `{"model":"m","input":"hello \"you\""}`, reqView{Model: "m", Items: []string{`"hello \"you\""`}}},
 		{"empty input", `{"model":"m","input":[]}`, reqView{Model: "m"}},
 		{"previous response", `{"model":"m","previous_response_id":"resp_1","input":[` + out + `]}`,
-			reqView{Model: "m", Session: "resp_1", Stateful: true, Items: []string{out}}},
+			reqView{Model: "m", Previous: "resp_1", Stateful: true, Items: []string{out}}},
 		{"previous response without input", `{"model":"m","previous_response_id":"resp_1"}`,
-			reqView{Model: "m", Session: "resp_1", Stateful: true}},
+			reqView{Model: "m", Previous: "resp_1", Stateful: true}},
 		{"conversation string", `{"conversation":"conv_1","input":"x"}`,
 			reqView{Session: "conv_1", Stateful: true, Items: []string{`"x"`}}},
 		{"conversation object", `{"conversation":{"id":"conv_2"},"input":"x","metadata":{"session_id":"s"}}`,
 			reqView{Session: "conv_2", Stateful: true, Items: []string{`"x"`}}},
 		{"metadata session before previous response", `{"previous_response_id":"resp_1","metadata":{"conversation_id":"c","session_id":"s"},"input":"x"}`,
-			reqView{Session: "s", Stateful: true, Items: []string{`"x"`}}},
+			reqView{Session: "s", Previous: "resp_1", Stateful: true, Items: []string{`"x"`}}},
 		{"metadata conversation", `{"metadata":{"conversation_id":"c","other":1},"input":"x"}`,
 			reqView{Session: "c", Items: []string{`"x"`}}},
 		{"safety identifier before user", `{"user":"u","safety_identifier":"sid","input":"x"}`,

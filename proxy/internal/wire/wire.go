@@ -79,9 +79,12 @@ type Request struct {
 	// message in Items.)
 	Head []byte
 	// Session is the API's own name of the conversation, or "":
-	// Responses' "conversation" (its id) or "previous_response_id";
-	// a "session_id" or "conversation_id" string in "metadata".
+	// Responses' "conversation" (its id); a "session_id" or
+	// "conversation_id" string in "metadata".
 	Session string
+	// Previous is Responses' "previous_response_id", or "": the response
+	// this request goes on from, whose run the proxy looks up.
+	Previous string
 	// User is the API's own name of the end user, or "": Chat's and
 	// Responses' "user" or "safety_identifier", Messages' metadata.user_id.
 	User string
