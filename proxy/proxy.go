@@ -198,8 +198,9 @@ type Options struct {
 	Transport http.RoundTripper
 
 	// Logger receives the proxy's structured log; nil means
-	// slog.Default(). API keys, Authorization headers and content are
-	// never logged.
+	// slog.Default(). API keys and Authorization headers are never
+	// logged; a stop's or refusal's detail is, and it may quote a short
+	// preview of the arguments, as guard.Verdict.Detail does.
 	Logger *slog.Logger
 
 	// Metrics, when set, is told of requests, verdicts, stops, refusals

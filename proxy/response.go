@@ -153,7 +153,8 @@ func (p *Proxy) decide(ctx context.Context, x *exchange, out wire.Output) ([]int
 	}
 	p.metrics.refusal(x.api.Name(), first.Code)
 	p.log.Info("loopguard proxy: refused a tool call", "run", x.key, "api", x.api.Name(),
-		"policy", x.policy.String(), "code", first.Code, "rule", first.Detector, "calls", len(refused))
+		"policy", x.policy.String(), "code", first.Code, "rule", first.Detector, "calls", len(refused),
+		"detail", first.Detail)
 	if x.policy != Observe {
 		s := guard.Step{Refused: refusedCalls}
 		v, err := g.Check(ctx, s)

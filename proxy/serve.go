@@ -256,6 +256,8 @@ func (p *Proxy) judge(ctx context.Context, x *exchange) error {
 		p.metrics.verdict(x.api.Name(), v)
 		p.steps.write(x.key, s, v)
 		if x.stop == nil && guard.IsFault(v) {
+			p.log.Info("loopguard proxy: the run stops", "run", x.key, "api", x.api.Name(),
+				"policy", x.policy.String(), "code", v.Code, "rule", v.Detector, "detail", v.Detail)
 			st := stopOf(v)
 			x.stop = st
 			if err := p.setStop(ctx, x.key, st); err != nil {
