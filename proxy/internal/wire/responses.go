@@ -46,7 +46,8 @@ func (Responses) ParseRequest(body []byte) (Request, error) {
 		user, safetyID   string
 		hasStoredHistory bool
 	)
-	err := Fields(body, func(k, v []byte) bool {
+	var inputItems [][]byte
+	err := fieldsCutting(body, "input", &inputItems, func(k, v []byte) {
 		switch string(k) {
 		case "model":
 			req.Model, _ = str(v)
@@ -81,7 +82,6 @@ func (Responses) ParseRequest(body []byte) (Request, error) {
 		case "metadata":
 			metaSession = metadataSession(v)
 		}
-		return true
 	})
 	if err != nil {
 		return Request{}, err
@@ -94,11 +94,7 @@ func (Responses) ParseRequest(body []byte) (Request, error) {
 	case input[0] == '"':
 		req.Items = [][]byte{input}
 	case input[0] == '[':
-		items, err := Items(input)
-		if err != nil {
-			return Request{}, errors.New("wire: responses request: input: " + err.Error())
-		}
-		req.Items = items
+		req.Items = inputItems
 	default:
 		return Request{}, errors.New("wire: responses request: input is neither a string nor an array")
 	}
@@ -115,6 +111,88 @@ func (Responses) ParseRequest(body []byte) (Request, error) {
 		req.User = safetyID
 	}
 	return req, nil
+}
+
+// fieldsCutting is Fields for a request body (fn sees every member), but
+// it cuts the array value of the member named key into its elements
+// (*items, the last such member's) as it crosses it, so that the history,
+// most of the body, is scanned once and not twice (Fields, then Items).
+func fieldsCutting(data []byte, key string, items *[][]byte, fn func(key, value []byte)) error {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return ErrSyntax
+	}
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return trailing(data, i+1)
+	}
+	for {
+		if i >= len(data) || data[i] != '"' {
+			return ErrSyntax
+		}
+		end := skipString(data, i)
+		if end < 0 {
+			return ErrSyntax
+		}
+		k := data[i+1 : end-1]
+		i = skipSpace(data, end)
+		if i >= len(data) || data[i] != ':' {
+			return ErrSyntax
+		}
+		start := skipSpace(data, i+1)
+		if start < len(data) && data[start] == '[' && string(k) == key {
+			end = cutArray(data, start, items)
+		} else {
+			end = skipValue(data, start)
+		}
+		if end < 0 {
+			return ErrSyntax
+		}
+		fn(k, data[start:end])
+		i = skipSpace(data, end)
+		if i >= len(data) {
+			return ErrSyntax
+		}
+		switch data[i] {
+		case ',':
+			i = skipSpace(data, i+1)
+		case '}':
+			return trailing(data, i+1)
+		default:
+			return ErrSyntax
+		}
+	}
+}
+
+// cutArray sets *items to the elements of the array that starts at
+// data[i] and returns the index just past it, or -1.
+func cutArray(data []byte, i int, items *[][]byte) int {
+	out := make([][]byte, 0, 16)
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == ']' {
+		*items = out
+		return i + 1
+	}
+	for {
+		end := skipValue(data, i)
+		if end < 0 {
+			return -1
+		}
+		out = append(out, data[i:end])
+		i = skipSpace(data, end)
+		if i >= len(data) {
+			return -1
+		}
+		switch data[i] {
+		case ',':
+			i = skipSpace(data, i+1)
+		case ']':
+			*items = out
+			return i + 1
+		default:
+			return -1
+		}
+	}
 }
 
 // conversationID reads "conversation": a string or an object with an "id".

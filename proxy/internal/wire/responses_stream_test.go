@@ -68,6 +68,8 @@ func checkStream(t *testing.T, events [][]byte) streamSummary {
 					t.Errorf("event %d: item added at %d after %d items", i, k, len(added))
 				}
 				added = append(added, it)
+			}
+			switch {
 			case k >= len(added):
 				t.Errorf("event %d (%s): output_index %d of no item", i, d.Type, k)
 				continue
