@@ -2,15 +2,17 @@ module github.com/loopguard/loopguard/proxy
 
 go 1.25
 
-require github.com/loopguard/loopguard v0.0.0
+require (
+	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
+	github.com/google/go-cmp v0.7.0
+	github.com/loopguard/loopguard v0.0.0
+)
 
 require (
-	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0 // indirect
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
 	github.com/buger/jsonparser v1.1.2 // indirect
 	github.com/go-logr/logr v1.4.2 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
-	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/invopop/jsonschema v0.14.0 // indirect
 	github.com/pb33f/ordered-map/v2 v2.3.1 // indirect
 	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1 // indirect
