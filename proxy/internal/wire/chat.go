@@ -249,6 +249,9 @@ func (Chat) Rewrite(body []byte, refused []int, text string) ([]byte, error) {
 	msg, err := rewriteObject(message, func(k, v []byte) ([]byte, error) {
 		switch string(k) {
 		case "tool_calls":
+			if string(v) == "null" {
+				return v, nil
+			}
 			kept, n, err := dropArrayElements(v, refused)
 			left = n
 			if err != nil || n == 0 {
@@ -277,6 +280,9 @@ func (Chat) Rewrite(body []byte, refused []int, text string) ([]byte, error) {
 // Final returns a chat.completion (or its chunks, then "data: [DONE]") with
 // one choice whose message is text, finish_reason "stop" and zero usage.
 func (Chat) Final(req *Request, text string, stream bool) []byte {
+	if req == nil {
+		req = &Request{}
+	}
 	id := jsonQuote("chatcmpl-lg" + rand.Text())
 	created := strconv.AppendInt(nil, time.Now().Unix(), 10)
 	model := jsonQuote(req.Model)
@@ -382,7 +388,9 @@ func (Chat) ErrorEvent(code, message string) []byte {
 }
 
 // NewStream returns the filter of one streamed response.
-func (Chat) NewStream(req *Request) Stream { return &chatStream{} }
+func (Chat) NewStream(req *Request) Stream {
+	return &chatStream{head: chunkHead{id: []byte(`""`), created: []byte("0"), model: jsonQuote(req.Model)}}
+}
 
 // chatStream filters a chat completion stream. Choice 0's tool_calls
 // deltas name their call by "index"; Calls are in the order of the
@@ -409,7 +417,7 @@ type chatChunk struct {
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage *chatUsage `json:"usage"`
+	Usage json.RawMessage `json:"usage"`
 }
 
 func (s *chatStream) Event(raw []byte) []byte {
@@ -434,17 +442,21 @@ func (s *chatStream) read(c *chatChunk) (call bool) {
 	if !s.hasHead && c.ID != "" {
 		s.hasHead = true
 		s.out.ID = c.ID
-		s.head = chunkHead{id: jsonQuote(c.ID), created: c.Created, model: c.Model}
-		if s.head.created == nil {
-			s.head.created = []byte("0")
+		s.head.id = jsonQuote(c.ID)
+		if c.Created != nil {
+			s.head.created = c.Created
 		}
-		if s.head.model == nil {
-			s.head.model = []byte(`""`)
+		if c.Model != nil {
+			s.head.model = c.Model
 		}
 	}
 	if c.Usage != nil {
-		s.out.Usage = c.Usage.usage()
+		// With include_usage every chunk has "usage", null until the last.
 		s.head.usage = true
+		var u chatUsage
+		if string(c.Usage) != "null" && json.Unmarshal(c.Usage, &u) == nil {
+			s.out.Usage = u.usage()
+		}
 	}
 	for i := range c.Choices {
 		ch := &c.Choices[i]
@@ -501,10 +513,14 @@ func (s *chatStream) Output() Output {
 // refused tool_calls deltas are removed, the calls left renumbered from 0,
 // a chunk of text is put before the chunk with the finish reason, and that
 // reason becomes "stop" when no call is left. A chunk that held only
-// refused deltas is dropped.
+// refused deltas is dropped, and so is one that cannot be read. When
+// nothing was held (a turn without calls) End returns nil.
 func (s *chatStream) End(refused []int, text string) []byte {
 	held := s.held
 	s.held = nil
+	if len(held) == 0 {
+		return nil // all went on already, [DONE] too
+	}
 	if len(refused) == 0 && text == "" {
 		return slices.Concat(held...)
 	}
@@ -541,14 +557,12 @@ func (s *chatStream) End(refused []int, text string) []byte {
 			continue
 		}
 		chunk, finished, drop, err := rewriteChunk(data, renumber, left)
-		switch {
-		case err != nil:
-			b = append(b, ev...)
-			continue
-		case finished:
+		if finished {
 			putText()
 		}
-		if !drop {
+		// A chunk that cannot be rewritten may hold a refused call: it
+		// does not go on.
+		if err == nil && !drop {
 			b = append(b, Event("", chunk)...)
 		}
 	}
@@ -577,6 +591,7 @@ func rewriteChunk(data []byte, renumber map[int]int, left int) (out []byte, fini
 	var edits []jsonEdit
 	nchoices := 0
 	emptied := false
+	var ferr error
 	err = Elements(choices, func(choice []byte) bool {
 		nchoices++
 		var delta, finish, index []byte
@@ -617,7 +632,7 @@ func rewriteChunk(data []byte, renumber map[int]int, left int) (out []byte, fini
 			return kept, nil
 		})
 		if e != nil {
-			err = e
+			ferr = e
 			return false
 		}
 		if hadCalls {
@@ -626,6 +641,9 @@ func rewriteChunk(data []byte, renumber map[int]int, left int) (out []byte, fini
 		}
 		return true
 	})
+	if err == nil {
+		err = ferr
+	}
 	if err != nil {
 		return nil, false, false, err
 	}
@@ -650,6 +668,9 @@ func renumberCalls(arr []byte, renumber map[int]int) ([]byte, error) {
 			return false
 		}
 		i, err := strconv.Atoi(string(index))
+		if index == nil {
+			i, err = 0, nil // as the SDKs read a delta without one
+		}
 		if err != nil {
 			ferr = errors.New(`tool_calls: bad "index"`)
 			return false
@@ -661,7 +682,13 @@ func renumberCalls(arr []byte, renumber map[int]int) ([]byte, error) {
 		if n < 0 {
 			return true
 		}
-		ne := applyEdits(e, []jsonEdit{{old: index, new: strconv.AppendInt(nil, int64(n), 10)}})
+		var ne []byte
+		if index != nil {
+			ne = applyEdits(e, []jsonEdit{{old: index, new: strconv.AppendInt(nil, int64(n), 10)}})
+		} else {
+			ne, _ = rewriteObject(e, func(_, v []byte) ([]byte, error) { return v, nil })
+			ne = appendObjectMember(ne, "index", strconv.AppendInt(nil, int64(n), 10))
+		}
 		if out == nil {
 			out = append(out, '[')
 		} else {

@@ -360,3 +360,45 @@ func TestChatStreamBroken(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestChatStreamOdd: streams a real API does not send, which End must
+// still answer in a shape the SDK reads.
+func TestChatStreamOdd(t *testing.T) {
+	ev := func(s string) []byte { return []byte("data: " + s + "\n\n") }
+	tests := []struct {
+		name    string
+		in      [][]byte
+		refused []int
+		text    string
+		want    string
+	}{
+		{"nothing held: End sends nothing, not even the text",
+			[][]byte{ev(`{"id":"c","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}`), ev(`[DONE]`)},
+			nil, "note", ""},
+		{"chunks without id, created, model: the request's model",
+			[][]byte{ev(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"{}"}}]}}]}`),
+				ev(`{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`), ev(`[DONE]`)},
+			[]int{0}, "no",
+			`data: {"id":"","object":"chat.completion.chunk","created":0,"model":"req-model","choices":[{"index":0,"delta":{"content":"no"},"logprobs":null,"finish_reason":null}]}` + "\n\n" +
+				"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"},
+		{"deltas without index are call 0; a call's index that is not an integer drops its chunk",
+			[][]byte{ev(`{"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"id":"a","function":{"name":"f","arguments":""}}]}}]}`),
+				ev(`{"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"function":{"arguments":"{}"}}]}}]}`),
+				ev(`{"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"b","function":{"name":"g","arguments":"{}"}}]}}]}`),
+				ev(`{"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":1.5,"function":{"arguments":"x"}}]}}]}`),
+				ev(`[DONE]`)},
+			[]int{0}, "",
+			"data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"b\",\"function\":{\"name\":\"g\",\"arguments\":\"{}\"}}]}}]}\n\ndata: [DONE]\n\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := wire.Chat{}.NewStream(&wire.Request{Model: "req-model"})
+			for _, e := range tt.in {
+				s.Event(e)
+			}
+			if diff := cmp.Diff(tt.want, string(s.End(tt.refused, tt.text))); diff != "" {
+				t.Errorf("End (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

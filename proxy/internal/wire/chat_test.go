@@ -266,6 +266,9 @@ func TestChatRewrite(t *testing.T) {
 			`{"id":"c","choices":[{"index":0,"message":{"content":null,"tool_calls":[` + a + `]},"finish_reason":"tool_calls"},{"index":1,"message":{"content":null,"tool_calls":[` + a + `]},"finish_reason":"tool_calls"}]}`,
 			[]int{0}, "s",
 			`{"id":"c","choices":[{"index":0,"message":{"content":"s"},"finish_reason":"stop"},{"index":1,"message":{"content":null,"tool_calls":[` + a + `]},"finish_reason":"tool_calls"}]}`},
+		{"tool_calls null is left as it is",
+			body(`{"role":"assistant","content":null,"tool_calls":null}`, "stop"), []int{0}, "x",
+			body(`{"role":"assistant","content":"x","tool_calls":null}`, "stop")},
 		{"html characters and unicode in the text",
 			body(msg("null", a), "tool_calls"), []int{0}, "<stop> & “quote”\n",
 			body(`{"role":"assistant","content":"\u003cstop\u003e \u0026 “quote”\n","refusal":null,"annotations":[]}`, "stop")},
@@ -320,6 +323,9 @@ func TestChatFinalJSON(t *testing.T) {
 	json.Unmarshal(wire.Chat{}.Final(req, "stopped: <loop>", false), &other)
 	if !strings.HasPrefix(got.ID, "chatcmpl-lg") || len(got.ID) < len("chatcmpl-lg")+20 || got.Created == 0 {
 		t.Errorf("id %q, created %d: want chatcmpl-lg and 20 or more characters, a time", got.ID, got.Created)
+	}
+	if len(wire.Chat{}.Final(nil, "x", true)) == 0 {
+		t.Errorf("Final(nil, …) is empty")
 	}
 	if other.ID == got.ID {
 		t.Errorf("two Finals have the same id %q", got.ID)
