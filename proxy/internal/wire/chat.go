@@ -38,12 +38,21 @@ var (
 // "messages" is missing or not an array, is an error.
 func (Chat) ParseRequest(body []byte) (Request, error) {
 	var req Request
-	var messages []byte
 	var user, safety string
-	err := Fields(body, func(k, v []byte) bool {
-		switch string(k) {
-		case "messages":
-			messages = v
+	found := false
+	err := walkFields(body, func(k []byte, start int) int {
+		if string(k) == "messages" {
+			// The history is most of the body: cut it as it is crossed,
+			// in one pass.
+			items, end := arrayItems(body, start, make([][]byte, 0, 16))
+			req.Items, found = items, end >= 0
+			return end
+		}
+		end := skipValue(body, start)
+		if end < 0 {
+			return end
+		}
+		switch v := body[start:end]; string(k) {
 		case "model":
 			req.Model = ""
 			json.Unmarshal(v, &req.Model)
@@ -65,12 +74,9 @@ func (Chat) ParseRequest(body []byte) (Request, error) {
 		case "metadata":
 			req.Session = metadataSession(v)
 		}
-		return true
+		return end
 	})
-	if err != nil || messages == nil {
-		return Request{}, errChatRequest
-	}
-	if req.Items, err = Items(messages); err != nil {
+	if err != nil || !found {
 		return Request{}, errChatRequest
 	}
 	req.User = user
@@ -78,6 +84,81 @@ func (Chat) ParseRequest(body []byte) (Request, error) {
 		req.User = safety
 	}
 	return req, nil
+}
+
+// walkFields is Fields for a caller that crosses some values itself: value
+// gets the index where a member's value starts and returns the index just
+// past it, or -1.
+func walkFields(data []byte, value func(key []byte, start int) int) error {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return ErrSyntax
+	}
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return trailing(data, i+1)
+	}
+	for {
+		if i >= len(data) || data[i] != '"' {
+			return ErrSyntax
+		}
+		end := skipString(data, i)
+		if end < 0 {
+			return ErrSyntax
+		}
+		key := data[i+1 : end-1]
+		i = skipSpace(data, end)
+		if i >= len(data) || data[i] != ':' {
+			return ErrSyntax
+		}
+		if end = value(key, skipSpace(data, i+1)); end < 0 {
+			return ErrSyntax
+		}
+		i = skipSpace(data, end)
+		if i >= len(data) {
+			return ErrSyntax
+		}
+		switch data[i] {
+		case ',':
+			i = skipSpace(data, i+1)
+		case '}':
+			return trailing(data, i+1)
+		default:
+			return ErrSyntax
+		}
+	}
+}
+
+// arrayItems appends to items the elements of the array that starts at
+// data[i], as Items cuts them, and returns them with the index just past
+// the array, or -1.
+func arrayItems(data []byte, i int, items [][]byte) ([][]byte, int) {
+	if i >= len(data) || data[i] != '[' {
+		return nil, -1
+	}
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == ']' {
+		return items, i + 1
+	}
+	for {
+		end := skipValue(data, i)
+		if end < 0 {
+			return nil, -1
+		}
+		items = append(items, data[i:end])
+		i = skipSpace(data, end)
+		if i >= len(data) {
+			return nil, -1
+		}
+		switch data[i] {
+		case ',':
+			i = skipSpace(data, i+1)
+		case ']':
+			return items, i + 1
+		default:
+			return nil, -1
+		}
+	}
 }
 
 // metadataSession returns metadata's "session_id" string, else its

@@ -87,6 +87,25 @@ func FuzzParseRequest(f *testing.F) {
 		if err != nil {
 			return
 		}
+		// The one-pass cut is the scanner's Fields and Items.
+		var messages []byte
+		if wire.Fields(body, func(k, v []byte) bool {
+			if wire.Key(k, "messages") {
+				messages = v
+			}
+			return true
+		}) != nil {
+			t.Fatalf("Fields fails on a body ParseRequest read")
+		}
+		items, err := wire.Items(messages)
+		if err != nil || len(items) != len(req.Items) {
+			t.Fatalf("Items: %d, %v; ParseRequest: %d", len(items), err, len(req.Items))
+		}
+		for i := range items {
+			if string(items[i]) != string(req.Items[i]) {
+				t.Errorf("item %d: %q, Items cuts %q", i, req.Items[i], items[i])
+			}
+		}
 		valid := json.Valid(body)
 		for i, it := range req.Items {
 			if valid && !json.Valid(it) {
