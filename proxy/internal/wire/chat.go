@@ -38,12 +38,21 @@ var (
 // "messages" is missing or not an array, is an error.
 func (Chat) ParseRequest(body []byte) (Request, error) {
 	var req Request
-	var messages []byte
 	var user, safety string
-	err := Fields(body, func(k, v []byte) bool {
-		switch string(k) {
-		case "messages":
-			messages = v
+	found := false
+	err := walkFields(body, func(k []byte, start int) int {
+		if string(k) == "messages" {
+			// The history is most of the body: cut it as it is crossed,
+			// in one pass.
+			items, end := arrayItems(body, start, make([][]byte, 0, 16))
+			req.Items, found = items, end >= 0
+			return end
+		}
+		end := skipValue(body, start)
+		if end < 0 {
+			return end
+		}
+		switch v := body[start:end]; string(k) {
 		case "model":
 			req.Model = ""
 			json.Unmarshal(v, &req.Model)
@@ -65,12 +74,9 @@ func (Chat) ParseRequest(body []byte) (Request, error) {
 		case "metadata":
 			req.Session = metadataSession(v)
 		}
-		return true
+		return end
 	})
-	if err != nil || messages == nil {
-		return Request{}, errChatRequest
-	}
-	if req.Items, err = Items(messages); err != nil {
+	if err != nil || !found {
 		return Request{}, errChatRequest
 	}
 	req.User = user
@@ -78,6 +84,81 @@ func (Chat) ParseRequest(body []byte) (Request, error) {
 		req.User = safety
 	}
 	return req, nil
+}
+
+// walkFields is Fields for a caller that crosses some values itself: value
+// gets the index where a member's value starts and returns the index just
+// past it, or -1.
+func walkFields(data []byte, value func(key []byte, start int) int) error {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return ErrSyntax
+	}
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return trailing(data, i+1)
+	}
+	for {
+		if i >= len(data) || data[i] != '"' {
+			return ErrSyntax
+		}
+		end := skipString(data, i)
+		if end < 0 {
+			return ErrSyntax
+		}
+		key := data[i+1 : end-1]
+		i = skipSpace(data, end)
+		if i >= len(data) || data[i] != ':' {
+			return ErrSyntax
+		}
+		if end = value(key, skipSpace(data, i+1)); end < 0 {
+			return ErrSyntax
+		}
+		i = skipSpace(data, end)
+		if i >= len(data) {
+			return ErrSyntax
+		}
+		switch data[i] {
+		case ',':
+			i = skipSpace(data, i+1)
+		case '}':
+			return trailing(data, i+1)
+		default:
+			return ErrSyntax
+		}
+	}
+}
+
+// arrayItems appends to items the elements of the array that starts at
+// data[i], as Items cuts them, and returns them with the index just past
+// the array, or -1.
+func arrayItems(data []byte, i int, items [][]byte) ([][]byte, int) {
+	if i >= len(data) || data[i] != '[' {
+		return nil, -1
+	}
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == ']' {
+		return items, i + 1
+	}
+	for {
+		end := skipValue(data, i)
+		if end < 0 {
+			return nil, -1
+		}
+		items = append(items, data[i:end])
+		i = skipSpace(data, end)
+		if i >= len(data) {
+			return nil, -1
+		}
+		switch data[i] {
+		case ',':
+			i = skipSpace(data, i+1)
+		case ']':
+			return items, i + 1
+		default:
+			return nil, -1
+		}
+	}
 }
 
 // metadataSession returns metadata's "session_id" string, else its
@@ -249,6 +330,9 @@ func (Chat) Rewrite(body []byte, refused []int, text string) ([]byte, error) {
 	msg, err := rewriteObject(message, func(k, v []byte) ([]byte, error) {
 		switch string(k) {
 		case "tool_calls":
+			if string(v) == "null" {
+				return v, nil
+			}
 			kept, n, err := dropArrayElements(v, refused)
 			left = n
 			if err != nil || n == 0 {
@@ -277,6 +361,9 @@ func (Chat) Rewrite(body []byte, refused []int, text string) ([]byte, error) {
 // Final returns a chat.completion (or its chunks, then "data: [DONE]") with
 // one choice whose message is text, finish_reason "stop" and zero usage.
 func (Chat) Final(req *Request, text string, stream bool) []byte {
+	if req == nil {
+		req = &Request{}
+	}
 	id := jsonQuote("chatcmpl-lg" + rand.Text())
 	created := strconv.AppendInt(nil, time.Now().Unix(), 10)
 	model := jsonQuote(req.Model)
@@ -382,7 +469,9 @@ func (Chat) ErrorEvent(code, message string) []byte {
 }
 
 // NewStream returns the filter of one streamed response.
-func (Chat) NewStream(req *Request) Stream { return &chatStream{} }
+func (Chat) NewStream(req *Request) Stream {
+	return &chatStream{head: chunkHead{id: []byte(`""`), created: []byte("0"), model: jsonQuote(req.Model)}}
+}
 
 // chatStream filters a chat completion stream. Choice 0's tool_calls
 // deltas name their call by "index"; Calls are in the order of the
@@ -409,7 +498,7 @@ type chatChunk struct {
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage *chatUsage `json:"usage"`
+	Usage json.RawMessage `json:"usage"`
 }
 
 func (s *chatStream) Event(raw []byte) []byte {
@@ -434,17 +523,21 @@ func (s *chatStream) read(c *chatChunk) (call bool) {
 	if !s.hasHead && c.ID != "" {
 		s.hasHead = true
 		s.out.ID = c.ID
-		s.head = chunkHead{id: jsonQuote(c.ID), created: c.Created, model: c.Model}
-		if s.head.created == nil {
-			s.head.created = []byte("0")
+		s.head.id = jsonQuote(c.ID)
+		if c.Created != nil {
+			s.head.created = c.Created
 		}
-		if s.head.model == nil {
-			s.head.model = []byte(`""`)
+		if c.Model != nil {
+			s.head.model = c.Model
 		}
 	}
 	if c.Usage != nil {
-		s.out.Usage = c.Usage.usage()
+		// With include_usage every chunk has "usage", null until the last.
 		s.head.usage = true
+		var u chatUsage
+		if string(c.Usage) != "null" && json.Unmarshal(c.Usage, &u) == nil {
+			s.out.Usage = u.usage()
+		}
 	}
 	for i := range c.Choices {
 		ch := &c.Choices[i]
@@ -501,10 +594,14 @@ func (s *chatStream) Output() Output {
 // refused tool_calls deltas are removed, the calls left renumbered from 0,
 // a chunk of text is put before the chunk with the finish reason, and that
 // reason becomes "stop" when no call is left. A chunk that held only
-// refused deltas is dropped.
+// refused deltas is dropped, and so is one that cannot be read. When
+// nothing was held (a turn without calls) End returns nil.
 func (s *chatStream) End(refused []int, text string) []byte {
 	held := s.held
 	s.held = nil
+	if len(held) == 0 {
+		return nil // all went on already, [DONE] too
+	}
 	if len(refused) == 0 && text == "" {
 		return slices.Concat(held...)
 	}
@@ -541,14 +638,12 @@ func (s *chatStream) End(refused []int, text string) []byte {
 			continue
 		}
 		chunk, finished, drop, err := rewriteChunk(data, renumber, left)
-		switch {
-		case err != nil:
-			b = append(b, ev...)
-			continue
-		case finished:
+		if finished {
 			putText()
 		}
-		if !drop {
+		// A chunk that cannot be rewritten may hold a refused call: it
+		// does not go on.
+		if err == nil && !drop {
 			b = append(b, Event("", chunk)...)
 		}
 	}
@@ -577,6 +672,7 @@ func rewriteChunk(data []byte, renumber map[int]int, left int) (out []byte, fini
 	var edits []jsonEdit
 	nchoices := 0
 	emptied := false
+	var ferr error
 	err = Elements(choices, func(choice []byte) bool {
 		nchoices++
 		var delta, finish, index []byte
@@ -617,7 +713,7 @@ func rewriteChunk(data []byte, renumber map[int]int, left int) (out []byte, fini
 			return kept, nil
 		})
 		if e != nil {
-			err = e
+			ferr = e
 			return false
 		}
 		if hadCalls {
@@ -626,6 +722,9 @@ func rewriteChunk(data []byte, renumber map[int]int, left int) (out []byte, fini
 		}
 		return true
 	})
+	if err == nil {
+		err = ferr
+	}
 	if err != nil {
 		return nil, false, false, err
 	}
@@ -650,6 +749,9 @@ func renumberCalls(arr []byte, renumber map[int]int) ([]byte, error) {
 			return false
 		}
 		i, err := strconv.Atoi(string(index))
+		if index == nil {
+			i, err = 0, nil // as the SDKs read a delta without one
+		}
 		if err != nil {
 			ferr = errors.New(`tool_calls: bad "index"`)
 			return false
@@ -661,7 +763,13 @@ func renumberCalls(arr []byte, renumber map[int]int) ([]byte, error) {
 		if n < 0 {
 			return true
 		}
-		ne := applyEdits(e, []jsonEdit{{old: index, new: strconv.AppendInt(nil, int64(n), 10)}})
+		var ne []byte
+		if index != nil {
+			ne = applyEdits(e, []jsonEdit{{old: index, new: strconv.AppendInt(nil, int64(n), 10)}})
+		} else {
+			ne, _ = rewriteObject(e, func(_, v []byte) ([]byte, error) { return v, nil })
+			ne = appendObjectMember(ne, "index", strconv.AppendInt(nil, int64(n), 10))
+		}
 		if out == nil {
 			out = append(out, '[')
 		} else {
