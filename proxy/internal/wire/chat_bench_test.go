@@ -37,7 +37,7 @@ func chatBody(n int) []byte {
 	return b
 }
 
-func BenchmarkParseRequest(b *testing.B) {
+func BenchmarkParseRequestChat(b *testing.B) {
 	for _, n := range []int{50, 200} {
 		body := chatBody(n)
 		b.Run(fmt.Sprintf("chat/%d/parse", n), func(b *testing.B) {
@@ -76,7 +76,7 @@ func TestChatBenchBody(t *testing.T) {
 	}
 }
 
-func FuzzParseRequest(f *testing.F) {
+func FuzzParseRequestChat(f *testing.F) {
 	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
 	f.Add([]byte(`{"messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{\"a\":\"]\\\"\"}"}}]},{"role":"tool","tool_call_id":"c","content":"x"}],"metadata":{"session_id":"s"},"stream":true}`))
 	f.Add([]byte(` { "messages" : [ 1 , "a\\\"" , [ ] , { } ] } `))

@@ -54,7 +54,7 @@ func TestResponsesBenchBody(t *testing.T) {
 	}
 }
 
-func BenchmarkParseRequest(b *testing.B) {
+func BenchmarkParseRequestResponses(b *testing.B) {
 	for _, n := range []int{50, 200} {
 		body := responsesBody(n)
 		b.Run(fmt.Sprintf("responses/%d/parse", n), func(b *testing.B) {
@@ -78,7 +78,7 @@ func BenchmarkParseRequest(b *testing.B) {
 	}
 }
 
-func FuzzParseRequest(f *testing.F) {
+func FuzzParseRequestResponses(f *testing.F) {
 	for _, s := range []string{
 		`{"model":"m","input":"hi"}`,
 		`{"model":"m","stream":true,"instructions":"x","input":[{"role":"user","content":"a"},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"}]}`,
@@ -118,7 +118,7 @@ func ExampleResponses_ParseRequest() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(req.Model, string(req.Head), req.Session, req.Stateful)
+	fmt.Println(req.Model, string(req.Head), req.Previous, req.Stateful)
 	for _, it := range req.Items {
 		fmt.Println(string(it), wire.Responses{}.Assistant(it))
 	}

@@ -203,7 +203,7 @@ func TestResponsesStreamEnd(t *testing.T) {
 					out = append(out, e)
 				}
 			}
-			out = append(out, splitEvents(t, st.End(tt.refused, fb))...)
+			out = append(out, respEvents(t, st.End(tt.refused, fb))...)
 			got := checkStream(t, out)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
@@ -216,7 +216,7 @@ func TestResponsesStreamTextAfterCall(t *testing.T) {
 	// A message after a call is held with it, and moves down when the
 	// call before it goes.
 	final := rs.Final(&wire.Request{Model: "m"}, "after", true)
-	fe := splitEvents(t, final)
+	fe := respEvents(t, final)
 	_, events := upstream(t, fake.Reply{Calls: threeCalls.Calls[:1]}, true)
 	// events: created, in_progress, call (5 events), completed. Put the
 	// final's message events (output_index 0) after the call as index 1.
@@ -252,7 +252,7 @@ func TestResponsesStreamTextAfterCall(t *testing.T) {
 			out = append(out, e)
 		}
 	}
-	out = append(out, splitEvents(t, st.End([]int{0}, "fb"))...)
+	out = append(out, respEvents(t, st.End([]int{0}, "fb"))...)
 	got := checkStream(t, out)
 	want := streamSummary{Text: "afterfb", Final: []string{"message", "message"}, Terminal: "response.completed"}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -325,7 +325,7 @@ func TestResponsesFinal(t *testing.T) {
 
 	st := rs.NewStream(req)
 	types := []string{}
-	for _, e := range splitEvents(t, rs.Final(req, "Stopped: a loop.", true)) {
+	for _, e := range respEvents(t, rs.Final(req, "Stopped: a loop.", true)) {
 		if got := st.Event(e); !bytes.Equal(got, e) {
 			t.Errorf("a text-only event held: %s", e)
 		}
@@ -356,7 +356,7 @@ func TestResponsesError(t *testing.T) {
 	}
 }
 
-func splitEvents(t *testing.T, b []byte) [][]byte {
+func respEvents(t *testing.T, b []byte) [][]byte {
 	t.Helper()
 	var out [][]byte
 	ev := wire.NewEvents(bytes.NewReader(b), 1<<20)

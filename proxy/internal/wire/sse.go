@@ -8,7 +8,7 @@ import (
 
 // Events splits a stream of server-sent events into whole events: each one
 // is its lines with the blank line that ends it, exactly as they came
-// (LF, CRLF or CR line ends). Comments and keep-alive lines belong to the
+// (LF or CRLF line ends). Comments and keep-alive lines belong to the
 // event they precede.
 type Events struct {
 	r   *bufio.Reader
