@@ -5,6 +5,7 @@
 //
 //	loopguard replay [--config FILE] [--all] [--format text|json] [--input FORMAT] [--lenient] [--max-size SIZE] TRACE
 //	loopguard audit [--config FILE] [--preset NAME] [--input FORMAT] [--format text|json] [--fail-on fault|any|never] [--strict] [--max-size SIZE] [--labels MANIFEST.json] [--html FILE] PATH...
+//	loopguard proxy -upstream URL [FLAGS]
 //	loopguard version
 //	loopguard help [COMMAND]
 //
@@ -55,7 +56,7 @@ type command struct {
 
 // commands returns the subcommands, in the order the overview lists them.
 func commands() []*command {
-	return []*command{replayCommand, auditCommand, versionCommand}
+	return []*command{replayCommand, auditCommand, proxyCommand, versionCommand}
 }
 
 func main() {
