@@ -378,3 +378,92 @@ func now() clock {
 
 func (c clock) sub(d clock) clock { return clock{c.wall - d.wall, c.cpu - d.cpu} }
 func (c *clock) add(d clock)      { c.wall += d.wall; c.cpu += d.cpu }
+
+// The proxy holds at most MaxRuns runs in memory: the least recently used
+// is forgotten first.
+func TestRunsInMemoryStayAtMaxRuns(t *testing.T) {
+	const max = 50
+	_, lg := benchProxies(t, Options{MaxRuns: max})
+	body := []byte(`{"model":"m","messages":[{"role":"user","content":"Read f.go."},` +
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"f.go\"}"}}]},` +
+		`{"role":"tool","tool_call_id":"c1","content":"package f"}]}`)
+	for i := range 3 * max {
+		if s := serveOne(lg, benchRequest("run-"+strconv.Itoa(i), body, false)); s.status != http.StatusOK {
+			t.Fatalf("run %d: status %d", i, s.status)
+		}
+		want := min(i+1, max)
+		if got := lg.mem.Len(); got != want {
+			t.Fatalf("after %d runs: %d runs held, want %d", i+1, got, want)
+		}
+	}
+	// The oldest run was forgotten: its history is read again, whole.
+	if s := serveOne(lg, benchRequest("run-0", body, false)); s.h.Get(StepsHeader) == "0" {
+		t.Errorf("run-0, forgotten, read no steps: it was still held")
+	}
+	if s := serveOne(lg, benchRequest("run-149", body, false)); s.h.Get(StepsHeader) != "0" {
+		t.Errorf("run-149, held, read %s steps again, want 0", s.h.Get(StepsHeader))
+	}
+}
+
+// One run's memory does not grow with its requests: the heap that the
+// proxy keeps after 4n requests of one run is within a generous slack of
+// what it keeps after n, and so is the run's state in the store. The run
+// is an agent whose history is a window of its last steps (as a framework
+// that compacts sends it), so that each request costs the same; every step
+// calls a tool with new arguments, and the step limit is off.
+func TestOneRunsMemoryDoesNotGrowWithItsRequests(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends 6,000 requests")
+	}
+	cfg, err := detector.FromJSON([]byte(`{"maxSteps": false}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, lg := benchProxies(t, Options{Config: cfg})
+	step := func(i int) string {
+		id := "call_" + strconv.Itoa(i)
+		return `{"role":"assistant","content":null,"tool_calls":[{"id":"` + id + `","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"f` + strconv.Itoa(i) + `.go\"}"}}]},` +
+			`{"role":"tool","tool_call_id":"` + id + `","content":"package f` + strconv.Itoa(i) + ` // ` + strings.Repeat("x", i%97) + `"}`
+	}
+	next := 0
+	send := func(n int) {
+		for range n {
+			body := `{"model":"m","messages":[{"role":"system","content":"You read files."},{"role":"user","content":"Read them all."},` +
+				step(next) + `,` + step(next+1) + `]}`
+			next++
+			s := serveOne(lg, benchRequest("one-run", []byte(body), false))
+			if s.status != http.StatusOK || s.h.Get(VerdictHeader) != "continue" {
+				t.Fatalf("request %d: status %d, verdict %q %s", next, s.status, s.h.Get(VerdictHeader), s.h.Get(CodeHeader))
+			}
+		}
+	}
+	retained := func() (heap uint64, stored int) {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		lg.mem.mu.Lock()
+		for _, el := range lg.mem.runs {
+			for _, e := range el.Value.(*memRun).slots {
+				if e != nil {
+					stored += len(e.data)
+				}
+			}
+		}
+		lg.mem.mu.Unlock()
+		return ms.HeapAlloc, stored
+	}
+	const n = 1100 // past the no-progress window of 1,024 outcomes
+	send(n)
+	heap1, stored1 := retained()
+	send(3 * n)
+	heap4, stored4 := retained()
+	t.Logf("after %d requests: heap %d B, stored %d B; after %d: heap %d B, stored %d B", n, heap1, stored1, 4*n, heap4, stored4)
+	if float64(stored4) > 1.1*float64(stored1) {
+		t.Errorf("the run's stored state grew from %d to %d bytes between %d and %d requests", stored1, stored4, n, 4*n)
+	}
+	// 3n more steps that each kept as little as 64 bytes would add 288 KB.
+	if heap4 > heap1+256<<10 {
+		t.Errorf("the heap grew from %d to %d bytes between %d and %d requests of one run", heap1, heap4, n, 4*n)
+	}
+}
