@@ -51,7 +51,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	if !strings.Contains(ct, "json") {
 		return nil
 	}
-	body, whole, err := readUpTo(resp.Body, p.maxBody)
+	body, whole, err := readUpTo(resp.Body, p.maxBody, resp.ContentLength)
 	if err != nil {
 		return err
 	}

@@ -86,7 +86,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 			p.log.Warn("loopguard proxy: ignored a bad policy header", "value", strconv.Quote(v))
 		}
 	}
-	body, whole, err := readUpTo(r.Body, p.maxBody)
+	body, whole, err := readUpTo(r.Body, p.maxBody, r.ContentLength)
 	if err != nil {
 		// The client broke off its own request: there is no one to answer.
 		p.metrics.request(api.Name(), "client-error")
@@ -198,13 +198,31 @@ type readCloser struct {
 
 // readUpTo reads r up to max bytes: whole reports that it ended within
 // them. When it did not, body holds what was read (max+1 bytes at most).
-func readUpTo(r io.Reader, max int64) (body []byte, whole bool, err error) {
-	body, err = io.ReadAll(io.LimitReader(r, max+1))
+// size is the length the body announced (Content-Length), or -1: a body
+// that announced it is read into one buffer of that size (up to
+// preallocMax; a bigger one grows as it arrives), where io.ReadAll would
+// allocate and copy it about twice (issue 25: a sixth of the proxy's time
+// on a 48 KB request).
+func readUpTo(r io.Reader, max, size int64) (body []byte, whole bool, err error) {
+	lr := io.LimitReader(r, max+1)
+	if size < 0 {
+		body, err = io.ReadAll(lr)
+	} else {
+		var b bytes.Buffer
+		b.Grow(int(min(size, max, preallocMax)) + bytes.MinRead)
+		_, err = b.ReadFrom(lr)
+		body = b.Bytes()
+	}
 	if err != nil {
 		return nil, false, err
 	}
 	return body, int64(len(body)) <= max, nil
 }
+
+// preallocMax bounds the buffer made for a body before its bytes arrive,
+// so that a client that announces a large body and sends none holds
+// little memory.
+const preallocMax = 1 << 20
 
 // judge reads the new items of x's history and checks their steps; it
 // sets x.stop when the run is stopped. Its error is the store's.
