@@ -4,7 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"hash/fnv"
+	"slices"
+
+	"github.com/loopguard/loopguard/canonical"
+	"github.com/loopguard/loopguard/guard"
 
 	"github.com/loopguard/loopguard/proxy/internal/wire"
 	"github.com/loopguard/loopguard/snapshot"
@@ -30,6 +35,45 @@ type cursor struct {
 	Last uint64 `json:"a,omitempty"`
 	// Stop is the run's stop while it holds.
 	Stop *stopped `json:"stop,omitempty"`
+	// Pending are the tool calls of the run's last Responses response,
+	// for a next request that names it by previous_response_id (or a
+	// conversation) and so holds only their outputs: their ids, names and
+	// a hash of their arguments, never the arguments.
+	Pending []pendingCall `json:"p,omitempty"`
+}
+
+// pendingCall is a call of a response, as a cursor keeps it.
+type pendingCall struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Args is "lg:" and a hash of the arguments in canonical form, so
+	// that equal arguments (in any key order or spacing) are equal.
+	Args string `json:"args"`
+}
+
+// pendingOf returns the calls of a response as a cursor keeps them.
+func pendingOf(calls []guard.ToolCall) []pendingCall {
+	out := make([]pendingCall, 0, len(calls))
+	for _, c := range calls {
+		raw, _ := c.Args.(json.RawMessage)
+		canon, err := canonical.Transform(raw)
+		if err != nil {
+			canon = raw
+		}
+		out = append(out, pendingCall{ID: c.ID, Name: c.Name, Args: fmt.Sprintf("lg:%016x", hash(canon))})
+	}
+	return out
+}
+
+// items returns the calls as Responses function_call items, to stand
+// before the outputs that answer them.
+func pendingItems(calls []pendingCall) [][]byte {
+	out := make([][]byte, 0, len(calls))
+	for _, c := range calls {
+		b, _ := json.Marshal(map[string]string{"type": "function_call", "call_id": c.ID, "name": c.Name, "arguments": c.Args})
+		out = append(out, b)
+	}
+	return out
 }
 
 // stopped is what the proxy keeps of a run's stop: enough to answer every
@@ -59,6 +103,7 @@ func hash(b []byte) uint64 {
 // (a first request).
 func advance(api wire.API, cur cursor, items [][]byte) (from int, next cursor) {
 	next = cur
+	next.Pending = slices.Clone(cur.Pending)
 	next.N = len(items)
 	if len(items) > 0 {
 		next.Hash = hash(items[len(items)-1])

@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +24,7 @@ import (
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/proxy"
 	"github.com/loopguard/loopguard/proxy/internal/fake"
+	"github.com/loopguard/loopguard/trace"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 )
@@ -443,5 +446,37 @@ func TestOptionsErrors(t *testing.T) {
 		if _, err := proxy.New(o); !errors.Is(err, guard.ErrInvalidOption) {
 			t.Errorf("New(%+v) = %v, want ErrInvalidOption", o, err)
 		}
+	}
+}
+
+func TestStepLogIsReadByTheAudit(t *testing.T) {
+	dir := t.TempDir()
+	steps, err := proxy.NewStepLog(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, srv, _ := start(t, fake.Loop("search", `{"q":"x"}`), proxy.Options{Steps: steps})
+	if _, _, _, err := chatLoop(t, srv.URL, false); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("step files %v, want one for the one run", files)
+	}
+	f, err := os.Open(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := trace.ReadSteps(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two searches that ran, then the third, refused.
+	if len(got) != 3 || len(got[0].ToolCalls) != 1 || len(got[1].ToolCalls) != 1 || len(got[2].Refused) != 1 {
+		t.Errorf("steps %+v: want two calls that ran and one refused", got)
+	}
+	if err := steps.Err(); err != nil {
+		t.Error(err)
 	}
 }

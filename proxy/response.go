@@ -106,6 +106,14 @@ func setBody(resp *http.Response, b []byte) {
 // Observe, the refused calls are recorded (guard.Step.Refused), since
 // they will not run: a model that keeps asking for them is stopped.
 func (p *Proxy) decide(ctx context.Context, x *exchange, out wire.Output) ([]int, guard.Decision) {
+	if x.api.Name() == "responses" && (len(out.Calls) > 0 || x.req.Stateful) {
+		// A next request may name this response (previous_response_id)
+		// and hold only the outputs of its calls.
+		pending := pendingOf(out.Calls)
+		if err := p.update(ctx, x.key, func(c *cursor) { c.Pending = pending }); err != nil {
+			p.log.Warn("loopguard proxy: store", "run", x.key, "err", err)
+		}
+	}
 	if len(out.Calls) == 0 {
 		return nil, guard.Decision{Allow: true}
 	}

@@ -215,6 +215,11 @@ func (p *Proxy) judge(ctx context.Context, x *exchange) error {
 	if len(tail) == 0 {
 		return nil
 	}
+	if x.req.Stateful && len(cur.Pending) > 0 {
+		// The upstream holds the history: the calls these outputs answer
+		// are those of the response before, which the cursor kept.
+		tail = append(pendingItems(cur.Pending), tail...)
+	}
 	steps, err := stepsOf(x.api, tail)
 	if err != nil {
 		// A history the proxy cannot read as steps is the upstream's to
@@ -275,7 +280,7 @@ func (p *Proxy) claim(ctx context.Context, x *exchange) (int, cursor, error) {
 			return 0, cursor{}, err
 		}
 		from, next := advance(x.api, cur, x.req.Items)
-		if next == cur {
+		if next.N == cur.N && next.Hash == cur.Hash && next.Last == cur.Last {
 			return from, cur, nil
 		}
 		err = p.saveCursor(ctx, x.key, v, next)
@@ -297,12 +302,17 @@ func (p *Proxy) saveCursor(ctx context.Context, key string, v snapshot.Version, 
 
 // setStop records the run's stop (nil: the run goes on) in its cursor.
 func (p *Proxy) setStop(ctx context.Context, key string, s *stopped) error {
+	return p.update(ctx, key, func(c *cursor) { c.Stop = s })
+}
+
+// update changes the run's cursor with fn, with compare-and-set.
+func (p *Proxy) update(ctx context.Context, key string, fn func(*cursor)) error {
 	for attempt := 0; ; attempt++ {
 		cur, v, err := loadCursor(ctx, p.store, key)
 		if err != nil {
 			return err
 		}
-		cur.Stop = s
+		fn(&cur)
 		err = p.saveCursor(ctx, key, v, cur)
 		if errors.Is(err, snapshot.ErrConflict) && attempt < 16 {
 			continue
