@@ -28,8 +28,8 @@ const maxOutputLine = 100
 
 // runnable reports whether a block is a program that can run anywhere: a
 // package main that imports only the standard library and the core module
-// (no adapter, no store, no SDK), so that it needs no service, key or
-// network. Such a block must say what it prints.
+// (no adapter, no store, not the proxy, no SDK), so that it needs no
+// service, key or network. Such a block must say what it prints.
 func runnable(b block) bool {
 	f, err := parser.ParseFile(token.NewFileSet(), "", b.code, parser.ImportsOnly)
 	if err != nil || f.Name.Name != "main" || isTestFile(b.code) {
@@ -41,7 +41,9 @@ func runnable(b block) bool {
 		switch {
 		case !strings.Contains(first, "."): // the standard library
 		case strings.HasPrefix(path, "github.com/loopguard/loopguard/adapters/"),
-			strings.HasPrefix(path, "github.com/loopguard/loopguard/stores/"):
+			strings.HasPrefix(path, "github.com/loopguard/loopguard/stores/"),
+			path == "github.com/loopguard/loopguard/proxy",
+			strings.HasPrefix(path, "github.com/loopguard/loopguard/proxy/"):
 			return false
 		case strings.HasPrefix(path, "github.com/loopguard/loopguard/"):
 		default:
@@ -337,4 +339,23 @@ func writeOverlay(t *testing.T, dir, name string, files map[string]block) string
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestRunnableLeavesOutTheProxy holds runnable to the modules that need
+// more than the machine: the proxy's blocks listen and reach an upstream,
+// as an adapter's reach an SDK's service, so they must not be run.
+func TestRunnableLeavesOutTheProxy(t *testing.T) {
+	for imp, want := range map[string]bool{
+		"github.com/loopguard/loopguard/guard":               true,
+		"github.com/loopguard/loopguard/proxy":               false,
+		"github.com/loopguard/loopguard/proxy/internal/wire": false,
+		"github.com/loopguard/loopguard/proxyish":            true,
+		"github.com/loopguard/loopguard/adapters/openai":     false,
+		"github.com/loopguard/loopguard/stores/redis":        false,
+	} {
+		b := block{code: "package main\n\nimport _ \"" + imp + "\"\n\nfunc main() {}\n"}
+		if got := runnable(b); got != want {
+			t.Errorf("runnable(a block importing %s) = %v, want %v", imp, got, want)
+		}
+	}
 }
