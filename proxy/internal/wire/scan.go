@@ -98,6 +98,26 @@ func skipValue(data []byte, i int) int {
 // until fn returns false. It is an ErrSyntax error if data is not an
 // object whose structure the scanner can follow.
 func Fields(data []byte, fn func(key, value []byte) bool) error {
+	stop := false
+	err := walkFields(data, func(key []byte, start int) int {
+		end := skipValue(data, start)
+		if end >= 0 && !fn(key, data[start:end]) {
+			stop = true
+			return -2
+		}
+		return end
+	})
+	if stop {
+		return nil
+	}
+	return err
+}
+
+// walkFields is the walk of an object under Fields, for a caller that
+// crosses some values itself: value gets the index where a member's value
+// starts and returns the index just past it, -1 for a value it cannot
+// follow (an ErrSyntax error), or -2 to stop the walk (a nil error).
+func walkFields(data []byte, value func(key []byte, start int) int) error {
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return ErrSyntax
@@ -119,12 +139,10 @@ func Fields(data []byte, fn func(key, value []byte) bool) error {
 		if i >= len(data) || data[i] != ':' {
 			return ErrSyntax
 		}
-		start := skipSpace(data, i+1)
-		end = skipValue(data, start)
-		if end < 0 {
+		switch end = value(key, skipSpace(data, i+1)); end {
+		case -1:
 			return ErrSyntax
-		}
-		if !fn(key, data[start:end]) {
+		case -2:
 			return nil
 		}
 		i = skipSpace(data, end)
@@ -142,40 +160,43 @@ func Fields(data []byte, fn func(key, value []byte) bool) error {
 	}
 }
 
+// fieldsCutting is Fields for a request body (fn sees every member), but
+// it cuts the array value of the member named key into its elements
+// (*items, the last such member's) as it crosses it, so that the history,
+// most of the body, is scanned once and not twice (Fields, then Items).
+func fieldsCutting(data []byte, key string, items *[][]byte, fn func(key, value []byte)) error {
+	return walkFields(data, func(k []byte, start int) int {
+		end := -1
+		if start < len(data) && data[start] == '[' && string(k) == key {
+			var cut [][]byte
+			if cut, end = arrayItems(data, start, make([][]byte, 0, 16)); end >= 0 {
+				*items = cut
+			}
+		} else {
+			end = skipValue(data, start)
+		}
+		if end >= 0 {
+			fn(k, data[start:end])
+		}
+		return end
+	})
+}
+
 // Elements calls fn for each element of the JSON array data, in order,
 // with its raw value, until fn returns false. It is an ErrSyntax error if
-// data is not an array whose structure the scanner can follow.
+// data is not an array whose structure the scanner can follow (the whole
+// array is crossed first).
 func Elements(data []byte, fn func(elem []byte) bool) error {
-	i := skipSpace(data, 0)
-	if i >= len(data) || data[i] != '[' {
-		return ErrSyntax
+	items, err := Items(data)
+	if err != nil {
+		return err
 	}
-	i = skipSpace(data, i+1)
-	if i < len(data) && data[i] == ']' {
-		return trailing(data, i+1)
-	}
-	for {
-		start := i
-		end := skipValue(data, start)
-		if end < 0 {
-			return ErrSyntax
-		}
-		if !fn(data[start:end]) {
-			return nil
-		}
-		i = skipSpace(data, end)
-		if i >= len(data) {
-			return ErrSyntax
-		}
-		switch data[i] {
-		case ',':
-			i = skipSpace(data, i+1)
-		case ']':
-			return trailing(data, i+1)
-		default:
-			return ErrSyntax
+	for _, e := range items {
+		if !fn(e) {
+			break
 		}
 	}
+	return nil
 }
 
 func trailing(data []byte, i int) error {
@@ -187,15 +208,47 @@ func trailing(data []byte, i int) error {
 
 // Items cuts the JSON array data into its elements (sub-slices of data).
 func Items(data []byte) ([][]byte, error) {
-	items := make([][]byte, 0, 16)
-	err := Elements(data, func(e []byte) bool {
-		items = append(items, e)
-		return true
-	})
-	if err != nil {
+	i := skipSpace(data, 0)
+	items, end := arrayItems(data, i, make([][]byte, 0, 16))
+	if end < 0 {
+		return nil, ErrSyntax
+	}
+	if err := trailing(data, end); err != nil {
 		return nil, err
 	}
 	return items, nil
+}
+
+// arrayItems appends to items the elements of the array that starts at
+// data[i], as Items cuts them, and returns them with the index just past
+// the array, or -1.
+func arrayItems(data []byte, i int, items [][]byte) ([][]byte, int) {
+	if i >= len(data) || data[i] != '[' {
+		return nil, -1
+	}
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == ']' {
+		return items, i + 1
+	}
+	for {
+		end := skipValue(data, i)
+		if end < 0 {
+			return nil, -1
+		}
+		items = append(items, data[i:end])
+		i = skipSpace(data, end)
+		if i >= len(data) {
+			return nil, -1
+		}
+		switch data[i] {
+		case ',':
+			i = skipSpace(data, i+1)
+		case ']':
+			return items, i + 1
+		default:
+			return nil, -1
+		}
+	}
 }
 
 // Key reports whether the raw key k (as Fields gives it) is name.
