@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/hook"
 )
@@ -45,5 +46,29 @@ func TestSessionsFactoryErrorIsKept(t *testing.T) {
 	wg.Wait()
 	if calls != 1 {
 		t.Errorf("the factory was asked %d times, want once", calls)
+	}
+}
+
+func TestCallIDs(t *testing.T) {
+	calls := func(ids ...string) []guard.ToolCall {
+		out := make([]guard.ToolCall, len(ids))
+		for i, id := range ids {
+			out[i] = guard.ToolCall{ID: id, Name: "f"}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		in, want []string
+	}{
+		{nil, []string{}},
+		{[]string{"a", "b"}, []string{"a", "b"}},
+		{[]string{"", ""}, []string{"call_1", "call_2"}},
+		{[]string{"x", "x"}, []string{"x", "call_2"}},
+		{[]string{"", "call_1"}, []string{"call_1_2", "call_1"}},
+		{[]string{"", "call_1", "call_1_2"}, []string{"call_1_3", "call_1", "call_1_2"}},
+	} {
+		if diff := cmp.Diff(tc.want, hook.CallIDs(calls(tc.in...))); diff != "" {
+			t.Errorf("CallIDs(%q) (-want +got):\n%s", tc.in, diff)
+		}
 	}
 }

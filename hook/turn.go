@@ -2,6 +2,7 @@ package hook
 
 import (
 	"context"
+	"strconv"
 	"sync"
 
 	"github.com/loopguard/loopguard/guard"
@@ -90,4 +91,31 @@ func (c *Current) End(ctx context.Context) (guard.Verdict, error) {
 		return guard.Verdict{}, nil
 	}
 	return t.End(ctx, s)
+}
+
+// CallIDs names each call of a turn, for SDKs whose calls may come without
+// an ID (Gemini, older Ollama servers) or with one twice: by its ID when it has one that no
+// earlier call of the turn has, and otherwise "call_N", N its place in the
+// reply (counted from 1), or the first "call_N_M" (M from 2) still free.
+func CallIDs(calls []guard.ToolCall) []string {
+	ids := make([]string, len(calls))
+	taken := make(map[string]bool, len(calls))
+	for i, c := range calls {
+		if c.ID != "" && !taken[c.ID] {
+			ids[i] = c.ID
+			taken[c.ID] = true
+		}
+	}
+	for i := range calls {
+		if ids[i] != "" {
+			continue
+		}
+		id := "call_" + strconv.Itoa(i+1)
+		for m := 2; taken[id]; m++ {
+			id = "call_" + strconv.Itoa(i+1) + "_" + strconv.Itoa(m)
+		}
+		ids[i] = id
+		taken[id] = true
+	}
+	return ids
 }

@@ -58,7 +58,6 @@ package gemini
 
 import (
 	"context"
-	"strconv"
 	"sync"
 
 	"google.golang.org/genai"
@@ -146,7 +145,7 @@ func Preflight(ctx context.Context, g *guard.Guard, r *genai.GenerateContentResp
 			}
 		}
 	}
-	t.ids = callIDs(step.ToolCalls)
+	t.ids = hook.CallIDs(step.ToolCalls)
 	for i := range step.ToolCalls {
 		step.ToolCalls[i].ID = t.ids[i]
 	}
@@ -155,32 +154,6 @@ func Preflight(ctx context.Context, g *guard.Guard, r *genai.GenerateContentResp
 	step.ToolCalls = nil
 	t.step = step
 	return t
-}
-
-// callIDs names each call of a turn: by its ID when it has one that no
-// earlier call of the turn has, and otherwise "call_N", N its place in the
-// reply (counted from 1), or the first "call_N_M" (M from 2) still free.
-func callIDs(calls []guard.ToolCall) []string {
-	ids := make([]string, len(calls))
-	taken := make(map[string]bool, len(calls))
-	for i, c := range calls {
-		if c.ID != "" && !taken[c.ID] {
-			ids[i] = c.ID
-			taken[c.ID] = true
-		}
-	}
-	for i := range calls {
-		if ids[i] != "" {
-			continue
-		}
-		id := "call_" + strconv.Itoa(i+1)
-		for m := 2; taken[id]; m++ {
-			id = "call_" + strconv.Itoa(i+1) + "_" + strconv.Itoa(m)
-		}
-		ids[i] = id
-		taken[id] = true
-	}
-	return ids
 }
 
 // Allowed returns the calls that may run, in order: copies of the model's

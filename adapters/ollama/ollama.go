@@ -60,7 +60,6 @@ package ollama
 import (
 	"context"
 	"encoding/json"
-	"strconv"
 
 	"github.com/ollama/ollama/api"
 
@@ -150,7 +149,7 @@ type Turn struct {
 // returned Turn, then call [Turn.End]. g must not be nil.
 func Preflight(ctx context.Context, g *guard.Guard, r api.ChatResponse) *Turn {
 	step := StepFromResponse(r)
-	t := &Turn{turn: g.Begin(), msg: r.Message, ids: callIDs(step.ToolCalls)}
+	t := &Turn{turn: g.Begin(), msg: r.Message, ids: hook.CallIDs(step.ToolCalls)}
 	for i := range step.ToolCalls {
 		step.ToolCalls[i].ID = t.ids[i]
 	}
@@ -159,32 +158,6 @@ func Preflight(ctx context.Context, g *guard.Guard, r api.ChatResponse) *Turn {
 	step.ToolCalls = nil
 	t.step = step
 	return t
-}
-
-// callIDs names each call of a turn: by its ID when it has one that no
-// earlier call of the turn has, and otherwise "call_N", N its place in the
-// reply (counted from 1), or the first "call_N_M" (M from 2) still free.
-func callIDs(calls []guard.ToolCall) []string {
-	ids := make([]string, len(calls))
-	taken := make(map[string]bool, len(calls))
-	for i, c := range calls {
-		if c.ID != "" && !taken[c.ID] {
-			ids[i] = c.ID
-			taken[c.ID] = true
-		}
-	}
-	for i := range calls {
-		if ids[i] != "" {
-			continue
-		}
-		id := "call_" + strconv.Itoa(i+1)
-		for m := 2; taken[id]; m++ {
-			id = "call_" + strconv.Itoa(i+1) + "_" + strconv.Itoa(m)
-		}
-		ids[i] = id
-		taken[id] = true
-	}
-	return ids
 }
 
 // Allowed returns the calls that may run, in order: copies of the model's
