@@ -13,6 +13,7 @@ import (
 	"github.com/loopguard/loopguard/detector/noprogress"
 	"github.com/loopguard/loopguard/detector/oscillation"
 	"github.com/loopguard/loopguard/detector/repeat"
+	"github.com/loopguard/loopguard/detector/sameresult"
 	"github.com/loopguard/loopguard/detector/stall"
 	"github.com/loopguard/loopguard/detector/toollimit"
 	"github.com/loopguard/loopguard/detector/window"
@@ -30,6 +31,7 @@ func TestBuildBeyond(t *testing.T) {
 	nop := func(o noprogress.Options) rule.Rule { return must[*noprogress.Rule](t)(noprogress.New(o)) }
 	win := func(o window.Options) rule.Rule { return must[*window.Rule](t)(window.New(o)) }
 	sta := func(o stall.Options) rule.Rule { return must[*stall.Rule](t)(stall.New(o)) }
+	same := func(o sameresult.Options) rule.Rule { return must[*sameresult.Rule](t)(sameresult.New(o)) }
 	with := func(changes map[string]rule.Rule) []rule.Rule {
 		var out []rule.Rule
 		for _, d := range detector.Defaults() {
@@ -64,6 +66,13 @@ func TestBuildBeyond(t *testing.T) {
 		{"window threshold equal to the window", `{"window": {"window": 4, "threshold": 4}}`,
 			with(map[string]rule.Rule{"window": win(window.Options{Window: 4, Threshold: 4})}), guard.Config{}},
 		{"window false", `{"window": false}`, with(nil), guard.Config{}},
+		{"sameResult options", `{"sameResult": {"threshold": 3, "minBytes": 1024, "warn": true}}`,
+			with(map[string]rule.Rule{"sameresult": same(sameresult.Options{Threshold: 3, MinBytes: 1024, Warn: true})}), guard.Config{}},
+		{"sameResult smallest", `{"sameResult": {"threshold": 2, "minBytes": 1}}`,
+			with(map[string]rule.Rule{"sameresult": same(sameresult.Options{Threshold: 2, MinBytes: 1})}), guard.Config{}},
+		{"sameResult true", `{"sameResult": true}`, with(nil), guard.Config{}},
+		{"sameResult explicit defaults", `{"sameResult": {"threshold": 4, "minBytes": 512, "warn": false}}`, with(nil), guard.Config{}},
+		{"sameResult false", `{"sameResult": false}`, with(map[string]rule.Rule{"sameresult": nil}), guard.Config{}},
 		{"oscillation beyond", `{"oscillation": {"requireIdenticalResults": true, "warn": true}}`,
 			with(map[string]rule.Rule{"oscillation": osc(oscillation.Options{RequireIdenticalResults: true, Warn: true})}), guard.Config{}},
 		{"oscillation explicit false", `{"oscillation": {"requireIdenticalResults": false, "warn": false}}`, with(nil), guard.Config{}},
@@ -149,6 +158,14 @@ func TestBuildBeyondErrors(t *testing.T) {
 		{"repeatedFailure window too large", `{"repeatedFailure": {"window": 257}}`, []problem{{"failure", "repeatedFailure.window", "must be at most 256, not 257"}}},
 		{"repeatedFailure warn string", `{"repeatedFailure": {"warn": "yes"}}`, []problem{{"failure", "repeatedFailure.warn", boolean}}},
 		{"repeatedFailure misspelt", `{"repeatedFailure": {"treshold": 4}}`, []problem{{"failure", "repeatedFailure.treshold", unknown + ` (did you mean "threshold"?)`}}},
+		{"sameResult threshold 1", `{"sameResult": {"threshold": 1}}`, []problem{{"sameresult", "sameResult.threshold", atLeast2 + ", not 1"}}},
+		{"sameResult threshold too large", `{"sameResult": {"threshold": 1048577}}`, []problem{{"sameresult", "sameResult.threshold", "must be 0 (the default, 4) or from 2 to 1048576, not 1048577"}}},
+		{"sameResult minBytes 0", `{"sameResult": {"minBytes": 0}}`, []problem{{"sameresult", "sameResult.minBytes", "must be a whole number >= 1, not 0"}}},
+		{"sameResult minBytes too large", `{"sameResult": {"minBytes": 1073741825}}`, []problem{{"sameresult", "sameResult.minBytes", "must be 0 (the default, 512) or from 1 to 1073741824, not 1073741825"}}},
+		{"sameResult warn string", `{"sameResult": {"warn": "yes"}}`, []problem{{"sameresult", "sameResult.warn", boolean}}},
+		{"sameResult misspelt", `{"sameResult": {"minbytes": 100}}`, []problem{{"sameresult", "sameResult.minbytes", unknown + ` (did you mean "minBytes"?)`}}},
+		{"sameResult window is not an option", `{"sameResult": {"window": 5}}`, []problem{{"sameresult", "sameResult.window", unknown}}},
+		{"sameResult number", `{"sameResult": 4}`, []problem{{"sameresult", "sameResult", section}}},
 		{"repeatedText threshold 1", `{"repeatedText": {"threshold": 1}}`, []problem{{"text", "repeatedText.threshold", atLeast2 + ", not 1"}}},
 		{"repeatedText window too large", `{"repeatedText": {"window": 257}}`, []problem{{"text", "repeatedText.window", "must be at most 256, not 257"}}},
 		{"repeatedText number", `{"repeatedText": 3}`, []problem{{"text", "repeatedText", section}}},

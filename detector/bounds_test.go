@@ -10,6 +10,7 @@ import (
 	"github.com/loopguard/loopguard/detector/oscillation"
 	"github.com/loopguard/loopguard/detector/refusal"
 	"github.com/loopguard/loopguard/detector/repeat"
+	"github.com/loopguard/loopguard/detector/sameresult"
 	"github.com/loopguard/loopguard/detector/stall"
 	"github.com/loopguard/loopguard/detector/text"
 	"github.com/loopguard/loopguard/detector/toollimit"
@@ -73,6 +74,9 @@ func TestCheckBounds(t *testing.T) {
 		{"stall: stalled steps and outcomes",
 			func() rule.Rule { return must(stall.New(stall.Options{})) },
 			`{"stalled":2,"outcomes":"` + outcomesOf(5) + `"}`, rule.Counters{Steps: 2, ToolCalls: 5}, true, false},
+		{"sameresult: one call of the streak per step",
+			func() rule.Rule { return must(sameresult.New(sameresult.Options{})) },
+			`{"tool":"` + sum1 + `","result":"` + sum2 + `","key":"` + sum1 + `","count":3}`, rule.Counters{Steps: 3, ToolCalls: 3}, true, false},
 		{"toollimit: the counts add up",
 			func() rule.Rule {
 				return must(toollimit.New(toollimit.Options{MaxCalls: map[string]int{"a": 1, "b": 1}}))

@@ -14,6 +14,8 @@
 //     and polling tools.
 //   - [failure]: a tool that keeps failing the same way while its arguments
 //     change.
+//   - [sameresult]: a tool that keeps returning the same long result while
+//     its arguments change (a search whose query only grows).
 //   - [oscillation]: short cycles of calls (a b a b a b).
 //   - [noprogress]: steps that bring no new outcome and repeat the same text.
 //   - [text]: the same text again and again within a window of steps.
@@ -61,6 +63,7 @@ import (
 	"github.com/loopguard/loopguard/detector/oscillation"
 	"github.com/loopguard/loopguard/detector/refusal"
 	"github.com/loopguard/loopguard/detector/repeat"
+	"github.com/loopguard/loopguard/detector/sameresult"
 	"github.com/loopguard/loopguard/detector/stall"
 	"github.com/loopguard/loopguard/detector/text"
 	"github.com/loopguard/loopguard/detector/toollimit"
@@ -80,6 +83,7 @@ func standard() []rule.Spec {
 		repeat.Spec(),
 		failure.Spec(),
 		window.Spec(),
+		sameresult.Spec(),
 		oscillation.Spec(),
 		noprogress.Spec(),
 		text.Spec(),
@@ -94,8 +98,10 @@ const DefaultMaxSteps = budget.DefaultMaxSteps
 // Defaults returns the rules with the default options: the finish-reason
 // policy, a limit of 150 steps, the refusal rule (3 refusals of one call), the
 // repeated-call rule (threshold 3), the failure rule (5 same failures within
-// 10 calls), oscillation (periods 2 to 3, 3 repeats), no progress (threshold
-// 3) and the repeated-text rule (3 times within 10 steps). There are no
+// 10 calls), the same-result rule (4 calls in a row of one tool with other
+// arguments and the same result of at least 512 bytes), oscillation (periods
+// 2 to 3, 3 repeats), no progress (threshold 3) and the repeated-text rule (3
+// times within 10 steps). There are no
 // token, cost or duration budgets and no tool caps. It equals what
 // [FromJSON] builds from {}: the standard specs that are on by default, each
 // built from no options.

@@ -60,6 +60,7 @@ func ExampleFromJSON() {
 	// refusal
 	// repeat
 	// failure
+	// sameresult
 	// oscillation
 	// noprogress
 	// text

@@ -12,6 +12,7 @@ import (
 	"github.com/loopguard/loopguard/detector/oscillation"
 	"github.com/loopguard/loopguard/detector/refusal"
 	"github.com/loopguard/loopguard/detector/repeat"
+	"github.com/loopguard/loopguard/detector/sameresult"
 	"github.com/loopguard/loopguard/detector/stall"
 	"github.com/loopguard/loopguard/detector/text"
 	"github.com/loopguard/loopguard/detector/toollimit"
@@ -40,6 +41,7 @@ func TestEveryFaultHasAHint(t *testing.T) {
 		{text.ReasonRepeatedText, text.Evidence{}, "the agent writes the same text on steps that bring nothing new"},
 		{stall.ReasonStall, stall.Evidence{}, "steps keep coming back with nothing new, whatever the text"},
 		{window.ReasonWindowedRepeat, window.Evidence{}, "the agent keeps coming back to the same call between others"},
+		{sameresult.ReasonSameResult, sameresult.Evidence{}, "the agent rewords its call, but the tool keeps returning the same"},
 	}
 	for _, tt := range tests {
 		got := guard.Explain(guard.Verdict{Stop: true, Reason: tt.reason, Code: "X", Detail: "d", Evidence: tt.evidence})

@@ -388,6 +388,7 @@ func asOptionError(name string, in rule.Input, err error) error {
 //	 "window": {"window": 10, "threshold": 3, "warn": true},
 //	 "stall": {"threshold": 5, "warn": true},
 //	 "repeatedFailure": {"threshold": 5, "window": 10, "sameCall": 3, "warn": true},
+//	 "sameResult": {"threshold": 4, "minBytes": 512, "warn": true},
 //	 "tools": {"search": {"dropArgs": ["nonce"]}}}
 //
 // dropArgs lists top-level argument fields that no call's key includes, for

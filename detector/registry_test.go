@@ -20,6 +20,7 @@ import (
 	"github.com/loopguard/loopguard/detector/oscillation"
 	"github.com/loopguard/loopguard/detector/refusal"
 	"github.com/loopguard/loopguard/detector/repeat"
+	"github.com/loopguard/loopguard/detector/sameresult"
 	"github.com/loopguard/loopguard/detector/text"
 	"github.com/loopguard/loopguard/detector/toollimit"
 	"github.com/loopguard/loopguard/guard"
@@ -79,6 +80,7 @@ func TestDefaults(t *testing.T) {
 		must[*refusal.Rule](t)(refusal.New(refusal.Options{Threshold: 3})),
 		must[*repeat.Rule](t)(repeat.New(repeat.Options{Threshold: 3})),
 		must[*failure.Rule](t)(failure.New(failure.Options{Threshold: 5, Window: 10, SameCall: 3})),
+		must[*sameresult.Rule](t)(sameresult.New(sameresult.Options{Threshold: 4, MinBytes: 512})),
 		must[*oscillation.Rule](t)(oscillation.New(oscillation.Options{MaxPeriod: 3, Repeats: 3})),
 		must[*noprogress.Rule](t)(noprogress.New(noprogress.Options{Threshold: 3})),
 		must[*text.Rule](t)(text.New(text.Options{Threshold: 3, Window: 10})),
@@ -215,7 +217,7 @@ func TestBuild(t *testing.T) {
 		{"finish false", `{"finishReason": false}`, with(map[string]rule.Rule{"finish": off}), nil},
 
 		{"everything off", `{"maxSteps": false, "budget": false, "repeatedToolCall": false, "oscillation": false, "noProgress": false, "finishReason": false,
-			"repeatedRefusal": false, "repeatedFailure": false, "repeatedText": false}`, nil, nil},
+			"repeatedRefusal": false, "repeatedFailure": false, "repeatedText": false, "sameResult": false}`, nil, nil},
 		{"the reference's full document", `{"maxSteps": 50, "repeatedToolCall": {"threshold": 3, "requireIdenticalResults": false,
 			"ignoreErrors": false}, "oscillation": {"maxPeriod": 3, "repeats": 3}, "noProgress": {"threshold": 3},
 			"finishReason": {"terminal": ["stop", "length", "content-filter", "error"], "otherPolicy": "stop-if-text-only"},
@@ -442,7 +444,7 @@ func TestNotAnObject(t *testing.T) {
 }
 
 func TestStandardRegistries(t *testing.T) {
-	want := []string{"finish", "budget", "toollimit", "refusal", "repeat", "failure", "window", "oscillation", "noprogress", "text", "stall"}
+	want := []string{"finish", "budget", "toollimit", "refusal", "repeat", "failure", "window", "sameresult", "oscillation", "noprogress", "text", "stall"}
 	if diff := cmp.Diff(want, detector.Standard().Names()); diff != "" {
 		t.Errorf("Standard().Names() (-want +got):\n%s", diff)
 	}
@@ -691,7 +693,7 @@ func TestCustomEntry(t *testing.T) {
 			w = d
 		}
 	}
-	if diff := cmp.Diff([]string{"finish", "budget", "toollimit", "refusal", "repeat", "failure", "oscillation", "noprogress", "text", "weigher"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"finish", "budget", "toollimit", "refusal", "repeat", "failure", "sameresult", "oscillation", "noprogress", "text", "weigher"}, names); diff != "" {
 		t.Fatalf("detectors (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(map[string]any{"limit": 4.0, "weights": map[string]float64{"search": 2.5}}, w.Options()); diff != "" {

@@ -15,6 +15,7 @@ import (
 	"github.com/loopguard/loopguard/detector/oscillation"
 	"github.com/loopguard/loopguard/detector/refusal"
 	"github.com/loopguard/loopguard/detector/repeat"
+	"github.com/loopguard/loopguard/detector/sameresult"
 	"github.com/loopguard/loopguard/detector/stall"
 	textrule "github.com/loopguard/loopguard/detector/text"
 	"github.com/loopguard/loopguard/detector/toollimit"
@@ -108,6 +109,7 @@ func TestNoSecretReachesWarnings(t *testing.T) {
 		"noProgress": {"warn": true, "threshold": 4}, "toolLimit": {"warn": true},
 		"window": {"warn": true, "window": 6, "threshold": 2}, "stall": {"warn": true, "threshold": 3},
 		"repeatedFailure": {"warn": true}, "repeatedText": {"warn": true, "threshold": 4}, "repeatedRefusal": {"warn": true},
+		"sameResult": {"warn": true},
 		"tools": {"capped": {"maxCalls": 3}}}`
 	all := strings.Join(secrets, " ")
 	secretCall := func(name string, i int) guard.ToolCall {
@@ -116,7 +118,8 @@ func TestNoSecretReachesWarnings(t *testing.T) {
 	// Each scenario is a run of its own: a repeat, a cycle, a cap, a
 	// windowed repeat, the same failure with other arguments, text-only
 	// steps, and a refused call asked for again and again.
-	var repeatRun, cycle, capRun, windowRun, failRun, stallRun, refusedRun []guard.ToolCall
+	var repeatRun, cycle, capRun, windowRun, failRun, stallRun, refusedRun, sameResultRun []guard.ToolCall
+	sameResultPage := strings.Repeat(all+" ", 600/len(all)+1) // over 512 bytes
 	for i := range 5 {
 		repeatRun = append(repeatRun, secretCall("sk-live-7f3a9c search", 0))
 		cycle = append(cycle, secretCall("search", i%2))
@@ -125,10 +128,11 @@ func TestNoSecretReachesWarnings(t *testing.T) {
 		failRun = append(failRun, secretCall("sk-live-7f3a9c edit", i))
 		stallRun = append(stallRun, guard.ToolCall{})
 		refusedRun = append(refusedRun, guard.ToolCall{Name: "refused", Args: secretJSON(0)})
+		sameResultRun = append(sameResultRun, guard.ToolCall{Name: "sk-live-7f3a9c fetch", Args: secretJSON(i), Result: sameResultPage})
 	}
 	codes := map[string]bool{}
 	var texts []string
-	for _, calls := range [][]guard.ToolCall{repeatRun, cycle, capRun, windowRun, failRun, stallRun, refusedRun} {
+	for _, calls := range [][]guard.ToolCall{repeatRun, cycle, capRun, windowRun, failRun, stallRun, refusedRun, sameResultRun} {
 		cfg, err := detector.FromJSON([]byte(doc))
 		if err != nil {
 			t.Fatal(err)
@@ -166,7 +170,7 @@ func TestNoSecretReachesWarnings(t *testing.T) {
 	for _, want := range []string{repeat.WarningCode, oscillation.WarningCode, noprogress.WarningCode,
 		toollimit.WarningCode, window.WarningCode, stall.WarningCode,
 		window.Code, stall.Code, failure.WarningCode, failure.Code,
-		textrule.WarningCode, textrule.Code, refusal.WarningCode, refusal.Code} {
+		textrule.WarningCode, textrule.Code, refusal.WarningCode, refusal.Code, sameresult.WarningCode, sameresult.Code} {
 		if !codes[want] {
 			t.Errorf("the runs never gave %s; the test does not cover it (codes seen: %v)", want, codes)
 		}

@@ -216,14 +216,15 @@ func TestThresholds(t *testing.T) {
 	for _, e := range manifest {
 		count[e.Label]++
 	}
-	const reference = `"maxSteps": 50, "finishReason": {"stopWithToolCalls": "stop"}, "repeatedRefusal": false, "repeatedFailure": false, "repeatedText": false`
+	const reference = `"maxSteps": 50, "finishReason": {"stopWithToolCalls": "stop"}, "repeatedRefusal": false, "repeatedFailure": false, "repeatedText": false, "sameResult": false`
 	settings := []struct{ name, doc string }{
 		{"the reference's reading", `{` + reference + `}`},
-		{"+ a normal `stop` with tool calls goes on", `{"maxSteps": 50, "repeatedRefusal": false, "repeatedFailure": false, "repeatedText": false}`},
-		{"+ `maxSteps` 150", `{"repeatedRefusal": false, "repeatedFailure": false, "repeatedText": false}`},
-		{"+ `repeatedFailure` (5 in 10 calls)", `{"repeatedRefusal": false, "repeatedText": false, "repeatedFailure": {"sameCall": 5}}`},
-		{"+ `repeatedText` (3 in 10 steps), `repeatedRefusal`", `{"repeatedFailure": {"sameCall": 5}}`},
-		{"+ `repeatedFailure.sameCall` 3 (4 from two calls in turn): **the defaults**", `{}`},
+		{"+ a normal `stop` with tool calls goes on", `{"maxSteps": 50, "repeatedRefusal": false, "repeatedFailure": false, "repeatedText": false, "sameResult": false}`},
+		{"+ `maxSteps` 150", `{"repeatedRefusal": false, "repeatedFailure": false, "repeatedText": false, "sameResult": false}`},
+		{"+ `repeatedFailure` (5 in 10 calls)", `{"repeatedRefusal": false, "repeatedText": false, "repeatedFailure": {"sameCall": 5}, "sameResult": false}`},
+		{"+ `repeatedText` (3 in 10 steps), `repeatedRefusal`", `{"repeatedFailure": {"sameCall": 5}, "sameResult": false}`},
+		{"+ `repeatedFailure.sameCall` 3 (4 from two calls in turn)", `{"sameResult": false}`},
+		{"+ `sameResult` (4 calls, 512 bytes): **the defaults**", `{}`},
 		{"`repeatedFailure.sameCall` 2 (3 from two calls)", `{"repeatedFailure": {"sameCall": 2}}`},
 		{"`repeatedFailure.sameCall` 4 (two calls off)", `{"repeatedFailure": {"sameCall": 4}}`},
 		{"`repeatedFailure.threshold` 3", `{"repeatedFailure": {"threshold": 3}}`},
@@ -236,6 +237,11 @@ func TestThresholds(t *testing.T) {
 		{"`oscillation.repeats` 2", `{"oscillation": {"repeats": 2}}`},
 		{"`noProgress.threshold` 2", `{"noProgress": {"threshold": 2}}`},
 		{"`noProgress.threshold` 4", `{"noProgress": {"threshold": 4}}`},
+		{"`sameResult.threshold` 3", `{"sameResult": {"threshold": 3}}`},
+		{"`sameResult.threshold` 5", `{"sameResult": {"threshold": 5}}`},
+		{"`sameResult.minBytes` 1 (any result)", `{"sameResult": {"minBytes": 1}}`},
+		{"`sameResult.minBytes` 256", `{"sameResult": {"minBytes": 256}}`},
+		{"`sameResult.minBytes` 1024", `{"sameResult": {"minBytes": 1024}}`},
 		{"`maxSteps` 50", `{"maxSteps": 50}`},
 		{"+ `window` (outcomes)", `{"window": true}`},
 		{"+ `window` comparing calls", `{"window": {"compare": "call"}}`},

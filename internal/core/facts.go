@@ -74,6 +74,13 @@ type Call struct {
 	// Outcome is a hash of the call and its result or error. Without
 	// either, it equals Key.
 	Outcome canonical.Sum
+	// Result is the hash of the result alone (its canonical JSON, as in
+	// Outcome, without the tool and arguments), for a call that has a
+	// result and no error; zero otherwise. Calls with equal Result returned
+	// the same, whatever their tools and arguments: the rule of package
+	// detector/sameresult reads it. It costs no hash of its own: Outcome
+	// is made from it.
+	Result canonical.Sum
 	// HasResult reports whether a result or an error was supplied.
 	HasResult bool
 	// Failed reports whether the call failed: it has an error, or its
@@ -105,6 +112,23 @@ type Call struct {
 	hasPrev bool
 	op      string
 	hasOp   bool
+	size    int // ResultSize + 1, 0 when not computed yet
+}
+
+// ResultSize returns the size in bytes of the call's result as text, as the
+// model is answered with it and as FailWhen patterns read it: a string as it
+// is, JSON text that holds a string decoded, other JSON text as it is, and
+// any other value as its JSON. It is 0 for a call without a result, and for
+// a failed call (one with an error). The result is read on the first call,
+// and only then: a rule that needs sizes asks for them only when it must.
+func (c *Call) ResultSize() int {
+	if c.size == 0 {
+		c.size = 1
+		if c.raw != nil && c.raw.Err == nil && c.raw.Result != nil {
+			c.size += len(resultText(c.raw.Result))
+		}
+	}
+	return c.size - 1
 }
 
 // Op returns the operation a multi-purpose tool was asked for: the value of
@@ -439,7 +463,8 @@ func (g *Guard) callFacts(scratch []byte, tc *ToolCall, withOutcome bool, known 
 		scratch, c.Outcome = combine(scratch, kindError, tc.Name, c.Args, canonical.HashString(errorText(tc.Err)))
 	case tc.Result != nil:
 		c.HasResult = true
-		scratch, c.Outcome = combine(scratch, kindResult, tc.Name, c.Args, canonical.Hash(tc.Result))
+		c.Result = canonical.Hash(tc.Result)
+		scratch, c.Outcome = combine(scratch, kindResult, tc.Name, c.Args, c.Result)
 		c.Failed = g.fails != nil && g.fails.fails(tc.Name, tc.Result)
 	}
 	if c.Failed {
