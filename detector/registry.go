@@ -33,6 +33,11 @@ const (
 	// [guard.Config].FailWhen and [guard.ToolOptions.FailWhen].
 	FailWhenKey   = "failWhen"
 	FailWhenField = "failWhen"
+	// RejectionsKey is the top-level key that switches the harnesses'
+	// rejection messages off when false (they mark results as failures by
+	// default; see [guard.RejectionPhrases]). It becomes
+	// [guard.Config].DisableRejections; true is the default.
+	RejectionsKey = "rejections"
 )
 
 // Input is what a [rule.Spec] builds its rule from; it is rule.Input.
@@ -87,8 +92,8 @@ var ErrRegistry = errors.New("detector: cannot register")
 
 // Register adds the spec of a rule under its Name (see [rule.ValidName]).
 // It is an error to register a name twice, to claim a key or tool field that
-// another spec reads (or the registry's own "tools", "dropArgs", "failWhen"
-// and "ignore"), or to give a spec with no Build, or one that could never be
+// another spec reads (or the registry's own "tools", "dropArgs", "failWhen",
+// "rejections" and "ignore"), or to give a spec with no Build, or one that could never be
 // built.
 //
 // Build is called once for each document [Registry.Build] reads, possibly
@@ -114,7 +119,7 @@ func (r *Registry) Register(e rule.Spec) error {
 		switch {
 		case k == "":
 			return fail("empty key")
-		case k == ToolsKey, k == DropArgsKey, k == FailWhenKey:
+		case k == ToolsKey, k == DropArgsKey, k == FailWhenKey, k == RejectionsKey:
 			return fail("key %q is the registry's own", k)
 		case r.keys[k] != "":
 			return fail("key %q is read by %q", k, r.keys[k])
@@ -181,14 +186,15 @@ type BuildOptions struct {
 // asks for: the rules it switches on, in registration order, in Rules, and
 // the guard's own options the document holds: Ignore lists the tools whose
 // policy says "ignore": true, sorted; DropArgs and FailWhen the top-level
-// "dropArgs" and "failWhen", and Tools each tool's. Set more (an Observer,
+// "dropArgs" and "failWhen", and Tools each tool's; DisableRejections is set
+// by "rejections": false. Set more (an Observer,
 // History) before the Config is shared; its rules are immutable, so one
 // Config serves any number of guards, one after another or at the same time.
 //
 // The document is a JSON object. Every top-level key must be read by a
-// registered spec, or be "tools", "dropArgs" or "failWhen"; every field of
-// tools.<name> must be read by a spec, or be "ignore", "dropArgs" or
-// "failWhen". Names are exact and case-sensitive, and a key may appear only
+// registered spec, or be "tools", "dropArgs", "failWhen" or "rejections";
+// every field of tools.<name> must be read by a spec, or be "ignore",
+// "dropArgs" or "failWhen". Names are exact and case-sensitive, and a key may appear only
 // once. Each spec then builds its rule from the keys it reads; specs marked
 // Default are built even when none is present, others only when one is. A
 // spec's Build may switch its rule off.
@@ -218,10 +224,13 @@ func (r *Registry) Build(doc []byte, o BuildOptions) (guard.Config, error) {
 		case FailWhenKey:
 			gopts.FailWhen = readFailWhen(top, FailWhenKey, m.Value)
 			continue
+		case RejectionsKey:
+			gopts.DisableRejections = !top.Bool(RejectionsKey, m.Value)
+			continue
 		}
 		name, ok := r.keys[m.Key]
 		if !ok {
-			top.Unknown("", m.Key, append(options.SortedKeys(r.keys), DropArgsKey, FailWhenKey, ToolsKey))
+			top.Unknown("", m.Key, append(options.SortedKeys(r.keys), DropArgsKey, FailWhenKey, RejectionsKey, ToolsKey))
 			continue
 		}
 		if values[name] == nil {

@@ -247,6 +247,7 @@ func TestThresholds(t *testing.T) {
 		{"+ `window` comparing calls", `{"window": {"compare": "call"}}`},
 		{"+ `stall`", `{"stall": true}`},
 		{"+ `failWhen` `^No more results` (ReAct's Wikipedia tool answers so)", `{"failWhen": ["^No more results"]}`},
+		{"`rejections` false (only errors and `failWhen` mark failures)", `{"rejections": false}`},
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "| Options | `loops` caught (of %d) | early | by a limit | missed | median lead | `healthy` stopped before their end (of %d) | `unclear` stopped (of %d) |\n",

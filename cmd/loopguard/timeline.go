@@ -160,7 +160,7 @@ type stepMark struct {
 type callMark struct {
 	tool    string
 	args    string // a preview of the canonical arguments
-	failed  bool   // as the rules saw it (an error, or a failWhen pattern)
+	failed  bool   // as the rules saw it (an error, a failWhen pattern, a harness rejection)
 	ignored bool   // a tool the guard ignores
 }
 

@@ -8,10 +8,17 @@
 // argument makes a new outcome. This rule compares failures by their
 // signature (rule.Call.Failure): the tool's name and the normalised text of
 // the error and the result, with the strings of the arguments that it echoes
-// taken out, numbers and ids made '#'. What counts as a failure is decided by
-// the guard: a call with an error, or a result that matches a FailWhen
-// pattern of guard.Config (an MCP isError, a non-zero exit code, an
-// "ERROR:" prefix).
+// taken out, and the lines of numbered listings (an editor that shows the
+// file as the rejected edit would have left it, "12|code", "12:code", cat
+// -n's "    12\tcode"), numbers and ids made '#'. What counts as a failure is
+// decided by the guard: a call with an error, a result that matches a
+// FailWhen pattern of guard.Config (an MCP isError, a non-zero exit code, an
+// "ERROR:" prefix), or, unless guard.Config.DisableRejections is set, a
+// result that starts a line with a harness's rejection of an edit
+// (guard.RejectionPhrases: SWE-agent's and OpenHands' "Your proposed edit has
+// introduced new syntax error(s)", Anthropic's editor's "No replacement was
+// performed", aider's "SearchReplaceNoExactMatch"), which harnesses write as
+// an ordinary observation.
 //
 // A run's state keeps the last Options.Window calls, across steps and in order
 // (calls of ignored tools are left out). It counts the steps in the window in

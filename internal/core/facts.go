@@ -84,15 +84,19 @@ type Call struct {
 	// HasResult reports whether a result or an error was supplied.
 	HasResult bool
 	// Failed reports whether the call failed: it has an error, or its
-	// result matches a FailWhen pattern of the guard's options.
+	// result matches a FailWhen pattern of the guard's options or starts a
+	// line with a harness's rejection (see Config.DisableRejections).
 	Failed bool
 	// Failure is the signature of a failed call, zero for one that did not
 	// fail: a hash of the tool's name and the normalised text of its error
 	// and its result, so that a call that fails the same way with other
 	// arguments has the same Failure. The text is lower-cased; the strings
 	// of the call's arguments that it echoes (an old_str that "did not
-	// appear verbatim", a path that does not exist) are taken out; numbers
-	// (line and column positions), ids (UUIDs, hex, providers' request and
+	// appear verbatim", a path that does not exist) are taken out, and so
+	// are numbered listings (two lines or more in a row that start with
+	// line numbers one apart, followed by '|', ':' or a tab: the file as a
+	// rejected edit would have left it); numbers (line and column
+	// positions), ids (UUIDs, hex, providers' request and
 	// call ids, base62 and base64 runs) and temporary names become '#';
 	// white space is collapsed; at most 2048 bytes of each part count.
 	Failure canonical.Sum
@@ -465,7 +469,7 @@ func (g *Guard) callFacts(scratch []byte, tc *ToolCall, withOutcome bool, known 
 		c.HasResult = true
 		c.Result = canonical.Hash(tc.Result)
 		scratch, c.Outcome = combine(scratch, kindResult, tc.Name, c.Args, c.Result)
-		c.Failed = g.fails != nil && g.fails.fails(tc.Name, tc.Result)
+		c.Failed = !g.opts.DisableRejections && rejects(tc.Result) || g.fails != nil && g.fails.fails(tc.Name, tc.Result)
 	}
 	if c.Failed {
 		scratch, c.Failure = failureSum(scratch, tc)

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -74,6 +75,160 @@ func (fw *failWhen) fails(tool string, result any) bool {
 		}
 	}
 	return false
+}
+
+// rejectionPhrases are the messages with which coding harnesses reject an
+// edit in an ordinary result, as they write them: the result is a failure
+// although the harness marks no error (see Config.DisableRejections). Each
+// starts a line of the result. Anchor is the index in the text of its first
+// byte of rejectionAnchors, which the search looks for.
+var rejectionPhrases = [...]struct {
+	text   string
+	anchor int
+}{
+	// SWE-agent's linting editor (windowed_edit_linting) and OpenHands'
+	// edit_file_by_replace, whose line is in brackets.
+	{"Your proposed edit has introduced new syntax error", 0},
+	// Anthropic's text editor (str_replace_editor) as SWE-agent and
+	// OpenHands (openhands-aci, after "ERROR:") run it: "..., old_str
+	// `...` did not appear verbatim in ...", "... Multiple occurrences of
+	// old_str ...".
+	{"No replacement was performed", 0},
+	// OpenHands' edit_file_by_replace, in brackets.
+	{"No exact match found in", 0},
+	// aider: "## SearchReplaceNoExactMatch: This SEARCH block failed to
+	// exactly match lines in ...".
+	{"SearchReplaceNoExactMatch", 13},
+}
+
+// rejectionScanMax is how many bytes of a result are read for a rejection:
+// the harnesses write theirs first, or after a line or two of their own.
+const rejectionScanMax = 1024
+
+// RejectionPhrases returns the harnesses' rejection messages that mark a
+// result as a failure unless Config.DisableRejections is set: a new slice,
+// each time.
+func RejectionPhrases() []string {
+	out := make([]string, len(rejectionPhrases))
+	for i, p := range rejectionPhrases {
+		out[i] = p.text
+	}
+	return out
+}
+
+// rejects reports whether a result is a harness's rejection: a line of its
+// first rejectionScanMax bytes starts with one of rejectionPhrases, after at
+// most 4 of '[', '#' and ' ' ("[Your proposed edit ...", "## SearchReplace...").
+// A result is read as text when it is a string or a []byte, and as JSON text
+// when it is a json.RawMessage, where a line also starts at the start of a
+// string and after a \n escape; a result of any other type is not read (it
+// would have to be encoded first, for every call). It never allocates.
+func rejects(result any) bool {
+	switch r := result.(type) {
+	case string:
+		return rejectionInString(r, false)
+	case json.RawMessage:
+		return rejectionInBytes(r, true)
+	case []byte:
+		return rejectionInBytes(r, false)
+	}
+	return false
+}
+
+// rejectionAnchors are the bytes a rejection is looked for by: each of
+// rejectionPhrases holds one of them, upper case, which is rare in results, so
+// that a result without a rejection costs one quick search
+// (strings.IndexByte) for each.
+const rejectionAnchors = "NY"
+
+func rejectionInString(s string, isJSON bool) bool {
+	s = s[:min(len(s), rejectionScanMax)]
+	for k := 0; k < len(rejectionAnchors); k++ {
+		for i := 0; i < len(s); {
+			j := strings.IndexByte(s[i:], rejectionAnchors[k])
+			if j < 0 {
+				break
+			}
+			if rejectionAround(s, i+j, isJSON) {
+				return true
+			}
+			i += j + 1
+		}
+	}
+	return false
+}
+
+func rejectionInBytes(b []byte, isJSON bool) bool {
+	b = b[:min(len(b), rejectionScanMax)]
+	for k := 0; k < len(rejectionAnchors); k++ {
+		for i := 0; i < len(b); {
+			j := bytes.IndexByte(b[i:], rejectionAnchors[k])
+			if j < 0 {
+				break
+			}
+			if rejectionAround(b, i+j, isJSON) {
+				return true
+			}
+			i += j + 1
+		}
+	}
+	return false
+}
+
+// rejectionAround reports whether one of rejectionPhrases holds t[h], an
+// anchor, at its anchor, and starts a line (see rejects).
+func rejectionAround[T ~string | ~[]byte](t T, h int, isJSON bool) bool {
+	for _, p := range rejectionPhrases {
+		i := h - p.anchor
+		if p.text[p.anchor] != t[h] || i < 0 || i+len(p.text) > len(t) {
+			continue
+		}
+		if hasPrefixAt(t, i, p.text) && lineStartAt(t, i, isJSON) {
+			return true
+		}
+	}
+	return false
+}
+
+// lineStartAt reports whether t[i] starts a line after at most 4 of '[',
+// '#' and ' ': at the start of t, after a newline, or in JSON text at the
+// start of a string or after a \n escape.
+func lineStartAt[T ~string | ~[]byte](t T, i int, isJSON bool) bool {
+	k := i
+	for k > 0 && i-k < 4 && (t[k-1] == '[' || t[k-1] == '#' || t[k-1] == ' ') {
+		k--
+	}
+	switch {
+	case k == 0 || t[k-1] == '\n':
+		return true
+	case !isJSON:
+		return false
+	case t[k-1] == '"':
+		return !escapedAt(t, k-1)
+	case k >= 2 && t[k-1] == 'n' && t[k-2] == '\\':
+		return !escapedAt(t, k-2)
+	}
+	return false
+}
+
+// hasPrefixAt reports whether t[i:] starts with p.
+func hasPrefixAt[T ~string | ~[]byte](t T, i int, p string) bool {
+	for j := 0; j < len(p); j++ {
+		if t[i+j] != p[j] {
+			return false
+		}
+	}
+	return true
+}
+
+// escapedAt reports whether the byte at t[i] of JSON text is escaped: an
+// odd number of backslashes before it.
+func escapedAt[T ~string | ~[]byte](t T, i int) bool {
+	n := 0
+	for i-n > 0 && t[i-n-1] == '\\' {
+		n++
+	}
+	return n%2 == 1
 }
 
 // Bounds of a failure's signature: how much of the error and of the result
@@ -231,7 +386,8 @@ func argStrings(args any) []string {
 
 // appendFailureText appends the normalised form of a failure's text to dst:
 // the arguments' strings it echoes taken out (a run of them, separated only
-// by white space, counts as one), lower-cased, numbers, ids (see
+// by white space, counts as one), then the lines of its numbered listings
+// (see dropListingLines), lower-cased, numbers, ids (see
 // appendToken) and temporary names made '#', runs of white space made one
 // space. At most failureReadMax bytes of s are read and failureTextMax
 // written.
@@ -244,6 +400,7 @@ func appendFailureText(dst []byte, s string, echoes []string) []byte {
 			s = strings.ReplaceAll(s, e, "\x00")
 		}
 	}
+	s = dropListingLines(s)
 	start := len(dst)
 	space := false
 	for i := 0; i < len(s) && len(dst)-start < failureTextMax; {
@@ -287,6 +444,93 @@ func appendFailureText(dst []byte, s string, echoes []string) []byte {
 		dst = dst[:start+failureTextMax]
 	}
 	return dst
+}
+
+// listingRunMin is the fewest numbered lines in a row that make a listing.
+const listingRunMin = 2
+
+// dropListingLines returns s without the lines of its numbered listings: runs
+// of at least listingRunMin lines that each start (after spaces or tabs)
+// with a line number, one more than the line before, and the same mark
+// after it: '|' (OpenHands' editor, "12|code"), ':' not followed by a digit
+// (SWE-agent's windows, "12:code") or a tab (cat -n, "    12\tcode"). Harnesses
+// that reject an edit show the file as it would have been, and each attempt
+// shows another version of it: the listing is the part that changes, the
+// message around it the part that stays. A single numbered line stays, and
+// so do lines whose numbers do not follow each other, such as
+// "12:3  error  ..." lines of a linter, timestamps ("12:03:44", a digit
+// after the ':') or grep -n's matches. s is returned as it is when it has
+// no listing, without allocating.
+func dropListingLines(s string) string {
+	if strings.IndexByte(s, '\n') < 0 {
+		return s
+	}
+	var b []byte // s without the listings, once one is found
+	kept := 0    // s[kept:] is still to be written to b
+	dropped := false
+	runStart, runLen := 0, 0
+	var prevNum int
+	var prevMark byte
+	for i := 0; i <= len(s); {
+		end := strings.IndexByte(s[i:], '\n')
+		next := len(s) + 1
+		if end < 0 {
+			end = len(s)
+		} else {
+			end += i
+			next = end + 1
+		}
+		num, mark, ok := listingLineNumber(s[i:end])
+		if ok && runLen > 0 && mark == prevMark && num == prevNum+1 {
+			runLen++
+		} else {
+			if runLen >= listingRunMin {
+				b = append(b, s[kept:runStart]...)
+				kept, dropped = i, true
+			}
+			runStart, runLen = i, 0
+			if ok {
+				runLen = 1
+			}
+		}
+		prevNum, prevMark = num, mark
+		i = next
+	}
+	if runLen >= listingRunMin {
+		b = append(b, s[kept:runStart]...)
+		kept, dropped = len(s), true
+	}
+	if !dropped {
+		return s
+	}
+	return string(append(b, s[kept:]...))
+}
+
+// listingLineNumber reads the line number at the start of a line of a
+// listing (see dropListingLines): the number and the mark after it.
+func listingLineNumber(line string) (num int, mark byte, ok bool) {
+	i := 0
+	for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
+		i++
+	}
+	start := i
+	for i < len(line) && '0' <= line[i] && line[i] <= '9' && i-start < 9 {
+		num = num*10 + int(line[i]-'0')
+		i++
+	}
+	if i == start || i == len(line) {
+		return 0, 0, false
+	}
+	switch line[i] {
+	case '|', '\t':
+		return num, line[i], true
+	case ':':
+		if i+1 < len(line) && '0' <= line[i+1] && line[i+1] <= '9' {
+			return 0, 0, false
+		}
+		return num, ':', true
+	}
+	return 0, 0, false
 }
 
 func isAlnum(c byte) bool {

@@ -72,6 +72,21 @@ type Config struct {
 	// ToolConfig.FailWhen adds patterns per tool.
 	FailWhen []string
 
+	// DisableRejections switches off the harnesses' rejection messages
+	// ([RejectionPhrases]), which otherwise mark a result as a failure
+	// as a FailWhen pattern would: an editor that rejects an edit in an
+	// ordinary observation ("Your proposed edit has introduced new syntax
+	// error(s)", "No replacement was performed, old_str ... did not
+	// appear verbatim", aider's "SearchReplaceNoExactMatch"). A result
+	// fails when a line of its first 1,024 bytes starts with one of them,
+	// after at most 4 of '[', '#' and ' '; it is read when it is text (a
+	// string or a []byte) or JSON text (a json.RawMessage, where the
+	// start of a string starts a line too), never encoded. Set it for
+	// tools whose results quote such messages as data (a search through
+	// these harnesses' own sources). It is in the fingerprint only when
+	// set, so snapshots taken with the default restore as before.
+	DisableRejections bool
+
 	// Observer, when set, is told of every verdict of Check and every
 	// decision of Preflight, so that stops and warnings reach logs and
 	// metrics without wrapper code. It is called after the guard's lock is

@@ -150,7 +150,7 @@ func mayHoldMember(text []byte, drop map[string]bool) bool {
 
 // keyFingerprint is the part of the options that change a call's facts and
 // can be fingerprinted: the dropped fields and the failure patterns, each a
-// set (functions cannot be).
+// set (functions cannot be), and whether the rejections are off.
 func (o *Config) keyFingerprint() map[string]any {
 	fp := map[string]any{}
 	if len(o.DropArgs) > 0 {
@@ -176,6 +176,11 @@ func (o *Config) keyFingerprint() map[string]any {
 	}
 	if len(failTools) > 0 {
 		fp["toolFailWhen"] = failTools
+	}
+	if o.DisableRejections {
+		// Only when set: the default's fingerprint is that of the
+		// versions before the rejections, whose snapshots restore.
+		fp["rejections"] = false
 	}
 	return fp
 }
