@@ -190,6 +190,9 @@ func (r *run) newGuard(snapshot []byte) (*guard.Guard, error) {
 	// The worker's limits may have changed since the snapshot was taken
 	// (a new deployment, or a signal): they apply from now on.
 	cfg.AllowLimitChanges = true
+	// A rule that a newer release adds to the defaults starts fresh on a
+	// workflow saved before the worker was upgraded.
+	cfg.AllowNewRules = true
 	return guard.Restore(snapshot, cfg)
 }
 

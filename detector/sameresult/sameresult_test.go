@@ -453,4 +453,26 @@ func TestSameResultUpgrade(t *testing.T) {
 	if _, err := guard.Restore(snap, before); err != nil {
 		t.Errorf("restoring with the rule off: %v", err)
 	}
+
+	// With AllowNewRules the new rule starts fresh: the call before the
+	// restore is not in its streak, so the restored run stops at its own
+	// fourth call (three go on), not at its third.
+	r, err := guard.Restore(snap, guard.Config{Rules: detector.Defaults(), AllowNewRules: true})
+	if err != nil {
+		t.Fatalf("restoring with AllowNewRules: %v", err)
+	}
+	for i, q := range []string{"b", "c", "d"} {
+		if v := ruletest.Check(t, r, sameResultStep(sameResultQ(q))); v.Stop {
+			t.Fatalf("restored call %d stopped (%s): the new rule saw the steps before the restore", i+1, v.Code)
+		}
+	}
+	if v := ruletest.Check(t, r, sameResultStep(sameResultQ("e"))); !v.Stop || v.Code != sameresult.Code {
+		t.Errorf("fourth call after the restore: %+v, want a %s stop", v, sameresult.Code)
+	}
+
+	// A snapshot's state for a rule that is not given is an error still.
+	_, err = guard.Restore(testutil.Snapshot(t, r, guard.SnapshotOptions{}), guard.Config{Rules: before.Rules, AllowNewRules: true})
+	if !errors.As(err, &fe) || !slices.Equal(fe.Missing, []string{sameresult.Name}) {
+		t.Errorf("restoring without the rule, AllowNewRules set: %v, want a FingerprintError with Missing [sameresult]", err)
+	}
 }

@@ -123,7 +123,9 @@ func (g *Guard) referenceRestore(data []byte) error {
 	for _, d := range g.rules {
 		r, ok := records[d.Name()]
 		if !ok {
-			fe.Extra = append(fe.Extra, d.Name())
+			if !o.AllowNewRules {
+				fe.Extra = append(fe.Extra, d.Name())
+			}
 			continue
 		}
 		if r.Fingerprint != Fingerprint(d) {

@@ -101,6 +101,16 @@ type Config struct {
 	// differ from those the snapshot was taken with. Other detectors must
 	// still match.
 	AllowLimitChanges bool
+
+	// AllowNewRules lets [Restore] accept a snapshot that holds no state
+	// for some of the rules given: each such rule starts fresh, as though
+	// the run began when it was restored (it has seen none of the steps
+	// before). It is for a rule that a newer release added to
+	// detector.Defaults, or one added to the options of a run in flight;
+	// without it, such a rule makes Restore fail with a *FingerprintError
+	// (Extra). A state in the snapshot for a rule that is not given, and a
+	// rule whose options changed, are errors either way.
+	AllowNewRules bool
 }
 
 // A Guard watches one run. Create it with [New]; restore a

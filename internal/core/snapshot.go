@@ -196,7 +196,9 @@ func (e *FingerprintError) Is(target error) bool { return target == ErrOptionsCh
 // it was taken with, so that it gives the verdicts the saved guard would
 // have given on the rest of the run. A rule whose fingerprint differs, or
 // that is missing on either side, is an error (a *FingerprintError), except
-// that [Config.AllowLimitChanges] lets [Limiter] rules differ.
+// that [Config.AllowLimitChanges] lets [Limiter] rules differ and
+// [Config.AllowNewRules] lets rules the snapshot has no state for start
+// fresh.
 //
 // Restore validates everything and never panics: a malformed, truncated,
 // hostile, too large or too deeply nested snapshot, an unknown version, an
@@ -273,12 +275,17 @@ func (g *Guard) restore(data []byte) error {
 	// missing.
 	taken := make([]bool, len(s.records))
 	states := make([][]byte, len(g.rules))
+	fresh := make([]bool, len(g.rules))
 	size := 0
 	for i, d := range g.rules {
 		name := g.names[i]
 		j := slices.IndexFunc(s.records, func(r record) bool { return string(r.name) == name })
 		if j < 0 {
-			fe.Extra = append(fe.Extra, name)
+			if o.AllowNewRules {
+				fresh[i] = true // keeps the state New made
+			} else {
+				fe.Extra = append(fe.Extra, name)
+			}
 			continue
 		}
 		taken[j] = true
@@ -303,6 +310,9 @@ func (g *Guard) restore(data []byte) error {
 	// values were: a detector may keep what it is given.
 	own := make([]byte, 0, size)
 	for i, st := range g.states {
+		if fresh[i] {
+			continue
+		}
 		start := len(own)
 		own = append(own, states[i]...)
 		if err := restoreState(st, own[start:len(own):len(own)], counters); err != nil {

@@ -117,6 +117,10 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	if err != nil {
 		return fail("-config %s: %v", *config, err)
 	}
+	// Runs outlive a deploy in a shared store: a rule that a newer release
+	// adds to the defaults starts fresh on the runs saved before it, instead
+	// of making each of them fail to restore.
+	cfg.AllowNewRules = true
 	pol, err := proxy.ParsePolicy(*policy)
 	if err != nil {
 		return fail("-policy: %v", err)
