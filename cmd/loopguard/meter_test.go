@@ -24,6 +24,10 @@ func TestMetersOfTheBuiltInRules(t *testing.T) {
 		want []row
 	}{
 		{`{}`, []row{{"budget", "budget use", 1, true}, {"refusal", "refusals", 3, false}, {"repeat", "repeat run", 3, false},
+			{"failure", "same failure", 1, true}, {"oscillation", "cycle rounds", 1, true}, {"noprogress", "no progress", 3, false},
+			{"text", "same text", 3, false}}},
+		// Without sameResults, the oscillation counter is its rounds.
+		{`{"oscillation": {"sameResults": 3}}`, []row{{"budget", "budget use", 1, true}, {"refusal", "refusals", 3, false}, {"repeat", "repeat run", 3, false},
 			{"failure", "same failure", 1, true}, {"oscillation", "cycle rounds", 3, false}, {"noprogress", "no progress", 3, false},
 			{"text", "same text", 3, false}}},
 		{`{"repeatedToolCall": {"threshold": 4}, "oscillation": {"repeats": 5}, "noProgress": {"threshold": 6},
@@ -31,7 +35,7 @@ func TestMetersOfTheBuiltInRules(t *testing.T) {
 			"repeatedText": {"threshold": 9}, "repeatedRefusal": {"threshold": 11}, "tools": {"search": {"maxCalls": 2}}}`,
 			[]row{{"budget", "budget use", 1, true}, {"toollimit", "tool cap", 1, true}, {"refusal", "refusals", 11, false},
 				{"repeat", "repeat run", 4, false}, {"failure", "same failure", 1, true}, {"window", "window count", 3, false},
-				{"oscillation", "cycle rounds", 5, false}, {"noprogress", "no progress", 6, false}, {"text", "same text", 9, false},
+				{"oscillation", "cycle rounds", 1, true}, {"noprogress", "no progress", 6, false}, {"text", "same text", 9, false},
 				{"stall", "stall", 7, false}}},
 	} {
 		cfg, err := detector.FromJSON([]byte(tt.doc))
