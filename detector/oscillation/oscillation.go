@@ -446,7 +446,7 @@ func (d *state) judgeSame() (period, cycles int, same bool) {
 	for q := 2; q <= d.opts.MaxPeriod && (p == 0 || q < p); q++ {
 		// (same[q]+q)/q >= SameResults, written so as not to overflow;
 		// the fresh calls span the cycles.
-		if d.same[q]/q < d.opts.SameResults-1 || d.fresh/q < d.opts.SameResults || !d.oneTool(q) {
+		if d.same[q] == 0 || d.same[q]/q < d.opts.SameResults-1 || d.fresh/q < d.opts.SameResults || !d.oneTool(q) {
 			continue
 		}
 		last := d.keyAt(n - 1)
