@@ -94,7 +94,8 @@ const DefaultMaxSteps = budget.DefaultMaxSteps
 // Defaults returns the rules with the default options: the finish-reason
 // policy, a limit of 150 steps, the refusal rule (3 refusals of one call), the
 // repeated-call rule (threshold 3), the failure rule (5 same failures within
-// 10 calls), oscillation (periods 2 to 3, 3 repeats), no progress (threshold
+// 10 calls), oscillation (periods 2 to 3, 3 repeats, 2 for one tool's calls
+// whose results repeat with no new input between), no progress (threshold
 // 3) and the repeated-text rule (3 times within 10 steps). There are no
 // token, cost or duration budgets and no tool caps. It equals what
 // [FromJSON] builds from {}: the standard specs that are on by default, each

@@ -96,8 +96,10 @@ const (
 // (and reports in evidence), and so that a snapshot holds.
 const MaxToolNameLen = 256
 
-// Options tune the detector. The zero value is the reference's default:
-// cycles of 2 or 3 calls, repeated 3 times.
+// Options tune the detector. The zero value is the default: cycles of 2 or
+// 3 calls, repeated 3 times, or twice when they are of one tool and their
+// results repeat with no new input between (the reference's default with
+// SameResults 3).
 type Options struct {
 	// MaxPeriod is the longest cycle looked for: 0 means 3, any other
 	// value must be from 2 to MaxMaxPeriod.
