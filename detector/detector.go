@@ -100,7 +100,8 @@ const DefaultMaxSteps = budget.DefaultMaxSteps
 // repeated-call rule (threshold 3), the failure rule (5 same failures within
 // 10 calls), the same-result rule (4 calls in a row of one tool with other
 // arguments and the same result of at least 512 bytes), oscillation (periods
-// 2 to 3, 3 repeats), no progress (threshold 3) and the repeated-text rule (3
+// 2 to 3, 3 repeats, 2 for one tool's calls whose results repeat with no new
+// input between), no progress (threshold 3) and the repeated-text rule (3
 // times within 10 steps). There are no
 // token, cost or duration budgets and no tool caps. It equals what
 // [FromJSON] builds from {}: the standard specs that are on by default, each

@@ -392,7 +392,7 @@ func asOptionError(name string, in rule.Input, err error) error {
 //
 //	{"dropArgs": ["request_id", "timestamp"],
 //	 "repeatedToolCall": {"warn": true}, "noProgress": {"warn": true},
-//	 "oscillation": {"requireIdenticalResults": true, "warn": true},
+//	 "oscillation": {"requireIdenticalResults": true, "sameResults": 2, "warn": true},
 //	 "toolLimit": {"warn": true},
 //	 "window": {"window": 10, "threshold": 3, "warn": true},
 //	 "stall": {"threshold": 5, "warn": true},

@@ -216,15 +216,19 @@ func TestThresholds(t *testing.T) {
 	for _, e := range manifest {
 		count[e.Label]++
 	}
-	const reference = `"maxSteps": 50, "finishReason": {"stopWithToolCalls": "stop"}, "repeatedRefusal": false, "repeatedFailure": false, "repeatedText": false, "sameResult": false`
+	// Each step from the reference's reading to the defaults adds one
+	// difference; the oscillation rule compares no results before the last.
+	const noSame = `"oscillation": {"sameResults": 3}`
+	const reference = `"maxSteps": 50, "finishReason": {"stopWithToolCalls": "stop"}, "repeatedRefusal": false, "repeatedFailure": false, "repeatedText": false, "sameResult": false, ` + noSame
 	settings := []struct{ name, doc string }{
 		{"the reference's reading", `{` + reference + `}`},
-		{"+ a normal `stop` with tool calls goes on", `{"maxSteps": 50, "repeatedRefusal": false, "repeatedFailure": false, "repeatedText": false, "sameResult": false}`},
-		{"+ `maxSteps` 150", `{"repeatedRefusal": false, "repeatedFailure": false, "repeatedText": false, "sameResult": false}`},
-		{"+ `repeatedFailure` (5 in 10 calls)", `{"repeatedRefusal": false, "repeatedText": false, "repeatedFailure": {"sameCall": 5}, "sameResult": false}`},
-		{"+ `repeatedText` (3 in 10 steps), `repeatedRefusal`", `{"repeatedFailure": {"sameCall": 5}, "sameResult": false}`},
-		{"+ `repeatedFailure.sameCall` 3 (4 from two calls in turn)", `{"sameResult": false}`},
-		{"+ `sameResult` (4 calls, 512 bytes): **the defaults**", `{}`},
+		{"+ a normal `stop` with tool calls goes on", `{"maxSteps": 50, "repeatedRefusal": false, "repeatedFailure": false, "repeatedText": false, "sameResult": false, ` + noSame + `}`},
+		{"+ `maxSteps` 150", `{"repeatedRefusal": false, "repeatedFailure": false, "repeatedText": false, "sameResult": false, ` + noSame + `}`},
+		{"+ `repeatedFailure` (5 in 10 calls)", `{"repeatedRefusal": false, "repeatedText": false, "repeatedFailure": {"sameCall": 5}, "sameResult": false, ` + noSame + `}`},
+		{"+ `repeatedText` (3 in 10 steps), `repeatedRefusal`", `{"repeatedFailure": {"sameCall": 5}, "sameResult": false, ` + noSame + `}`},
+		{"+ `repeatedFailure.sameCall` 3 (4 from two calls in turn)", `{"sameResult": false, ` + noSame + `}`},
+		{"+ `sameResult` (4 calls, 512 bytes)", `{` + noSame + `}`},
+		{"+ `oscillation.sameResults` 2 (two rounds of one tool's calls with the same results, no new input): **the defaults**", `{}`},
 		{"`repeatedFailure.sameCall` 2 (3 from two calls)", `{"repeatedFailure": {"sameCall": 2}}`},
 		{"`repeatedFailure.sameCall` 4 (two calls off)", `{"repeatedFailure": {"sameCall": 4}}`},
 		{"`repeatedFailure.threshold` 3", `{"repeatedFailure": {"threshold": 3}}`},

@@ -18,6 +18,11 @@ func TestConformance(t *testing.T) {
 		"identical": {RequireIdenticalResults: true, Repeats: 2},
 		"warn":      {Warn: true, Repeats: 2},
 		"both":      {RequireIdenticalResults: true, Warn: true, MaxPeriod: 4},
+		// SameResults at its default is in the defaults; here with a
+		// warning, and below a larger Repeats.
+		"sameResults warn": {Warn: true},
+		"sameResults 3/4":  {Repeats: 4, SameResults: 3, MaxPeriod: 4},
+		"reference":        reference,
 	} {
 		t.Run(name, func(t *testing.T) {
 			other := o

@@ -3,13 +3,27 @@ package oscillation
 import "github.com/loopguard/loopguard/rule"
 
 // Meter returns the rule's counter on the audit's timeline: the rounds of
-// the cycle at the tail, against Repeats.
+// the cycle at the tail, against Repeats; with SameResults below Repeats, as
+// a ratio, the nearer of those rounds and the rounds of a cycle of one
+// tool's calls whose results repeat, against SameResults.
 func (d *Rule) Meter() (rule.Meter, bool) {
-	return rule.Meter{Label: "cycle rounds", Limit: float64(d.opts.Repeats), Read: func(summary any, _ rule.Counters) float64 {
+	o := d.opts
+	if !o.sameResults() {
+		return rule.Meter{Label: "cycle rounds", Limit: float64(o.Repeats), Read: func(summary any, _ rule.Counters) float64 {
+			s, _ := summary.(Summary)
+			return rounds(s.Calls, s.Period)
+		}}, true
+	}
+	return rule.Meter{Label: "cycle rounds", Limit: 1, Ratio: true, Read: func(summary any, _ rule.Counters) float64 {
 		s, _ := summary.(Summary)
-		if s.Period == 0 {
-			return 0
-		}
-		return float64(s.Calls) / float64(s.Period)
+		return max(rounds(s.Calls, s.Period)/float64(o.Repeats), rounds(s.SameCalls, s.SamePeriod)/float64(o.SameResults))
 	}}, true
+}
+
+// rounds returns calls/period, 0 without a period.
+func rounds(calls, period int) float64 {
+	if period == 0 {
+		return 0
+	}
+	return float64(calls) / float64(period)
 }

@@ -22,19 +22,32 @@
 // changing (polling two sources, say) goes on. The cycle must still hold two
 // distinct calls.
 //
+// A ping-pong of one tool's calls whose results repeat too stops sooner, at
+// Options.SameResults full cycles (2 by default: a b a b): when the calls of
+// the cycle are all of one tool, each call has a result (or an error) and
+// returns what it returned the time before (rule.Call.Outcome), and no step
+// since the first of those calls brought new input (rule.Facts.NewInput).
+// Nothing the agent saw changed between the rounds: short-cap harnesses
+// (MINT's 5 turns) end such a ping-pong before its third round. Cycles of
+// calls to different tools (handoffs, transfer_to_x then transfer_to_y; a
+// status check and a wait) keep the threshold of Repeats, and so do calls
+// logged without results. Evidence SameResults says which threshold stopped.
+//
 // In preflight, the proposed calls are appended to a copy of the sequence and
 // judged the same way: the calls that would complete a cycle are refused.
 // Results are unknown before a call runs, so with RequireIdenticalResults
-// nothing is refused.
+// nothing is refused, and SameResults refuses nothing either: a call not yet
+// run has no result, and only Repeats cycles are refused.
 //
 // With Options.Warn, a step after which one more call following the cycle
 // would stop the run carries an OSCILLATION_WARNING (Value: the calls of the
-// cycle repeated so far at the tail; Limit: that count plus one).
+// cycle repeated so far at the tail; Limit: that count plus one); for a
+// ping-pong whose results repeat, one more call with the same result.
 //
 // Memory and snapshots are bounded by MaxPeriod: the detector keeps the last
-// MaxPeriod calls (key, tool name and, for calls that may end up in a cycle,
-// a short preview of the arguments for the evidence) and one counter per
-// period. Calls with the same key share one preview, so that a run that goes
+// MaxPeriod calls (key, outcome, tool name and, for calls that may end up in
+// a cycle, a short preview of the arguments for the evidence), two counters
+// per period and the number of calls since the last new input. Calls with the same key share one preview, so that a run that goes
 // round in circles costs no allocation: when the guard leaves argument fields
 // out of the key (guard.Config.DropArgs, Key), the evidence shows the
 // arguments of the earliest such call still held.
@@ -66,14 +79,27 @@ const (
 	DefaultMaxPeriod = 3
 	DefaultRepeats   = 3
 	MaxMaxPeriod     = 256
+	// DefaultSameResults comes from the 190 labelled runs of
+	// testdata/traces: no healthy run goes twice round a cycle of one
+	// tool's calls whose results repeat with no new input between (two
+	// come within one call of it: a search that finds nothing, another
+	// that finds something, the first again), while MINT's mbpp-6 does and
+	// then ends at its 5-turn cap. Comparing calls alone, two rounds stop
+	// three healthy runs (seasons searched in turn, a chess player that
+	// polls its legal moves, flights searched again after the user changed
+	// the request); comparing results, one (the last); without calls of one
+	// tool, the two handoffs of a team come within one call.
+	DefaultSameResults = 2
 )
 
 // MaxToolNameLen is the most bytes of a tool name that the detector keeps
 // (and reports in evidence), and so that a snapshot holds.
 const MaxToolNameLen = 256
 
-// Options tune the detector. The zero value is the reference's default:
-// cycles of 2 or 3 calls, repeated 3 times.
+// Options tune the detector. The zero value is the default: cycles of 2 or
+// 3 calls, repeated 3 times, or twice when they are of one tool and their
+// results repeat with no new input between (the reference's default with
+// SameResults 3).
 type Options struct {
 	// MaxPeriod is the longest cycle looked for: 0 means 3, any other
 	// value must be from 2 to MaxMaxPeriod.
@@ -84,6 +110,14 @@ type Options struct {
 	// RequireIdenticalResults compares calls by their outcome instead of
 	// their key: a cycle counts only while its results repeat too.
 	RequireIdenticalResults bool `json:"requireIdenticalResults,omitempty"`
+	// SameResults is how many full cycles in a row stop the run when the
+	// cycle's calls are of one tool, their results repeat too, and no new
+	// input came in meanwhile: 0 means DefaultSameResults (2); any other
+	// value must be from 2 to Repeats. At Repeats it adds nothing: that is
+	// the reference's reading, and Options then reads 0 here, so that those
+	// options fingerprint (and their snapshots restore) as before the rule
+	// compared results.
+	SameResults int `json:"sameResults,omitempty"`
 	// Warn adds an OSCILLATION_WARNING to a step after which one more
 	// call of the cycle would stop the run.
 	Warn bool `json:"warn,omitempty"`
@@ -99,8 +133,13 @@ type Evidence struct {
 	// Repeats is the number of full cycles at the end of the sequence. It
 	// may exceed Threshold when a cycle goes on.
 	Repeats int `json:"repeats"`
-	// Threshold is Options.Repeats.
+	// Threshold is Options.Repeats, or Options.SameResults when
+	// SameResults is set.
 	Threshold int `json:"threshold"`
+	// SameResults reports that the cycle's calls were of one tool and
+	// returned the same results each time round, with no new input
+	// between: the stop came at Options.SameResults cycles.
+	SameResults bool `json:"sameResults,omitempty"`
 	// Cycle lists the calls of one cycle, oldest first, each written
 	// tool(argsPreview).
 	Cycle []string `json:"cycle"`
@@ -120,7 +159,11 @@ type entry struct {
 	key canonical.Sum
 	// sig is what cycles compare: the key, or with
 	// RequireIdenticalResults the outcome.
-	sig  canonical.Sum
+	sig canonical.Sum
+	// out is the call's outcome (rule.Call.Outcome): the key itself when
+	// the call had no result, or when it was restored from a state that
+	// kept no outcomes.
+	out  canonical.Sum
 	tool string
 	// preview is the call's argument preview, or "" when it was not taken:
 	// it is taken only for a call whose key is already in the tail, since
@@ -151,6 +194,13 @@ type state struct {
 	// stays 0 while fewer than p+1 calls have been seen.
 	// The tail then holds (runs[p]+p)/p full cycles of period p.
 	runs []int
+	// same[p] counts the same way the positions whose outcome equals that
+	// of the call p places back, both calls with a result; it is kept only
+	// when opts.SameResults is below opts.Repeats (nil otherwise).
+	same []int
+	// fresh is the number of calls since the last step with new input
+	// (those of that step included), capped at maxRun.
+	fresh int
 
 	// Scratch for preflight, reused.
 	simRuns []int
@@ -178,27 +228,49 @@ func New(o Options) (*Rule, error) {
 		errs = append(errs, &rule.OptionError{Detector: Name, Field: "Repeats",
 			Err: fmt.Errorf("must be 0 (the default, %d) or at least 2, not %d", DefaultRepeats, o.Repeats)})
 	}
+	repeats := o.Repeats
+	if repeats == 0 {
+		repeats = DefaultRepeats
+	}
+	switch {
+	case o.SameResults == 0:
+	case o.SameResults < 2:
+		errs = append(errs, &rule.OptionError{Detector: Name, Field: "SameResults",
+			Err: fmt.Errorf("must be 0 (the default, %d) or from 2 to Repeats, not %d", DefaultSameResults, o.SameResults)})
+	case o.SameResults > repeats && repeats >= 2:
+		errs = append(errs, &rule.OptionError{Detector: Name, Field: "SameResults",
+			Err: fmt.Errorf("%d exceeds the repeats of %d", o.SameResults, repeats)})
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	if o.MaxPeriod == 0 {
 		o.MaxPeriod = DefaultMaxPeriod
 	}
-	if o.Repeats == 0 {
-		o.Repeats = DefaultRepeats
+	o.Repeats = repeats
+	if o.SameResults == 0 {
+		o.SameResults = min(DefaultSameResults, o.Repeats)
 	}
 	return &Rule{opts: o}, nil
 }
 
+// sameResults reports whether the options stop a ping-pong whose results
+// repeat sooner than Repeats.
+func (o *Options) sameResults() bool { return o.SameResults < o.Repeats }
+
 // NewState returns the state of a fresh run: no call seen, with a tail and
 // counters of its own.
 func (d *Rule) NewState() rule.State {
-	return &state{
+	s := &state{
 		opts:    d.opts,
 		tail:    ring.New[entry](d.opts.MaxPeriod),
 		runs:    make([]int, d.opts.MaxPeriod+1),
 		simRuns: make([]int, d.opts.MaxPeriod+1),
 	}
+	if d.opts.sameResults() {
+		s.same = make([]int, d.opts.MaxPeriod+1)
+	}
+	return s
 }
 
 // Name returns "oscillation".
@@ -207,8 +279,16 @@ func (d *Rule) Name() string { return Name }
 // Priority returns rule.PriorityOscillation.
 func (d *Rule) Priority() int { return rule.PriorityOscillation }
 
-// Options returns the options with the defaults filled in.
-func (d *Rule) Options() any { return d.opts }
+// Options returns the options with the defaults filled in, but SameResults
+// at 0 when it adds nothing (at Repeats): those options are the rule as it
+// was before it compared results, and keep their fingerprint.
+func (d *Rule) Options() any {
+	o := d.opts
+	if !o.sameResults() {
+		o.SameResults = 0
+	}
+	return o
+}
 
 // at returns the i-th oldest call of the tail.
 func (d *state) at(i int) *entry { return d.tail.Ptr(i) }
@@ -220,6 +300,9 @@ const maxRun = 1 << 62
 // judges the tail.
 func (d *state) Observe(f *rule.Facts) {
 	d.verdict = rule.Verdict{}
+	if f.NewInput {
+		d.fresh = 0
+	}
 	added := false
 	for i := range f.Calls {
 		if c := &f.Calls[i]; !c.Ignored {
@@ -230,9 +313,9 @@ func (d *state) Observe(f *rule.Facts) {
 	if !added {
 		return
 	}
-	if p, cycles := d.judge(d.runs); p > 0 {
+	if p, cycles, same := d.judgeSame(); p > 0 {
 		cycle, tools := d.tailCycle(p)
-		d.verdict = d.stop(p, cycles, cycle, tools, rule.PhaseCheck)
+		d.verdict = d.stop(p, cycles, same, cycle, tools, rule.PhaseCheck)
 		return
 	}
 	if d.opts.Warn {
@@ -257,11 +340,19 @@ func (d *state) tailCycle(p int) (cycle, tools []string) {
 // one short of Repeats-1 full cycles, and whose last p calls are not all the
 // same call.
 func (d *state) warn() {
-	need := d.opts.Repeats - 1
 	for p := 2; p <= d.opts.MaxPeriod; p++ {
 		// runs[p]+1 reaches need*p, and runs[p] does not (judge
 		// found no stop), written so as not to overflow.
-		if (d.runs[p]+1)/p < need || d.runs[p]/p >= need {
+		need, run, repeats := d.opts.Repeats-1, d.runs[p], d.opts.Repeats
+		short := (run+1)/p >= need && run/p < need
+		if !short && d.same != nil && d.oneTool(p) && d.fresh >= d.opts.SameResults*p-1 && d.hasResult(d.tail.Len()-p) {
+			// One more call with the same result as the call it
+			// follows (which had one), and no new input, would
+			// complete SameResults cycles.
+			need, run, repeats = d.opts.SameResults-1, d.same[p], d.opts.SameResults
+			short = (run+1)/p >= need && run/p < need
+		}
+		if !short {
 			continue
 		}
 		last := d.at(d.tail.Len() - 1).key
@@ -275,7 +366,7 @@ func (d *state) warn() {
 		if !distinct {
 			continue
 		}
-		calls := d.runs[p] + p // the calls of the cycle at the tail
+		calls := run + p // the calls of the cycle at the tail
 		// The detail names tools only: the oldest call of the cycle may
 		// have no preview yet (one is taken only for a call seen before).
 		_, tools := d.tailCycle(p)
@@ -283,7 +374,7 @@ func (d *state) warn() {
 			Code: WarningCode, Metric: "cycleCalls", Value: float64(calls), Limit: float64(calls + 1),
 			Ratio: float64(calls) / float64(calls+1),
 			Detail: fmt.Sprintf("a cycle of %d calls (%s) is one call short of repeating %d times in a row",
-				p, strings.Join(tools, " -> "), d.opts.Repeats),
+				p, strings.Join(tools, " -> "), repeats),
 		}
 		w.Feedback = warningFeedback
 		d.verdict.Warnings = []rule.Warning{w}
@@ -296,6 +387,10 @@ func (d *state) push(c *rule.Call) {
 	sig := c.Key
 	if d.opts.RequireIdenticalResults {
 		sig = c.Outcome
+	}
+	out := c.Key
+	if c.HasResult {
+		out = c.Outcome
 	}
 	matched, shared := false, -1
 	n := d.tail.Len()
@@ -313,11 +408,23 @@ func (d *state) push(c *rule.Call) {
 			} else if d.runs[p] < maxRun {
 				d.runs[p]++
 			}
+			if d.same != nil {
+				// A call without a result has its key as its
+				// outcome: it never matches.
+				if e.out != out || out == c.Key {
+					d.same[p] = 0
+				} else if d.same[p] < maxRun {
+					d.same[p]++
+				}
+			}
 		}
+	}
+	if d.fresh < maxRun {
+		d.fresh++
 	}
 	// The name is cut as a snapshot cuts it, so that a restored detector
 	// reports exactly what the original does.
-	e := entry{key: c.Key, sig: sig, tool: cutName(c.Tool)}
+	e := entry{key: c.Key, sig: sig, out: out, tool: cutName(c.Tool)}
 	switch {
 	case shared >= 0:
 		e.preview = d.at(shared).preview // the same key has the same preview
@@ -325,6 +432,68 @@ func (d *state) push(c *rule.Call) {
 		e.preview = c.Preview()
 	}
 	d.tail.Push(e)
+}
+
+// judgeSame returns the smallest period whose cycles at the tail reach
+// Repeats, or SameResults when they are of one tool, their results repeat
+// and no new input came in meanwhile; the number of those cycles; and
+// whether it was SameResults that they reached. 0, 0, false when there is
+// none.
+func (d *state) judgeSame() (period, cycles int, same bool) {
+	p, cycles := d.judge(d.runs)
+	if d.same == nil {
+		return p, cycles, false
+	}
+	n := d.tail.Len()
+	for q := 2; q <= d.opts.MaxPeriod && (p == 0 || q < p); q++ {
+		// (same[q]+q)/q >= SameResults, written so as not to overflow;
+		// the fresh calls span the cycles.
+		if d.same[q] == 0 || d.same[q]/q < d.opts.SameResults-1 || d.fresh/q < d.opts.SameResults || !d.oneTool(q) {
+			continue
+		}
+		last := d.keyAt(n - 1)
+		for j := 2; j <= q; j++ {
+			if d.keyAt(n-j) != last {
+				return q, d.same[q]/q + 1, true
+			}
+		}
+	}
+	return p, cycles, false
+}
+
+// hasResult reports whether the i-th oldest call of the tail had a result
+// (or an error): only such a call can be followed with the same result.
+func (d *state) hasResult(i int) bool {
+	e := d.at(i)
+	return e.out != e.key
+}
+
+// oneTool reports whether the last p calls of the tail are of one tool.
+func (d *state) oneTool(p int) bool {
+	n := d.tail.Len()
+	if n < p {
+		return false
+	}
+	last := d.at(n - 1)
+	for j := 2; j <= p; j++ {
+		if !sameTool(d.at(n-j), last) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameTool reports whether two calls of the tail are of one tool, one of
+// them perhaps restored from a snapshot that hashed the names.
+func sameTool(a, b *entry) bool {
+	switch {
+	case a.hashed == b.hashed:
+		return a.tool == b.tool
+	case a.hashed:
+		return a.tool == rule.HashName(b.tool)
+	default:
+		return b.tool == rule.HashName(a.tool)
+	}
 }
 
 // judge returns the smallest period whose cycles at the tail reach the
@@ -360,14 +529,19 @@ func (d *state) judgeWith(runs []int, n int, keyAt func(int) canonical.Sum) (per
 }
 
 // stop builds a stop verdict.
-func (d *state) stop(p, cycles int, cycle, tools []string, phase rule.Phase) rule.Verdict {
+func (d *state) stop(p, cycles int, same bool, cycle, tools []string, phase rule.Phase) rule.Verdict {
 	ev := Evidence{Period: p, Repeats: cycles, Threshold: d.opts.Repeats, Cycle: cycle, Tools: tools}
+	with := ""
+	if same {
+		ev.Threshold, ev.SameResults = d.opts.SameResults, true
+		with = " with the same results"
+	}
 	v := rule.Verdict{
 		Stop:   true,
 		Reason: ReasonOscillation,
 		Code:   Code,
-		Detail: fmt.Sprintf("a cycle of %d calls repeated %d times in a row (threshold %d): %s",
-			p, cycles, d.opts.Repeats, strings.Join(cycle, " -> ")),
+		Detail: fmt.Sprintf("a cycle of %d calls repeated %d times in a row%s (threshold %d): %s",
+			p, cycles, with, ev.Threshold, strings.Join(cycle, " -> ")),
 		Evidence: ev,
 	}
 	v.Feedback = ev.feedback(phase)
@@ -433,7 +607,7 @@ func (d *state) Preflight(f *rule.Facts) rule.Verdict {
 		tool := rule.Clean(cutName(c.Tool))
 		cycle[j], tools[j] = tool+"("+c.Preview()+")", tool
 	}
-	return d.stop(p, cycles, cycle, tools, rule.PhasePreflight)
+	return d.stop(p, cycles, false, cycle, tools, rule.PhasePreflight)
 }
 
 // Summary describes the cycle at the tail of the sequence: how far the run
@@ -447,6 +621,12 @@ type Summary struct {
 	// its first round included: Calls/Period rounds, which stop the run
 	// when they reach Repeats (Options.Repeats).
 	Calls int `json:"calls"`
+	// SamePeriod and SameCalls are the same for a cycle of one tool's
+	// calls whose results repeat, counted since the last new input: their
+	// rounds stop the run when they reach Options.SameResults. Both are 0
+	// when there is none, or when SameResults is Repeats.
+	SamePeriod int `json:"samePeriod,omitempty"`
+	SameCalls  int `json:"sameCalls,omitempty"`
 }
 
 // Summary returns the cycle at the tail (a Summary). It changes nothing.
@@ -472,7 +652,27 @@ func (d *state) Summary() any {
 		// overflow either).
 		calls := d.runs[p] + p
 		if s.Period == 0 || float64(calls)/float64(p) > float64(s.Calls)/float64(s.Period) {
-			s = Summary{Period: p, Calls: calls}
+			s.Period, s.Calls = p, calls
+		}
+	}
+	for p := 2; d.same != nil && p <= d.opts.MaxPeriod && p <= d.tail.Len(); p++ {
+		if d.same[p] == 0 || !d.oneTool(p) {
+			continue
+		}
+		last := d.at(d.tail.Len() - 1).key
+		distinct := false
+		for j := 2; j <= p; j++ {
+			if d.at(d.tail.Len()-j).key != last {
+				distinct = true
+				break
+			}
+		}
+		if !distinct {
+			continue
+		}
+		calls := min(d.same[p]+p, d.fresh)
+		if calls > p && (s.SamePeriod == 0 || float64(calls)/float64(p) > float64(s.SameCalls)/float64(s.SamePeriod)) {
+			s.SamePeriod, s.SameCalls = p, calls
 		}
 	}
 	return s
@@ -482,6 +682,8 @@ func (d *state) Summary() any {
 func (d *state) reset() {
 	d.tail.Clear()
 	clear(d.runs)
+	clear(d.same)
+	d.fresh = 0
 	d.verdict = rule.Verdict{}
 }
 
@@ -491,12 +693,19 @@ type saved struct {
 	Calls []callState `json:"calls"`
 	// Runs are the counters of the periods 2 to MaxPeriod.
 	Runs []int `json:"runs"`
+	// Same are the counters of same results of the periods 2 to
+	// MaxPeriod, and Fresh the calls since the last new input, when
+	// SameResults is below Repeats. A state written before the rule
+	// compared results has neither: both then start at 0.
+	Same  []int `json:"same,omitempty"`
+	Fresh *int  `json:"fresh,omitempty"`
 }
 
 type callState struct {
 	Key canonical.Sum `json:"key"`
-	// Outcome is the call's outcome when RequireIdenticalResults compares
-	// outcomes and it differs from the key (the call had a result).
+	// Outcome is the call's outcome when RequireIdenticalResults or
+	// SameResults compares outcomes and it differs from the key (the call
+	// had a result).
 	Outcome *canonical.Sum `json:"outcome,omitempty"`
 	Tool    string         `json:"tool"`
 	Preview string         `json:"preview,omitempty"`
@@ -510,15 +719,19 @@ func (d *state) Snapshot(o rule.SnapshotOptions) ([]byte, error) {
 		return []byte("null"), nil
 	}
 	s := saved{Calls: make([]callState, d.tail.Len()), Runs: append([]int(nil), d.runs[2:]...)}
+	if d.same != nil {
+		fresh := d.fresh
+		s.Same, s.Fresh = append([]int(nil), d.same[2:]...), &fresh
+	}
 	for i := range s.Calls {
 		e := d.at(i)
 		cs := callState{Key: e.key, Tool: e.tool, Preview: e.preview}
 		if !e.hashed {
 			cs.Tool = o.Name(e.tool)
 		}
-		if e.sig != e.key {
-			sig := e.sig
-			cs.Outcome = &sig
+		if e.out != e.key && (d.same != nil || d.opts.RequireIdenticalResults) {
+			out := e.out
+			cs.Outcome = &out
 		}
 		if !o.Previews && cs.Preview != "" {
 			cs.Preview = rule.Redacted
@@ -564,17 +777,30 @@ func (d *state) Restore(data []byte) error {
 	case len(s.Runs) != m-1:
 		return fmt.Errorf("%s: %d counters for periods 2 to %d", Name, len(s.Runs), m)
 	}
-	sigs := make([]canonical.Sum, h)
+	switch {
+	case d.same == nil && (s.Same != nil || s.Fresh != nil):
+		return fmt.Errorf("%s: counters of same results, but results are not compared (SameResults is Repeats)", Name)
+	case s.Same != nil && len(s.Same) != m-1:
+		return fmt.Errorf("%s: %d counters of same results for periods 2 to %d", Name, len(s.Same), m)
+	case (s.Same == nil) != (s.Fresh == nil):
+		return fmt.Errorf("%s: counters of same results without the calls since the last input, or the other way round", Name)
+	case s.Fresh != nil && (*s.Fresh < 0 || *s.Fresh > maxRun):
+		return fmt.Errorf("%s: calls since the last input out of range", Name)
+	}
+	sigs, outs := make([]canonical.Sum, h), make([]canonical.Sum, h)
 	for i, c := range s.Calls {
-		sigs[i] = c.Key
+		sigs[i], outs[i] = c.Key, c.Key
 		if c.Outcome != nil {
-			if !d.opts.RequireIdenticalResults {
+			if !d.opts.RequireIdenticalResults && d.same == nil {
 				return fmt.Errorf("%s: call %d: an outcome, but outcomes are not compared", Name, i)
 			}
 			if *c.Outcome == c.Key {
 				return fmt.Errorf("%s: call %d: an outcome equal to its key", Name, i)
 			}
-			sigs[i] = *c.Outcome
+			outs[i] = *c.Outcome
+			if d.opts.RequireIdenticalResults {
+				sigs[i] = *c.Outcome
+			}
 		}
 		if len(c.Tool) > MaxToolNameLen || !utf8.ValidString(c.Tool) {
 			return fmt.Errorf("%s: call %d: tool name too long or not UTF-8", Name, i)
@@ -583,29 +809,48 @@ func (d *state) Restore(data []byte) error {
 			return fmt.Errorf("%s: call %d: preview too long or not UTF-8", Name, i)
 		}
 	}
-	for k, r := range s.Runs {
-		p := k + 2
-		if r < 0 || r > maxRun {
-			return fmt.Errorf("%s: counter of period %d out of range", Name, p)
-		}
-		// The counter is the length of the matching stretch at the end of
-		// the sequence; the held calls must show it. Before the tail is
-		// full, they are the whole sequence.
-		if h < m && r > max(h-p, 0) {
-			return fmt.Errorf("%s: counter of period %d exceeds the calls seen", Name, p)
-		}
-		for j := 0; j < h-p && j <= r; j++ {
-			if same := sigs[h-1-j] == sigs[h-1-j-p]; same != (j < r) {
-				return fmt.Errorf("%s: counter of period %d disagrees with the calls held", Name, p)
-			}
-		}
+	if err := checkCounters(s.Runs, h, m, "", func(i, j int) bool { return sigs[i] == sigs[j] }); err != nil {
+		return err
+	}
+	// A call without a result has its key as its outcome: it never
+	// matches for same results.
+	if err := checkCounters(s.Same, h, m, "same results of ", func(i, j int) bool {
+		return outs[i] == outs[j] && outs[i] != s.Calls[i].Key
+	}); err != nil {
+		return err
 	}
 	d.reset()
 	for i, c := range s.Calls {
-		d.tail.Push(entry{key: c.Key, sig: sigs[i], tool: c.Tool, preview: c.Preview,
+		d.tail.Push(entry{key: c.Key, sig: sigs[i], out: outs[i], tool: c.Tool, preview: c.Preview,
 			redacted: c.Preview == rule.Redacted, hashed: rule.IsHashedName(c.Tool)})
 	}
 	copy(d.runs[2:], s.Runs)
+	if s.Same != nil {
+		copy(d.same[2:], s.Same)
+		d.fresh = *s.Fresh
+	}
+	return nil
+}
+
+// checkCounters checks restored counters of the periods 2 to m against the
+// h calls held: each is the length of the matching stretch at the end of the
+// sequence (match(i, j): call i matches call j), and before the tail is
+// full the held calls are the whole sequence.
+func checkCounters(runs []int, h, m int, what string, match func(i, j int) bool) error {
+	for k, r := range runs {
+		p := k + 2
+		if r < 0 || r > maxRun {
+			return fmt.Errorf("%s: counter of %speriod %d out of range", Name, what, p)
+		}
+		if h < m && r > max(h-p, 0) {
+			return fmt.Errorf("%s: counter of %speriod %d exceeds the calls seen", Name, what, p)
+		}
+		for j := 0; j < h-p && j <= r; j++ {
+			if match(h-1-j, h-1-j-p) != (j < r) {
+				return fmt.Errorf("%s: counter of %speriod %d disagrees with the calls held", Name, what, p)
+			}
+		}
+	}
 	return nil
 }
 
@@ -619,6 +864,14 @@ func (d *state) CheckBounds(c rule.Counters) error {
 		if r := d.runs[p]; r > 0 && r > c.ToolCalls-p {
 			return fmt.Errorf("%s: counter of period %d spans %d calls, but %d calls recorded", Name, p, r+p, c.ToolCalls)
 		}
+		if d.same != nil {
+			if r := d.same[p]; r > 0 && r > c.ToolCalls-p {
+				return fmt.Errorf("%s: counter of same results of period %d spans %d calls, but %d calls recorded", Name, p, r+p, c.ToolCalls)
+			}
+		}
+	}
+	if d.fresh > c.ToolCalls {
+		return fmt.Errorf("%s: %d calls since the last input, but %d calls recorded", Name, d.fresh, c.ToolCalls)
 	}
 	return nil
 }

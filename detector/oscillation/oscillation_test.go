@@ -340,15 +340,46 @@ func TestPreflight(t *testing.T) {
 
 // pool is the calls the property tests draw from: few keys, so that cycles
 // happen, and one tool that the guard ignores.
-var pool = []guard.ToolCall{a, b, c, withResult(a, `1`), withResult(a, `2`), withResult(b, `1`), think, call(strings.Repeat("é", 200), `[1]`)}
+var pool = []guard.ToolCall{a, b, c, withResult(a, `1`), withResult(a, `2`), withResult(b, `1`), withResult(c, `1`), think, call(strings.Repeat("é", 200), `[1]`)}
 
 // model is a plain implementation of the rule over the whole sequence.
 type model struct {
 	maxPeriod, repeats int
+	sameResults        int      // SameResults, Repeats when off
 	identical          bool     // RequireIdenticalResults
 	keys               []string // tool + canonical args, as the test knows them
 	sigs               []string // what cycles compare: keys, or keys and results
+	outs               []string // keys and results, "" for a call without one
 	calls              []guard.ToolCall
+	fresh              int // calls since the last step with input
+}
+
+func outOf(c guard.ToolCall) string {
+	if c.Result == nil {
+		return ""
+	}
+	return keyOf(c) + "\x00" + string(c.Result.(json.RawMessage))
+}
+
+// sameRun returns the number of consecutive calls at the end of outs whose
+// outcome is that of the call p places back, both with a result.
+func sameRun(outs []string, p int) int {
+	run := 0
+	for i := len(outs) - 1; i-p >= 0 && outs[i] != "" && outs[i] == outs[i-p]; i-- {
+		run++
+	}
+	return run
+}
+
+// oneTool reports whether the last p calls are of one tool.
+func oneTool(calls []guard.ToolCall, p int) bool {
+	n := len(calls)
+	for j := 2; j <= p; j++ {
+		if calls[n-j].Name != calls[n-1].Name {
+			return false
+		}
+	}
+	return true
 }
 
 func keyOf(c guard.ToolCall) string { return c.Name + "\x00" + string(c.Args.(json.RawMessage)) }
@@ -360,17 +391,25 @@ func (m *model) sigOf(c guard.ToolCall) string {
 	return keyOf(c) + "\x00" + string(c.Result.(json.RawMessage))
 }
 
-// judge returns the evidence of a stop after the given calls, or nil.
-func (m *model) judge(calls []guard.ToolCall) *oscillation.Evidence {
+// judge returns the evidence of a stop after the given calls (of a step
+// with input, or not), or nil. In preflight (no results known), only Repeats
+// counts.
+func (m *model) judge(calls []guard.ToolCall, input, preflight bool) *oscillation.Evidence {
 	keys := append([]string(nil), m.keys...)
 	sigs := append([]string(nil), m.sigs...)
+	outs := append([]string(nil), m.outs...)
 	all := append([]guard.ToolCall(nil), m.calls...)
+	fresh := m.fresh
+	if input {
+		fresh = 0
+	}
 	added := false
 	for _, c := range calls {
 		if c.Name == "think" {
 			continue
 		}
-		keys, sigs, all, added = append(keys, keyOf(c)), append(sigs, m.sigOf(c)), append(all, c), true
+		keys, sigs, outs, all, added = append(keys, keyOf(c)), append(sigs, m.sigOf(c)), append(outs, outOf(c)), append(all, c), true
+		fresh++
 	}
 	if !added {
 		return nil
@@ -382,7 +421,12 @@ func (m *model) judge(calls []guard.ToolCall) *oscillation.Evidence {
 			run++
 		}
 		cycles := (run + p) / p
-		if cycles < m.repeats {
+		threshold, same := m.repeats, false
+		if cycles < m.repeats && !preflight && m.sameResults < m.repeats && n >= p && oneTool(all, p) && fresh >= m.sameResults*p {
+			run = sameRun(outs, p)
+			cycles, threshold, same = (run+p)/p, m.sameResults, true
+		}
+		if cycles < threshold {
 			continue
 		}
 		distinct := false
@@ -392,7 +436,7 @@ func (m *model) judge(calls []guard.ToolCall) *oscillation.Evidence {
 		if !distinct {
 			continue
 		}
-		e := &oscillation.Evidence{Period: p, Repeats: cycles, Threshold: m.repeats}
+		e := &oscillation.Evidence{Period: p, Repeats: cycles, Threshold: threshold, SameResults: same}
 		for _, c := range all[n-p:] {
 			args, _ := json.Marshal(c.Args) // the pool's arguments are canonical already
 			e.Cycle = append(e.Cycle, c.Name+"("+string(args)+")")
@@ -412,8 +456,13 @@ func (m *model) warning() []float64 {
 		for i := n - 1; i-p >= 0 && m.sigs[i] == m.sigs[i-p]; i-- {
 			run++
 		}
-		if (run+1+p)/p < m.repeats || (run+p)/p >= m.repeats {
-			continue // completing the next call would not reach the threshold
+		short := (run+1+p)/p >= m.repeats && (run+p)/p < m.repeats
+		if !short && m.sameResults < m.repeats && n >= p && oneTool(m.calls, p) && m.fresh+1 >= m.sameResults*p && m.outs[n-p] != "" {
+			run = sameRun(m.outs, p)
+			short = (run+1+p)/p >= m.sameResults && (run+p)/p < m.sameResults
+		}
+		if !short {
+			continue // completing the next call would not reach a threshold
 		}
 		for j := 2; j <= p; j++ {
 			if m.keys[n-j] != m.keys[n-1] {
@@ -424,10 +473,14 @@ func (m *model) warning() []float64 {
 	return nil
 }
 
-func (m *model) add(calls []guard.ToolCall) {
+func (m *model) add(calls []guard.ToolCall, input bool) {
+	if input {
+		m.fresh = 0
+	}
 	for _, c := range calls {
 		if c.Name != "think" {
-			m.keys, m.sigs, m.calls = append(m.keys, keyOf(c)), append(m.sigs, m.sigOf(c)), append(m.calls, c)
+			m.keys, m.sigs, m.outs, m.calls = append(m.keys, keyOf(c)), append(m.sigs, m.sigOf(c)), append(m.outs, outOf(c)), append(m.calls, c)
+			m.fresh++
 		}
 	}
 }
@@ -439,12 +492,14 @@ func TestAgainstModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		opts := oscillation.Options{MaxPeriod: rapid.IntRange(2, 5).Draw(t, "maxPeriod"), Repeats: rapid.IntRange(2, 4).Draw(t, "repeats"),
 			RequireIdenticalResults: rapid.Bool().Draw(t, "identical"), Warn: rapid.Bool().Draw(t, "warn")}
+		opts.SameResults = rapid.IntRange(2, opts.Repeats).Draw(t, "sameResults")
 		gopts := guard.Config{Ignore: []string{"think"}}
 		g := newGuard(t, opts, gopts)
-		m := &model{maxPeriod: opts.MaxPeriod, repeats: opts.Repeats, identical: opts.RequireIdenticalResults}
+		m := &model{maxPeriod: opts.MaxPeriod, repeats: opts.Repeats, sameResults: opts.SameResults, identical: opts.RequireIdenticalResults}
 		redacted := false // whether previews before a restore read [redacted]
 		for i := range rapid.IntRange(1, 40).Draw(t, "steps") {
 			calls := rapid.SliceOfN(rapid.SampledFrom(pool), 0, 4).Draw(t, fmt.Sprintf("calls%d", i))
+			input := rapid.IntRange(0, 5).Draw(t, fmt.Sprintf("input%d", i)) == 0
 			if rapid.IntRange(0, 9).Draw(t, fmt.Sprintf("restore%d", i)) == 0 {
 				redact := rapid.Bool().Draw(t, fmt.Sprintf("redact%d", i))
 				data, err := snap(g, guard.SnapshotOptions{Previews: !redact})
@@ -458,8 +513,8 @@ func TestAgainstModel(t *testing.T) {
 				}
 				redacted = redacted || redact
 			}
-			want := m.judge(calls)
 			checkEvidence := func(what string, stop bool, got any) {
+				want := m.judge(calls, input, what == "preflight")
 				if what == "preflight" && opts.RequireIdenticalResults {
 					if stop {
 						t.Fatalf("step %d: preflight refused, but results cannot be judged before a call runs", i)
@@ -498,9 +553,13 @@ func TestAgainstModel(t *testing.T) {
 			}
 			d := ruletest.Preflight(t, g, calls...)
 			checkEvidence("preflight", !d.Allow, d.Evidence)
-			v := ruletest.Check(t, g, step(calls...))
+			st := step(calls...)
+			if input {
+				st.Input = "a new message"
+			}
+			v := ruletest.Check(t, g, st)
 			checkEvidence("check", v.Stop, v.Evidence)
-			m.add(calls)
+			m.add(calls, input)
 			var wantWarn []float64
 			if opts.Warn && !v.Stop && slices.ContainsFunc(calls, func(c guard.ToolCall) bool { return c.Name != "think" }) {
 				wantWarn = m.warning()
@@ -642,12 +701,23 @@ func TestRestoreRejects(t *testing.T) {
 		`{"calls":[` + callJSON("a", "search", rule.Redacted) + `],"runs":[0,0]}`,
 	}
 	for _, s := range good {
-		d := newState(t, oscillation.Options{})
+		d := newState(t, reference)
 		if err := d.Restore([]byte(s)); err != nil {
 			t.Errorf("Restore(%s): %v", s, err)
 		}
 		if got, _ := d.Snapshot(rule.SnapshotOptions{}); string(got) != s {
 			t.Errorf("snapshot after restore = %s, want %s", got, s)
+		}
+		// Such states, written before the rule compared results, restore
+		// under the defaults too: no same results counted, no call since
+		// the last input.
+		d = newState(t, oscillation.Options{})
+		if err := d.Restore([]byte(s)); err != nil {
+			t.Errorf("Restore(%s) under the defaults: %v", s, err)
+		}
+		want := strings.TrimSuffix(s, "}") + `,"same":[0,0],"fresh":0}`
+		if got, _ := d.Snapshot(rule.SnapshotOptions{}); string(got) != want {
+			t.Errorf("snapshot after restore under the defaults = %s, want %s", got, want)
 		}
 	}
 }
@@ -726,7 +796,7 @@ func TestOptions(t *testing.T) {
 		t.Error("different options fingerprint alike")
 	}
 	d, _ := oscillation.New(oscillation.Options{})
-	if diff := cmp.Diff(oscillation.Options{MaxPeriod: 3, Repeats: 3}, d.Options()); diff != "" {
+	if diff := cmp.Diff(oscillation.Options{MaxPeriod: 3, Repeats: 3, SameResults: 2}, d.Options()); diff != "" {
 		t.Errorf("Options (-want +got):\n%s", diff)
 	}
 	if d.Name() != "oscillation" || d.Priority() != rule.PriorityOscillation {

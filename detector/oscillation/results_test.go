@@ -19,6 +19,10 @@ import (
 // identical are the options that compare results.
 var identical = oscillation.Options{RequireIdenticalResults: true}
 
+// reference is the reference's reading: no sooner stop for a ping-pong
+// whose results repeat.
+var reference = oscillation.Options{SameResults: 3}
+
 func TestIdenticalResults(t *testing.T) {
 	check := guard.PhaseCheck
 	a1, a2 := withResult(a, `"page 1"`), withResult(a, `"page 2"`)
@@ -133,7 +137,7 @@ func TestIdenticalResultsSnapshot(t *testing.T) {
 		t.Errorf("stops after restore (-want +got):\n%s", diff)
 	}
 	// Options that do not compare outcomes refuse such a state.
-	plain := newState(t, oscillation.Options{})
+	plain := newState(t, reference)
 	if err := plain.Restore(data); err == nil {
 		t.Error("a state with outcomes restored under options that do not compare them")
 	}
@@ -255,9 +259,20 @@ func TestOptionsBeyond(t *testing.T) {
 	if fp(identical) == base || fp(oscillation.Options{Warn: true}) == base || fp(identical) == fp(oscillation.Options{Warn: true}) {
 		t.Error("the new options do not change the fingerprint")
 	}
-	d, _ := oscillation.New(oscillation.Options{})
+	// The reference's reading (SameResults at Repeats) reads as the
+	// defaults did before the rule compared results, so that snapshots
+	// taken then restore under it; the defaults now read otherwise.
+	d, _ := oscillation.New(reference)
 	if b, _ := json.Marshal(d.Options()); string(b) != `{"maxPeriod":3,"repeats":3}` {
-		t.Errorf("the default options read %s: old snapshots would no longer restore", b)
+		t.Errorf("the reference's options read %s: old snapshots would no longer restore", b)
+	}
+	for _, o := range []oscillation.Options{{SameResults: 2}, {}} {
+		if fp(o) == fp(reference) {
+			t.Errorf("%+v fingerprints as the reference's reading", o)
+		}
+	}
+	if fp(oscillation.Options{}) != fp(oscillation.Options{SameResults: 2}) || fp(oscillation.Options{Repeats: 2}) != fp(oscillation.Options{Repeats: 2, SameResults: 2}) {
+		t.Error("SameResults at its default, or at Repeats, fingerprints otherwise than when left out")
 	}
 }
 

@@ -6,7 +6,8 @@ import (
 )
 
 // Spec tells an options document how to build the rule: from "oscillation",
-// {"maxPeriod": N, "repeats": N, "requireIdenticalResults": b, "warn": b},
+// {"maxPeriod": N, "repeats": N, "requireIdenticalResults": b,
+// "sameResults": N, "warn": b},
 // true for the defaults or false for none. It is on by default.
 func Spec() rule.Spec {
 	return options.SectionSpec(Name, "oscillation", true, New, func(r *options.Reader, o *Options) map[string]options.Field {
@@ -14,6 +15,7 @@ func Spec() rule.Spec {
 			"maxPeriod":               r.SetIntRange(&o.MaxPeriod, 2, MaxMaxPeriod),
 			"repeats":                 r.SetInt(&o.Repeats, 2),
 			"requireIdenticalResults": r.SetBool(&o.RequireIdenticalResults),
+			"sameResults":             r.SetInt(&o.SameResults, 2),
 			"warn":                    r.SetBool(&o.Warn),
 		}
 	})
