@@ -51,6 +51,10 @@ type Summarizer = core.Summarizer
 // Limiter is a [Rule] whose options are only limits, which a restore may change.
 type Limiter = core.Limiter
 
+// Successor is a [Rule] whose options gained a field since an earlier release: a restore takes
+// the states saved under its prior options as its own.
+type Successor = core.Successor
+
 // Bounded is a [State] that checks a restored state against the run's counters.
 type Bounded = core.Bounded
 

@@ -290,6 +290,19 @@ func (d *Rule) Options() any {
 	return o
 }
 
+// PriorOptions returns the options of the rule before it compared results
+// (SameResults at 0), or nil when they are its Options: a run saved by an
+// earlier release restores under the new default (rule.Successor), with
+// the same-result counts starting at zero.
+func (d *Rule) PriorOptions() any {
+	if !d.opts.sameResults() {
+		return nil
+	}
+	o := d.opts
+	o.SameResults = 0
+	return o
+}
+
 // at returns the i-th oldest call of the tail.
 func (d *state) at(i int) *entry { return d.tail.Ptr(i) }
 

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/loopguard/loopguard/canonical"
 )
 
 // A Rule is one rule of the guard, described: its name, its priority, its
@@ -108,6 +110,31 @@ type Summarizer interface {
 // with.
 type Limiter interface {
 	OnlyLimits() bool
+}
+
+// A Successor is a [Rule] whose options gained a field since an earlier
+// release, with a default that changes what the rule does. PriorOptions
+// returns the options as the earlier release wrote them (the same rule
+// without the new field), or nil when they are the rule's [Rule.Options]:
+// [Restore] takes a state fingerprinted with either as its own, so that a
+// run saved before the upgrade goes on under the new defaults (the state
+// reads as it was saved, its new parts at their zero values).
+type Successor interface {
+	PriorOptions() any
+}
+
+// fingerprintMatches reports whether a saved fingerprint is d's: that of its
+// options, or of its prior options when it is a [Successor].
+func fingerprintMatches(d Rule, saved canonical.Sum) bool {
+	if saved == Fingerprint(d) {
+		return true
+	}
+	if s, ok := d.(Successor); ok {
+		if prior := s.PriorOptions(); prior != nil {
+			return saved == canonical.Hash(prior)
+		}
+	}
+	return false
 }
 
 // Errors that the guard's constructors return, wrapped in a *DetectorError

@@ -128,7 +128,7 @@ func (g *Guard) referenceRestore(data []byte) error {
 			}
 			continue
 		}
-		if r.Fingerprint != Fingerprint(d) {
+		if !fingerprintMatches(d, r.Fingerprint) {
 			if l, ok := d.(Limiter); !(o.AllowLimitChanges && ok && l.OnlyLimits()) {
 				fe.Changed = append(fe.Changed, d.Name())
 			}

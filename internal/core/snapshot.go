@@ -289,7 +289,7 @@ func (g *Guard) restore(data []byte) error {
 			continue
 		}
 		taken[j] = true
-		if s.records[j].fingerprint != Fingerprint(d) {
+		if !fingerprintMatches(d, s.records[j].fingerprint) {
 			if l, ok := d.(Limiter); !(o.AllowLimitChanges && ok && l.OnlyLimits()) {
 				fe.Changed = append(fe.Changed, name)
 			}

@@ -157,6 +157,35 @@ func v1Detectors(t *testing.T) []guard.Rule {
 	return []guard.Rule{fin, bud, rep, osc, nop}
 }
 
+// TestGoldenSnapshotUnderTheNewOscillation: the golden file, saved before
+// the oscillation rule compared results, restores under the rule's new
+// default (its prior options are the file's), and not under other repeats.
+func TestGoldenSnapshotUnderTheNewOscillation(t *testing.T) {
+	want, err := os.ReadFile(filepath.Join("testdata", "snapshot-v1.golden.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := v1Detectors(t)
+	for _, tt := range []struct {
+		name string
+		o    oscillation.Options
+		ok   bool
+	}{
+		{"the new default", oscillation.Options{}, true},
+		{"other repeats", oscillation.Options{Repeats: 4}, false},
+	} {
+		osc, err := oscillation.New(tt.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rules[3] = osc
+		_, err = guard.Restore(want, guard.Config{Rules: rules})
+		if ok := err == nil; ok != tt.ok {
+			t.Errorf("%s: restore error %v, want ok %v", tt.name, err, tt.ok)
+		}
+	}
+}
+
 // BenchmarkSnapshot and BenchmarkRestore measure saving and restoring a
 // default guard after 10, 1,000 and 6,000 big steps.
 func BenchmarkSnapshot(b *testing.B) {
