@@ -356,15 +356,7 @@ func (d *state) warn() {
 		if !short {
 			continue
 		}
-		last := d.at(d.tail.Len() - 1).key
-		distinct := false
-		for j := 2; j <= p; j++ {
-			if d.at(d.tail.Len()-j).key != last {
-				distinct = true
-				break
-			}
-		}
-		if !distinct {
+		if !d.distinctTail(p) {
 			continue
 		}
 		calls := run + p // the calls of the cycle at the tail
@@ -445,21 +437,30 @@ func (d *state) judgeSame() (period, cycles int, same bool) {
 	if d.same == nil {
 		return p, cycles, false
 	}
-	n := d.tail.Len()
 	for q := 2; q <= d.opts.MaxPeriod && (p == 0 || q < p); q++ {
 		// (same[q]+q)/q >= SameResults, written so as not to overflow;
 		// the fresh calls span the cycles.
 		if d.same[q] == 0 || d.same[q]/q < d.opts.SameResults-1 || d.fresh/q < d.opts.SameResults || !d.oneTool(q) {
 			continue
 		}
-		last := d.keyAt(n - 1)
-		for j := 2; j <= q; j++ {
-			if d.keyAt(n-j) != last {
-				return q, d.same[q]/q + 1, true
-			}
+		if d.distinctTail(q) {
+			return q, d.same[q]/q + 1, true
 		}
 	}
 	return p, cycles, false
+}
+
+// distinctTail reports whether the last p calls of the tail (p at most its
+// length) hold two distinct keys: a cycle of one call is no oscillation.
+func (d *state) distinctTail(p int) bool {
+	n := d.tail.Len()
+	last := d.at(n - 1).key
+	for j := 2; j <= p; j++ {
+		if d.at(n-j).key != last {
+			return true
+		}
+	}
+	return false
 }
 
 // hasResult reports whether the i-th oldest call of the tail had a result
@@ -637,15 +638,7 @@ func (d *state) Summary() any {
 		if d.runs[p] == 0 {
 			continue
 		}
-		last := d.at(d.tail.Len() - 1).key
-		distinct := false
-		for j := 2; j <= p; j++ {
-			if d.at(d.tail.Len()-j).key != last {
-				distinct = true
-				break
-			}
-		}
-		if !distinct {
+		if !d.distinctTail(p) {
 			continue
 		}
 		// More rounds (runs are capped at maxRun, so this cannot
@@ -660,15 +653,7 @@ func (d *state) Summary() any {
 		if d.same[p] == 0 || !d.oneTool(p) {
 			continue
 		}
-		last := d.at(d.tail.Len() - 1).key
-		distinct := false
-		for j := 2; j <= p; j++ {
-			if d.at(d.tail.Len()-j).key != last {
-				distinct = true
-				break
-			}
-		}
-		if !distinct {
+		if !d.distinctTail(p) {
 			continue
 		}
 		calls := min(d.same[p]+p, d.fresh)
