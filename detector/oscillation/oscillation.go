@@ -32,6 +32,12 @@
 // calls to different tools (handoffs, transfer_to_x then transfer_to_y; a
 // status check and a wait) keep the threshold of Repeats, and so do calls
 // logged without results. Evidence SameResults says which threshold stopped.
+// The per-tool policies of package repeat do not apply here: polls of a
+// tool declared polling there (tools.<name>.polling) that take turns
+// (status of job a, of job b, of a, of b) with unchanged results and no
+// new input stop at the second round too; set SameResults to Repeats, or
+// put a call of another tool (a wait) between the rounds, to let them go
+// on.
 //
 // In preflight, the proposed calls are appended to a copy of the sequence and
 // judged the same way: the calls that would complete a cycle are refused.
