@@ -53,10 +53,11 @@
 // Memory and snapshots are bounded by MaxPeriod: the detector keeps the last
 // MaxPeriod calls (key, outcome, tool name and, for calls that may end up in
 // a cycle, a short preview of the arguments for the evidence), two counters
-// per period and the number of calls since the last new input. Calls with the same key share one preview, so that a run that goes
-// round in circles costs no allocation: when the guard leaves argument fields
-// out of the key (guard.Config.DropArgs, Key), the evidence shows the
-// arguments of the earliest such call still held.
+// per period (one when SameResults is Repeats) and the number of calls since
+// the last new input. Calls with the same key share one preview, so that a
+// run that goes round in circles costs no allocation: when the guard leaves
+// argument fields out of the key (guard.Config.DropArgs, Key), the evidence
+// shows the arguments of the earliest such call still held.
 package oscillation
 
 import (
