@@ -36,7 +36,7 @@
 //	g, err := guard.New(guard.Config{Rules: detector.Defaults()})
 //
 // Where the default set differs from the reference (agent-loopguard 0.2.0),
-// labelled real runs showed it had to; the README's "Choosing thresholds"
+// labelled real runs showed it had to; docs/thresholds.md ("Choosing thresholds")
 // gives the figures, and each difference stays one option away.
 //
 // To compose by hand, call the packages' constructors and put the rules you

@@ -113,7 +113,12 @@ func IsFault(v Verdict) bool { return core.IsFault(v) }
 // Explain returns one line that says what v means, for people.
 func Explain(v Verdict) string { return core.Explain(v) }
 
-// RejectionPhrases returns the messages with which coding harnesses reject an edit in an ordinary result ("Your proposed edit has introduced new syntax error", "No replacement was performed", ...): a result in which a line starts with one is a failed call unless [Config].DisableRejections is set.
+// RejectionPhrases returns the messages with which coding harnesses reject
+// an edit in an ordinary result ("Your proposed edit has introduced new
+// syntax error", "No replacement was performed", ...): a text result in
+// which a line of its first 1,024 bytes starts with one (after at most 4 of
+// '[', '#' and ' ') is a failed call unless [Config].DisableRejections is
+// set. It returns a new slice each time.
 func RejectionPhrases() []string { return core.RejectionPhrases() }
 
 // The values of the vocabulary,.

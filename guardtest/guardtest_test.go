@@ -9,6 +9,7 @@ import (
 	"github.com/loopguard/loopguard/detector/noprogress"
 	"github.com/loopguard/loopguard/detector/oscillation"
 	"github.com/loopguard/loopguard/detector/repeat"
+	"github.com/loopguard/loopguard/detector/sameresult"
 	"github.com/loopguard/loopguard/detector/stall"
 	"github.com/loopguard/loopguard/detector/toollimit"
 	"github.com/loopguard/loopguard/detector/window"
@@ -64,6 +65,8 @@ func builtins(t *testing.T) []struct {
 		{"stall/default", factory(t, stall.New, stall.Options{}), factory(t, stall.New, stall.Options{Threshold: 7})},
 		{"stall/warn", factory(t, stall.New, stall.Options{Threshold: 2, Window: 3, Warn: true}), factory(t, stall.New, stall.Options{Threshold: 2, Window: 3})},
 		{"window/default", factory(t, window.New, window.Options{}), factory(t, window.New, window.Options{Threshold: 7})},
+		{"sameresult/default", factory(t, sameresult.New, sameresult.Options{}), factory(t, sameresult.New, sameresult.Options{Threshold: 5})},
+		{"sameresult/short", factory(t, sameresult.New, sameresult.Options{Threshold: 2, MinBytes: 1, Warn: true}), factory(t, sameresult.New, sameresult.Options{Threshold: 3, MinBytes: 1, Warn: true})},
 		{"window/warn", factory(t, window.New, window.Options{Window: 6, Threshold: 3, Warn: true}), factory(t, window.New, window.Options{Window: 7, Threshold: 3, Warn: true})},
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/loopguard/loopguard/detector/noprogress"
 	"github.com/loopguard/loopguard/detector/oscillation"
 	"github.com/loopguard/loopguard/detector/repeat"
+	"github.com/loopguard/loopguard/detector/sameresult"
 	"github.com/loopguard/loopguard/detector/toollimit"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/guardtest"
@@ -53,6 +54,7 @@ func allRules(t testing.TB) []rule.Rule {
 			"read": {Polling: true, MaxIdenticalResults: 4}}})),
 		must(oscillation.New(oscillation.Options{MaxPeriod: 4, Repeats: 3})),
 		must(noprogress.New(noprogress.Options{Threshold: 4, Window: 8})),
+		must(sameresult.New(sameresult.Options{Threshold: 3, MinBytes: 1})),
 	}
 }
 

@@ -32,6 +32,12 @@
 // calls to different tools (handoffs, transfer_to_x then transfer_to_y; a
 // status check and a wait) keep the threshold of Repeats, and so do calls
 // logged without results. Evidence SameResults says which threshold stopped.
+// The per-tool policies of package repeat do not apply here: polls of a
+// tool declared polling there (tools.<name>.polling) that take turns
+// (status of job a, of job b, of a, of b) with unchanged results and no
+// new input stop at the second round too; set SameResults to Repeats, or
+// put a call of another tool (a wait) between the rounds, to let them go
+// on.
 //
 // In preflight, the proposed calls are appended to a copy of the sequence and
 // judged the same way: the calls that would complete a cycle are refused.
@@ -47,10 +53,11 @@
 // Memory and snapshots are bounded by MaxPeriod: the detector keeps the last
 // MaxPeriod calls (key, outcome, tool name and, for calls that may end up in
 // a cycle, a short preview of the arguments for the evidence), two counters
-// per period and the number of calls since the last new input. Calls with the same key share one preview, so that a run that goes
-// round in circles costs no allocation: when the guard leaves argument fields
-// out of the key (guard.Config.DropArgs, Key), the evidence shows the
-// arguments of the earliest such call still held.
+// per period (one when SameResults is Repeats) and the number of calls since
+// the last new input. Calls with the same key share one preview, so that a
+// run that goes round in circles costs no allocation: when the guard leaves
+// argument fields out of the key (guard.Config.DropArgs, Key), the evidence
+// shows the arguments of the earliest such call still held.
 package oscillation
 
 import (
@@ -79,8 +86,9 @@ const (
 	DefaultMaxPeriod = 3
 	DefaultRepeats   = 3
 	MaxMaxPeriod     = 256
-	// DefaultSameResults comes from the 190 labelled runs of
-	// testdata/traces: no healthy run goes twice round a cycle of one
+	// DefaultSameResults comes from the 190 labelled runs testdata/traces
+	// had when it was chosen (it stops none of the 116 healthy runs of the
+	// 217 there now): no healthy run goes twice round a cycle of one
 	// tool's calls whose results repeat with no new input between (two
 	// come within one call of it: a search that finds nothing, another
 	// that finds something, the first again), while MINT's mbpp-6 does and
@@ -368,15 +376,7 @@ func (d *state) warn() {
 		if !short {
 			continue
 		}
-		last := d.at(d.tail.Len() - 1).key
-		distinct := false
-		for j := 2; j <= p; j++ {
-			if d.at(d.tail.Len()-j).key != last {
-				distinct = true
-				break
-			}
-		}
-		if !distinct {
+		if !d.distinctTail(p) {
 			continue
 		}
 		calls := run + p // the calls of the cycle at the tail
@@ -457,21 +457,30 @@ func (d *state) judgeSame() (period, cycles int, same bool) {
 	if d.same == nil {
 		return p, cycles, false
 	}
-	n := d.tail.Len()
 	for q := 2; q <= d.opts.MaxPeriod && (p == 0 || q < p); q++ {
 		// (same[q]+q)/q >= SameResults, written so as not to overflow;
 		// the fresh calls span the cycles.
 		if d.same[q] == 0 || d.same[q]/q < d.opts.SameResults-1 || d.fresh/q < d.opts.SameResults || !d.oneTool(q) {
 			continue
 		}
-		last := d.keyAt(n - 1)
-		for j := 2; j <= q; j++ {
-			if d.keyAt(n-j) != last {
-				return q, d.same[q]/q + 1, true
-			}
+		if d.distinctTail(q) {
+			return q, d.same[q]/q + 1, true
 		}
 	}
 	return p, cycles, false
+}
+
+// distinctTail reports whether the last p calls of the tail (p at most its
+// length) hold two distinct keys: a cycle of one call is no oscillation.
+func (d *state) distinctTail(p int) bool {
+	n := d.tail.Len()
+	last := d.at(n - 1).key
+	for j := 2; j <= p; j++ {
+		if d.at(n-j).key != last {
+			return true
+		}
+	}
+	return false
 }
 
 // hasResult reports whether the i-th oldest call of the tail had a result
@@ -649,15 +658,7 @@ func (d *state) Summary() any {
 		if d.runs[p] == 0 {
 			continue
 		}
-		last := d.at(d.tail.Len() - 1).key
-		distinct := false
-		for j := 2; j <= p; j++ {
-			if d.at(d.tail.Len()-j).key != last {
-				distinct = true
-				break
-			}
-		}
-		if !distinct {
+		if !d.distinctTail(p) {
 			continue
 		}
 		// More rounds (runs are capped at maxRun, so this cannot
@@ -672,15 +673,7 @@ func (d *state) Summary() any {
 		if d.same[p] == 0 || !d.oneTool(p) {
 			continue
 		}
-		last := d.at(d.tail.Len() - 1).key
-		distinct := false
-		for j := 2; j <= p; j++ {
-			if d.at(d.tail.Len()-j).key != last {
-				distinct = true
-				break
-			}
-		}
-		if !distinct {
+		if !d.distinctTail(p) {
 			continue
 		}
 		calls := min(d.same[p]+p, d.fresh)

@@ -432,7 +432,8 @@ func TestSameResultRealTraces(t *testing.T) {
 }
 
 // TestSameResultUpgrade: a run saved under the default set without this
-// rule (the set before it) does not restore under the new defaults, with
+// rule (the set before it, but for oscillation.sameResults: see
+// TestSameResultUpgradeFromMain) does not restore under the new defaults, with
 // an error that names the rule, and restores with the rule off.
 func TestSameResultUpgrade(t *testing.T) {
 	before, err := detector.FromJSON([]byte(`{"sameResult": false}`))
