@@ -126,11 +126,11 @@ func RejectionPhrases() []string {
 func rejects(result any) bool {
 	switch r := result.(type) {
 	case string:
-		return rejectionInString(r, false)
+		return rejectionIn(r, false, strings.IndexByte)
 	case json.RawMessage:
-		return rejectionInBytes(r, true)
+		return rejectionIn([]byte(r), true, bytes.IndexByte)
 	case []byte:
-		return rejectionInBytes(r, false)
+		return rejectionIn(r, false, bytes.IndexByte)
 	}
 	return false
 }
@@ -141,32 +141,17 @@ func rejects(result any) bool {
 // (strings.IndexByte) for each.
 const rejectionAnchors = "NY"
 
-func rejectionInString(s string, isJSON bool) bool {
-	s = s[:min(len(s), rejectionScanMax)]
+// rejectionIn reports whether t, the text of a result, is a rejection (see
+// rejects); index is strings.IndexByte or bytes.IndexByte, as T is.
+func rejectionIn[T ~string | ~[]byte](t T, isJSON bool, index func(T, byte) int) bool {
+	t = t[:min(len(t), rejectionScanMax)]
 	for k := 0; k < len(rejectionAnchors); k++ {
-		for i := 0; i < len(s); {
-			j := strings.IndexByte(s[i:], rejectionAnchors[k])
+		for i := 0; i < len(t); {
+			j := index(t[i:], rejectionAnchors[k])
 			if j < 0 {
 				break
 			}
-			if rejectionAround(s, i+j, isJSON) {
-				return true
-			}
-			i += j + 1
-		}
-	}
-	return false
-}
-
-func rejectionInBytes(b []byte, isJSON bool) bool {
-	b = b[:min(len(b), rejectionScanMax)]
-	for k := 0; k < len(rejectionAnchors); k++ {
-		for i := 0; i < len(b); {
-			j := bytes.IndexByte(b[i:], rejectionAnchors[k])
-			if j < 0 {
-				break
-			}
-			if rejectionAround(b, i+j, isJSON) {
+			if rejectionAround(t, i+j, isJSON) {
 				return true
 			}
 			i += j + 1
