@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/loopguard/loopguard/detector"
+	"github.com/loopguard/loopguard/detector/input"
 	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/noprogress"
 	"github.com/loopguard/loopguard/detector/oscillation"
@@ -73,6 +74,9 @@ func TestBuildBeyond(t *testing.T) {
 		{"sameResult true", `{"sameResult": true}`, with(nil), guard.Config{}},
 		{"sameResult explicit defaults", `{"sameResult": {"threshold": 4, "minBytes": 512, "warn": false}}`, with(nil), guard.Config{}},
 		{"sameResult false", `{"sameResult": false}`, with(map[string]rule.Rule{"sameresult": nil}), guard.Config{}},
+		{"repeatedInput false", `{"repeatedInput": false}`, with(map[string]rule.Rule{"input": nil}), guard.Config{}},
+		{"repeatedInput", `{"repeatedInput": {"threshold": 2, "window": 4, "minBytes": 1, "warn": true}}`,
+			with(map[string]rule.Rule{"input": must[*input.Rule](t)(input.New(input.Options{Threshold: 2, Window: 4, MinBytes: 1, Warn: true}))}), guard.Config{}},
 		{"oscillation beyond", `{"oscillation": {"requireIdenticalResults": true, "warn": true}}`,
 			with(map[string]rule.Rule{"oscillation": osc(oscillation.Options{RequireIdenticalResults: true, Warn: true})}), guard.Config{}},
 		{"oscillation explicit false", `{"oscillation": {"requireIdenticalResults": false, "warn": false}}`, with(nil), guard.Config{}},

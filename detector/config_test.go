@@ -221,7 +221,7 @@ func TestDefaultsAreTheStandardSet(t *testing.T) {
 	if _, err := guard.Restore(testutil.Snapshot(t, g, guard.SnapshotOptions{}), std); err != nil {
 		t.Errorf("FromJSON({}) does not restore the run of Defaults(): %v", err)
 	}
-	off, err := detector.FromJSON([]byte(`{"finishReason": false, "maxSteps": false, "repeatedRefusal": false, "repeatedToolCall": false, "repeatedFailure": false, "oscillation": false, "noProgress": false, "repeatedText": false, "sameResult": false}`))
+	off, err := detector.FromJSON([]byte(`{"finishReason": false, "maxSteps": false, "repeatedRefusal": false, "repeatedToolCall": false, "repeatedFailure": false, "oscillation": false, "noProgress": false, "repeatedText": false, "sameResult": false, "repeatedInput": false}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,8 @@
 //   - [oscillation]: short cycles of calls (a b a b a b).
 //   - [noprogress]: steps that bring no new outcome and repeat the same text.
 //   - [text]: the same text again and again within a window of steps.
+//   - [input]: the same message sent to the agent again and again while it
+//     answers only in words (a test report, a reviewer's request).
 //
 // Not in [Defaults]:
 //
@@ -59,6 +61,7 @@ import (
 	"github.com/loopguard/loopguard/detector/budget"
 	"github.com/loopguard/loopguard/detector/failure"
 	"github.com/loopguard/loopguard/detector/finish"
+	"github.com/loopguard/loopguard/detector/input"
 	"github.com/loopguard/loopguard/detector/noprogress"
 	"github.com/loopguard/loopguard/detector/oscillation"
 	"github.com/loopguard/loopguard/detector/refusal"
@@ -88,6 +91,7 @@ func standard() []rule.Spec {
 		noprogress.Spec(),
 		text.Spec(),
 		stall.Spec(),
+		input.Spec(),
 	}
 }
 
@@ -101,8 +105,9 @@ const DefaultMaxSteps = budget.DefaultMaxSteps
 // 10 calls), the same-result rule (4 calls in a row of one tool with other
 // arguments and the same result of at least 512 bytes), oscillation (periods
 // 2 to 3, 3 repeats, 2 for one tool's calls whose results repeat with no new
-// input between), no progress (threshold 3) and the repeated-text rule (3
-// times within 10 steps). There are no
+// input between), no progress (threshold 3), the repeated-text rule (3
+// times within 10 steps) and the repeated-input rule (the same input of at
+// least 64 bytes on 3 steps within 10 that call no tool). There are no
 // token, cost or duration budgets and no tool caps. It equals what
 // [FromJSON] builds from {}: the standard specs that are on by default, each
 // built from no options.

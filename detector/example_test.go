@@ -64,6 +64,7 @@ func ExampleFromJSON() {
 	// oscillation
 	// noprogress
 	// text
+	// input
 	// ignored: [think]
 	// option tools.search.maxcalls: unknown option (did you mean "maxCalls"?)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/loopguard/loopguard/detector/budget"
 	"github.com/loopguard/loopguard/detector/failure"
 	"github.com/loopguard/loopguard/detector/finish"
+	"github.com/loopguard/loopguard/detector/input"
 	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/noprogress"
 	"github.com/loopguard/loopguard/detector/oscillation"
@@ -81,6 +82,7 @@ func TestDefaults(t *testing.T) {
 		must[*repeat.Rule](t)(repeat.New(repeat.Options{Threshold: 3})),
 		must[*failure.Rule](t)(failure.New(failure.Options{Threshold: 5, Window: 10, SameCall: 3})),
 		must[*sameresult.Rule](t)(sameresult.New(sameresult.Options{Threshold: 4, MinBytes: 512})),
+		must[*input.Rule](t)(input.New(input.Options{Threshold: 3, Window: 10, MinBytes: 64})),
 		must[*oscillation.Rule](t)(oscillation.New(oscillation.Options{MaxPeriod: 3, Repeats: 3})),
 		must[*noprogress.Rule](t)(noprogress.New(noprogress.Options{Threshold: 3})),
 		must[*text.Rule](t)(text.New(text.Options{Threshold: 3, Window: 10})),
@@ -221,7 +223,7 @@ func TestBuild(t *testing.T) {
 		{"finish false", `{"finishReason": false}`, with(map[string]rule.Rule{"finish": off}), nil},
 
 		{"everything off", `{"maxSteps": false, "budget": false, "repeatedToolCall": false, "oscillation": false, "noProgress": false, "finishReason": false,
-			"repeatedRefusal": false, "repeatedFailure": false, "repeatedText": false, "sameResult": false}`, nil, nil},
+			"repeatedRefusal": false, "repeatedFailure": false, "repeatedText": false, "sameResult": false, "repeatedInput": false}`, nil, nil},
 		{"the reference's full document", `{"maxSteps": 50, "repeatedToolCall": {"threshold": 3, "requireIdenticalResults": false,
 			"ignoreErrors": false}, "oscillation": {"maxPeriod": 3, "repeats": 3}, "noProgress": {"threshold": 3},
 			"finishReason": {"terminal": ["stop", "length", "content-filter", "error"], "otherPolicy": "stop-if-text-only"},
@@ -451,7 +453,7 @@ func TestNotAnObject(t *testing.T) {
 }
 
 func TestStandardRegistries(t *testing.T) {
-	want := []string{"finish", "budget", "toollimit", "refusal", "repeat", "failure", "window", "sameresult", "oscillation", "noprogress", "text", "stall"}
+	want := []string{"finish", "budget", "toollimit", "refusal", "repeat", "failure", "window", "sameresult", "oscillation", "noprogress", "text", "stall", "input"}
 	if diff := cmp.Diff(want, detector.Standard().Names()); diff != "" {
 		t.Errorf("Standard().Names() (-want +got):\n%s", diff)
 	}
@@ -700,7 +702,7 @@ func TestCustomEntry(t *testing.T) {
 			w = d
 		}
 	}
-	if diff := cmp.Diff([]string{"finish", "budget", "toollimit", "refusal", "repeat", "failure", "sameresult", "oscillation", "noprogress", "text", "weigher"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"finish", "budget", "toollimit", "refusal", "repeat", "failure", "sameresult", "oscillation", "noprogress", "text", "input", "weigher"}, names); diff != "" {
 		t.Fatalf("detectors (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(map[string]any{"limit": 4.0, "weights": map[string]float64{"search": 2.5}}, w.Options()); diff != "" {

@@ -45,7 +45,7 @@ func ExampleNew() {
 	fmt.Println("rules:", len(first.Rules()))
 	fmt.Println("steps of the first run:", a.Steps, "of the second:", b.Steps)
 	// Output:
-	// rules: 9
+	// rules: 10
 	// steps of the first run: 2 of the second: 0
 }
 

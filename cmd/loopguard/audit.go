@@ -69,9 +69,13 @@ model's text (ReAct, mini-swe-agent): their provider reports the finish reason
 "stop" on every step, which the default finish-reason rule takes as the end of
 the run. The preset sets
 	"finishReason": {"terminal": ["length", "content-filter", "error"],
-	                 "otherPolicy": "continue"}
+	                 "otherPolicy": "continue"},
+	"repeatedInput": false
 so that "stop" ends nothing and the loop rules can judge the run; the harness
-decides when the run is over. FILE must then not set finishReason itself.
+decides when the run is over. Such harnesses send each observation back as a
+user message, which a transcript holds as input: the repeated-input rule, for
+messages from people and other agents, is off. FILE must then set neither
+key itself.
 
 The text output is a table that fits 80 columns (a rule's detail on a line
 of its own, cut to fit); --format json has every detail, one object per run
@@ -117,9 +121,16 @@ const auditMemoryLimit = 256 << 20
 // textActionsFinish is the finish-reason option of --preset text-actions.
 const textActionsFinish = `{"terminal": ["length", "content-filter", "error"], "otherPolicy": "continue"}`
 
-// presets maps a preset's name to the options it sets.
-var presets = map[string]struct{ key, value string }{
-	"text-actions": {"finishReason", textActionsFinish},
+// A presetOption is one top-level key of the options document that a
+// preset sets, and its value.
+type presetOption struct{ key, value string }
+
+// presets maps a preset's name to the options it sets. text-actions also
+// turns the repeated-input rule off: such harnesses send each observation
+// back as a user message, so in their transcripts a tool result is an
+// input, and a sweep's same answer would count.
+var presets = map[string][]presetOption{
+	"text-actions": {{"finishReason", textActionsFinish}, {"repeatedInput", "false"}},
 }
 
 type auditFlags struct {
@@ -246,8 +257,10 @@ func runAudit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if !ok {
 			return usageErr("unknown preset %q (want text-actions)", *flags.preset)
 		}
-		if err := conf.withPreset(p.key, p.value); err != nil {
-			return usageErr("--preset %s: %v", *flags.preset, err)
+		for _, o := range p {
+			if err := conf.withPreset(o.key, o.value); err != nil {
+				return usageErr("--preset %s: %v", *flags.preset, err)
+			}
 		}
 	}
 

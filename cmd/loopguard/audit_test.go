@@ -103,9 +103,10 @@ func auditTraces(t *testing.T, doc, preset string) map[string]*runReport {
 		t.Fatalf("options %s: %v", doc, err)
 	}
 	if preset != "" {
-		p := presets[preset]
-		if err := conf.withPreset(p.key, p.value); err != nil {
-			t.Fatal(err)
+		for _, o := range presets[preset] {
+			if err := conf.withPreset(o.key, o.value); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	a := &auditor{conf: conf, read: readOptions{keys: trace.WarnUnknownKeys, maxSize: defaultMaxSize}}

@@ -8,13 +8,15 @@ import (
 	"testing"
 
 	"github.com/loopguard/loopguard/detector"
+	"github.com/loopguard/loopguard/detector/input"
 	"github.com/loopguard/loopguard/detector/sameresult"
 	"github.com/loopguard/loopguard/guard"
 )
 
 // TestSameResultUpgradeFromMain restores a snapshot that the release before
 // this rule wrote (main at 9d9b9e6, detector.Defaults(), one search): under
-// the new defaults it fails without AllowNewRules (no state for sameresult)
+// the new defaults it fails without AllowNewRules (no state for sameresult,
+// nor for the repeated-input rule added after it)
 // and restores with it, the oscillation state taken as saved under the
 // rule's prior options (rule.Successor), as docs/upgrading.md says.
 func TestSameResultUpgradeFromMain(t *testing.T) {
@@ -24,8 +26,8 @@ func TestSameResultUpgradeFromMain(t *testing.T) {
 	}
 	_, err = guard.Restore(snap, guard.Config{Rules: detector.Defaults()})
 	var fe *guard.FingerprintError
-	if !errors.As(err, &fe) || !slices.Equal(fe.Extra, []string{sameresult.Name}) || len(fe.Changed)+len(fe.Missing) != 0 {
-		t.Errorf("restoring under the new defaults without AllowNewRules: %v, want a FingerprintError with Extra [sameresult] only", err)
+	if !errors.As(err, &fe) || !slices.Equal(fe.Extra, []string{sameresult.Name, input.Name}) || len(fe.Changed)+len(fe.Missing) != 0 {
+		t.Errorf("restoring under the new defaults without AllowNewRules: %v, want a FingerprintError with Extra [sameresult input] only", err)
 	}
 	g, err := guard.Restore(snap, guard.Config{Rules: detector.Defaults(), AllowNewRules: true})
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/loopguard/loopguard/rule"
 )
 
-const want = `detectors, in the order they are asked: finish, budget, refusal, repeat, failure, sameresult, oscillation, noprogress, text, failstreak
+const want = `detectors, in the order they are asked: finish, budget, refusal, repeat, failure, sameresult, oscillation, noprogress, text, input, failstreak
 step 0: get_invoice {"id": "inv_7"}: go on
 step 1: charge_card {"invoice": "inv_7", "key": "a1"}: go on
 step 2: charge_card {"invoice": "inv_7", "key": "a2"}: go on
