@@ -132,9 +132,12 @@ RUNS = [
     ka(P + "d0-examine-cellphone-desklamp-316", "healthy",
        "Takes cellphone 1 (6); the lamp search gets 'Nothing happens.' 8 times from 8 different commands (desk 1 while there, desk 2, shelf 2, sidetable 2, room 2, room 3, 'rest on bed 1', 'nap on bed 1'), never the same twice, then goes back to desk 1, sees the desklamp and uses it: success at 33.",
        None, "none", "It missed the desklamp listed on desk 1 at step 4."),
-    ka(P + "d0-heat-apple-fridge-16", "healthy",
-       "Opens fridge 1 four times from afar ('Nothing happens.', steps 4-7), then sweeps countertops and cabinets 27 down to 15 (9-50), each a new receptacle with a new observation; it missed the apple on countertop 1 (9) and is still sweeping at the 50-call cap: a failure, not a loop.",
-       None, "sweep", "A short identical run (4 calls) at the start that it leaves by itself."),
+    ka(P + "d0-heat-apple-fridge-16", "unclear",
+       "Opens fridge 1 four times from afar ('Nothing happens.', steps 4-7: the same failing call four times in a row, a short loop), then sweeps countertops and cabinets 27 down to 15 (9-50), each a new receptacle with a new observation; it missed the apple on countertop 1 (9) and is still sweeping at the 50-call cap.",
+       None, "sweep",
+       "A short identical run (4 calls) at the start that it leaves by itself. Read healthy first (a failure, not a loop); "
+       "changed to unclear after the audit stopped it at its third identical call (line 6): four identical failing calls in a row "
+       "are the repeated-call rule's loop by this corpus's conventions (threshold 3), and the run is neither a clean success nor a loop to the end."),
 
     # Unclear.
     ka(P + "d0-heat-egg-diningtable-18", "unclear",
