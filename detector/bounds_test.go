@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/loopguard/loopguard/detector/failure"
+	"github.com/loopguard/loopguard/detector/input"
 	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/noprogress"
 	"github.com/loopguard/loopguard/detector/oscillation"
@@ -74,6 +75,9 @@ func TestCheckBounds(t *testing.T) {
 		{"stall: stalled steps and outcomes",
 			func() rule.Rule { return must(stall.New(stall.Options{})) },
 			`{"stalled":2,"outcomes":"` + outcomesOf(5) + `"}`, rule.Counters{Steps: 2, ToolCalls: 5}, true, false},
+		{"input: steps in the window and their indexes",
+			func() rule.Rule { return must(input.New(input.Options{})) },
+			`{"inputs":["` + sum1 + `",null,"` + sum1 + `"],"steps":[1,4,7]}`, rule.Counters{Steps: 8}, true, true},
 		{"sameresult: one call of the streak per step",
 			func() rule.Rule { return must(sameresult.New(sameresult.Options{})) },
 			`{"tool":"` + sum1 + `","result":"` + sum2 + `","key":"` + sum1 + `","count":3}`, rule.Counters{Steps: 3, ToolCalls: 3}, true, false},

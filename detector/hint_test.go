@@ -8,6 +8,7 @@ import (
 	"github.com/loopguard/loopguard/detector/budget"
 	"github.com/loopguard/loopguard/detector/failure"
 	"github.com/loopguard/loopguard/detector/finish"
+	"github.com/loopguard/loopguard/detector/input"
 	"github.com/loopguard/loopguard/detector/noprogress"
 	"github.com/loopguard/loopguard/detector/oscillation"
 	"github.com/loopguard/loopguard/detector/refusal"
@@ -42,6 +43,7 @@ func TestEveryFaultHasAHint(t *testing.T) {
 		{stall.ReasonStall, stall.Evidence{}, "steps keep coming back with nothing new, whatever the text"},
 		{window.ReasonWindowedRepeat, window.Evidence{}, "the agent keeps coming back to the same call between others"},
 		{sameresult.ReasonSameResult, sameresult.Evidence{}, "the agent rewords its call, but the tool keeps returning the same"},
+		{input.ReasonRepeatedInput, input.Evidence{}, "the agent is told the same thing again and again, and answers only in words"},
 	}
 	for _, tt := range tests {
 		got := guard.Explain(guard.Verdict{Stop: true, Reason: tt.reason, Code: "X", Detail: "d", Evidence: tt.evidence})

@@ -11,6 +11,7 @@ import (
 	"github.com/loopguard/loopguard/detector/budget"
 	"github.com/loopguard/loopguard/detector/failure"
 	"github.com/loopguard/loopguard/detector/finish"
+	"github.com/loopguard/loopguard/detector/input"
 	"github.com/loopguard/loopguard/detector/noprogress"
 	"github.com/loopguard/loopguard/detector/oscillation"
 	"github.com/loopguard/loopguard/detector/refusal"
@@ -109,7 +110,7 @@ func TestNoSecretReachesWarnings(t *testing.T) {
 		"noProgress": {"warn": true, "threshold": 4}, "toolLimit": {"warn": true},
 		"window": {"warn": true, "window": 6, "threshold": 2}, "stall": {"warn": true, "threshold": 3},
 		"repeatedFailure": {"warn": true}, "repeatedText": {"warn": true, "threshold": 4}, "repeatedRefusal": {"warn": true},
-		"sameResult": {"warn": true},
+		"sameResult": {"warn": true}, "repeatedInput": {"warn": true},
 		"tools": {"capped": {"maxCalls": 3}}}`
 	all := strings.Join(secrets, " ")
 	secretCall := func(name string, i int) guard.ToolCall {
@@ -118,7 +119,7 @@ func TestNoSecretReachesWarnings(t *testing.T) {
 	// Each scenario is a run of its own: a repeat, a cycle, a cap, a
 	// windowed repeat, the same failure with other arguments, text-only
 	// steps, and a refused call asked for again and again.
-	var repeatRun, cycle, capRun, windowRun, failRun, stallRun, refusedRun, sameResultRun []guard.ToolCall
+	var repeatRun, cycle, capRun, windowRun, failRun, stallRun, refusedRun, sameResultRun, toldRun []guard.ToolCall
 	sameResultPage := strings.Repeat(all+" ", 600/len(all)+1) // over 512 bytes
 	for i := range 5 {
 		repeatRun = append(repeatRun, secretCall("sk-live-7f3a9c search", 0))
@@ -129,10 +130,11 @@ func TestNoSecretReachesWarnings(t *testing.T) {
 		stallRun = append(stallRun, guard.ToolCall{})
 		refusedRun = append(refusedRun, guard.ToolCall{Name: "refused", Args: secretJSON(0)})
 		sameResultRun = append(sameResultRun, guard.ToolCall{Name: "sk-live-7f3a9c fetch", Args: secretJSON(i), Result: sameResultPage})
+		toldRun = append(toldRun, guard.ToolCall{Name: "told"})
 	}
 	codes := map[string]bool{}
 	var texts []string
-	for _, calls := range [][]guard.ToolCall{repeatRun, cycle, capRun, windowRun, failRun, stallRun, refusedRun, sameResultRun} {
+	for _, calls := range [][]guard.ToolCall{repeatRun, cycle, capRun, windowRun, failRun, stallRun, refusedRun, sameResultRun, toldRun} {
 		cfg, err := detector.FromJSON([]byte(doc))
 		if err != nil {
 			t.Fatal(err)
@@ -145,6 +147,8 @@ func TestNoSecretReachesWarnings(t *testing.T) {
 			s := guard.Step{Text: "my secret is " + all}
 			switch c.Name {
 			case "":
+			case "told": // the same message full of secrets, answered in words
+				s.Input = "the tests still fail: " + all
 			case "refused":
 				s.Refused = []guard.ToolCall{c}
 			default:
@@ -170,7 +174,7 @@ func TestNoSecretReachesWarnings(t *testing.T) {
 	for _, want := range []string{repeat.WarningCode, oscillation.WarningCode, noprogress.WarningCode,
 		toollimit.WarningCode, window.WarningCode, stall.WarningCode,
 		window.Code, stall.Code, failure.WarningCode, failure.Code,
-		textrule.WarningCode, textrule.Code, refusal.WarningCode, refusal.Code, sameresult.WarningCode, sameresult.Code} {
+		textrule.WarningCode, textrule.Code, refusal.WarningCode, refusal.Code, sameresult.WarningCode, sameresult.Code, input.WarningCode, input.Code} {
 		if !codes[want] {
 			t.Errorf("the runs never gave %s; the test does not cover it (codes seen: %v)", want, codes)
 		}

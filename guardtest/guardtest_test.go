@@ -6,6 +6,7 @@ import (
 
 	"github.com/loopguard/loopguard/detector/budget"
 	"github.com/loopguard/loopguard/detector/finish"
+	"github.com/loopguard/loopguard/detector/input"
 	"github.com/loopguard/loopguard/detector/noprogress"
 	"github.com/loopguard/loopguard/detector/oscillation"
 	"github.com/loopguard/loopguard/detector/repeat"
@@ -67,6 +68,8 @@ func builtins(t *testing.T) []struct {
 		{"window/default", factory(t, window.New, window.Options{}), factory(t, window.New, window.Options{Threshold: 7})},
 		{"sameresult/default", factory(t, sameresult.New, sameresult.Options{}), factory(t, sameresult.New, sameresult.Options{Threshold: 5})},
 		{"sameresult/short", factory(t, sameresult.New, sameresult.Options{Threshold: 2, MinBytes: 1, Warn: true}), factory(t, sameresult.New, sameresult.Options{Threshold: 3, MinBytes: 1, Warn: true})},
+		{"input/default", factory(t, input.New, input.Options{}), factory(t, input.New, input.Options{Threshold: 4})},
+		{"input/short", factory(t, input.New, input.Options{Window: 4, Threshold: 2, MinBytes: 1, Warn: true}), factory(t, input.New, input.Options{Window: 5, Threshold: 2, MinBytes: 1, Warn: true})},
 		{"window/warn", factory(t, window.New, window.Options{Window: 6, Threshold: 3, Warn: true}), factory(t, window.New, window.Options{Window: 7, Threshold: 3, Warn: true})},
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/loopguard/loopguard/detector/budget"
 	"github.com/loopguard/loopguard/detector/finish"
+	"github.com/loopguard/loopguard/detector/input"
 	"github.com/loopguard/loopguard/detector/noprogress"
 	"github.com/loopguard/loopguard/detector/oscillation"
 	"github.com/loopguard/loopguard/detector/repeat"
@@ -55,6 +56,7 @@ func allRules(t testing.TB) []rule.Rule {
 		must(oscillation.New(oscillation.Options{MaxPeriod: 4, Repeats: 3})),
 		must(noprogress.New(noprogress.Options{Threshold: 4, Window: 8})),
 		must(sameresult.New(sameresult.Options{Threshold: 3, MinBytes: 1})),
+		must(input.New(input.Options{Window: 4, Threshold: 2, MinBytes: 1})),
 	}
 }
 
