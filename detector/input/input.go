@@ -48,6 +48,7 @@ import (
 	"fmt"
 
 	"github.com/loopguard/loopguard/canonical"
+	"github.com/loopguard/loopguard/detector/internal/winopt"
 	"github.com/loopguard/loopguard/internal/ring"
 	"github.com/loopguard/loopguard/rule"
 )
@@ -154,32 +155,14 @@ var (
 // New returns a rule with these options, or an error (a
 // *rule.OptionError) for every invalid option.
 func New(o Options) (*Rule, error) {
-	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, &rule.OptionError{Detector: Name, Field: field, Err: fmt.Errorf(format, args...)})
-	}
-	if o.Window != 0 && (o.Window < 2 || o.Window > MaxWindow) {
-		bad("Window", "must be 0 (the default, %d) or from 2 to %d, not %d", DefaultWindow, MaxWindow, o.Window)
-	}
-	if o.Threshold != 0 && o.Threshold < 2 {
-		bad("Threshold", "must be 0 (the default, %d) or at least 2, not %d", DefaultThreshold, o.Threshold)
-	}
-	if o.MinBytes != 0 && (o.MinBytes < 1 || o.MinBytes > MaxMinBytes) {
-		bad("MinBytes", "must be 0 (the default, %d) or from 1 to %d, not %d", DefaultMinBytes, MaxMinBytes, o.MinBytes)
-	}
-	if len(errs) == 0 {
-		if o.Window == 0 {
-			o.Window = DefaultWindow
-		}
-		if o.Threshold == 0 {
-			o.Threshold = DefaultThreshold
-		}
-		if o.MinBytes == 0 {
-			o.MinBytes = DefaultMinBytes
-		}
-		if o.Threshold > o.Window {
-			bad("Threshold", "%d exceeds the window of %d steps", o.Threshold, o.Window)
-		}
+	b := winopt.Bounds{Rule: Name, DefaultThreshold: DefaultThreshold, DefaultWindow: DefaultWindow, MaxWindow: MaxWindow}
+	errs := b.Check(&o.Threshold, &o.Window)
+	switch {
+	case o.MinBytes == 0:
+		o.MinBytes = DefaultMinBytes
+	case o.MinBytes < 1 || o.MinBytes > MaxMinBytes:
+		errs = append(errs, &rule.OptionError{Detector: Name, Field: "MinBytes",
+			Err: fmt.Errorf("must be 0 (the default, %d) or from 1 to %d, not %d", DefaultMinBytes, MaxMinBytes, o.MinBytes)})
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

@@ -55,6 +55,7 @@ import (
 	"strings"
 
 	"github.com/loopguard/loopguard/canonical"
+	"github.com/loopguard/loopguard/detector/internal/winopt"
 	"github.com/loopguard/loopguard/internal/ring"
 	"github.com/loopguard/loopguard/rule"
 )
@@ -174,28 +175,8 @@ var (
 // New returns a rule with these options, or an error (a
 // *rule.OptionError) for every invalid option.
 func New(o Options) (*Rule, error) {
-	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, &rule.OptionError{Detector: Name, Field: field, Err: fmt.Errorf(format, args...)})
-	}
-	if o.Window != 0 && (o.Window < 2 || o.Window > MaxWindow) {
-		bad("Window", "must be 0 (the default, %d) or from 2 to %d, not %d", DefaultWindow, MaxWindow, o.Window)
-	}
-	if o.Threshold != 0 && o.Threshold < 2 {
-		bad("Threshold", "must be 0 (the default, %d) or at least 2, not %d", DefaultThreshold, o.Threshold)
-	}
-	if len(errs) == 0 {
-		if o.Window == 0 {
-			o.Window = DefaultWindow
-		}
-		if o.Threshold == 0 {
-			o.Threshold = DefaultThreshold
-		}
-		if o.Threshold > o.Window {
-			bad("Threshold", "%d exceeds the window of %d steps", o.Threshold, o.Window)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	b := winopt.Bounds{Rule: Name, DefaultThreshold: DefaultThreshold, DefaultWindow: DefaultWindow, MaxWindow: MaxWindow}
+	if err := errors.Join(b.Check(&o.Threshold, &o.Window)...); err != nil {
 		return nil, err
 	}
 	return &Rule{opts: o}, nil
