@@ -12,8 +12,9 @@ it (none was run); `steps` and `stats` are counted from the files. The runs and 
 are listed in convert/alfworld/runs.tsv; convert/alfworld/build.sh rebuilds them;
 convert/alfworld/NOTES.md has the conventions. Conventions of the merge as in corpus3_manifest.py.
 """
-import json
 import os
+
+import manifest_batch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRACES = os.path.dirname(HERE)
@@ -150,49 +151,13 @@ RUNS = [
 ]
 
 
-def count(path):
-    steps = calls = 0
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                steps += 1
-                calls += len(json.loads(line).get("toolCalls") or [])
-    return steps, calls
-
-
 def main():
     files = {e["file"] for e in RUNS}
     missing = sorted(set(TSV) - files)
     if missing or len(files) != len(RUNS):
         raise SystemExit("runs.tsv and RUNS differ: %s" % missing)
-    out = []
-    for e in RUNS:
-        s, c = count(os.path.join(TRACES, e["file"]))
-        e = dict(e)
-        e["steps"] = s
-        # Under "stats", as in MANIFEST.json: a top-level "toolCalls" key makes audit read this
-        # file as a trace of steps when it walks testdata/traces.
-        e["stats"] = {"steps": s, "toolCalls": c}
-        out.append(e)
-    with open(os.path.join(HERE, "alfworld-manifest.json"), "w", encoding="utf-8") as f:
-        json.dump(out, f, indent=1, ensure_ascii=False)
-        f.write("\n")
-    # Merge into MANIFEST.json as the corpus2/corpus3 entries were: the same keys, exit_status
-    # null and pattern_original = pattern; entries already there (by file) are left alone.
-    mpath = os.path.join(TRACES, "MANIFEST.json")
-    with open(mpath, encoding="utf-8") as f:
-        man = json.load(f)
-    have = {e["file"] for e in man}
-    for e in out:
-        if e["file"] in have:
-            continue
-        e = dict(e)
-        e["exit_status"] = None
-        e["pattern_original"] = e["pattern"]
-        man.append(e)
-    with open(mpath, "w", encoding="utf-8") as f:
-        json.dump(man, f, indent=1, ensure_ascii=True)
-        f.write("\n")
+    out = manifest_batch.write(RUNS, "alfworld-manifest.json")
+    manifest_batch.merge(out)
 
 
 if __name__ == "__main__":

@@ -5,11 +5,7 @@ corpus2 batch (issue 22), in MANIFEST.json's schema, for the coordinator to merg
 Labels, `why` and `loop_start` were written here by reading each converted run before any
 detector ran on it; `steps` and `stats` are counted from the files.
 """
-import json
-import os
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-TRACES = os.path.dirname(HERE)
+import manifest_batch
 
 MINT = dict(source_repo="xingyaoww/mint-bench", source_commit="3f7f12c10bf763be1e6dbdeb42feb57624121f61",
             license="Apache-2.0", harness="mint", converter="convert/shortcap/mint_results.py",
@@ -160,29 +156,8 @@ RUNS += [
 ]
 
 
-def count(path):
-    steps = calls = 0
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                steps += 1
-                calls += len(json.loads(line).get("toolCalls") or [])
-    return steps, calls
-
-
 def main():
-    out = []
-    for e in RUNS:
-        s, c = count(os.path.join(TRACES, e["file"]))
-        e = dict(e)
-        e["steps"] = s
-        # Counts go under "stats", as in MANIFEST.json: a top-level "toolCalls" key makes audit
-        # read this file as a trace of steps when it walks testdata/traces.
-        e["stats"] = {"steps": s, "toolCalls": c}
-        out.append(e)
-    with open(os.path.join(HERE, "corpus2-manifest.json"), "w", encoding="utf-8") as f:
-        json.dump(out, f, indent=1, ensure_ascii=False)
-        f.write("\n")
+    out = manifest_batch.write(RUNS, "corpus2-manifest.json")
 
 
 if __name__ == "__main__":

@@ -8,11 +8,7 @@ thoughts step after step. Labels, `why`, `pattern` and `loop_start` were written
 each converted run before any detector ran on it; `steps` and `stats` are counted from the files.
 Conventions as in corpus2_manifest.py (`convert/shortcap/build_mint.sh` has the recipes).
 """
-import json
-import os
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-TRACES = os.path.dirname(HERE)
+import manifest_batch
 
 MINT = dict(source_repo="xingyaoww/mint-bench", source_commit="3f7f12c10bf763be1e6dbdeb42feb57624121f61",
             license="Apache-2.0", harness="mint", converter="convert/shortcap/mint_results.py",
@@ -134,45 +130,9 @@ RUNS = [
 ]
 
 
-def count(path):
-    steps = calls = 0
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                steps += 1
-                calls += len(json.loads(line).get("toolCalls") or [])
-    return steps, calls
-
-
 def main():
-    out = []
-    for e in RUNS:
-        s, c = count(os.path.join(TRACES, e["file"]))
-        e = dict(e)
-        e["steps"] = s
-        # Under "stats", as in MANIFEST.json: a top-level "toolCalls" key makes audit read this
-        # file as a trace of steps when it walks testdata/traces.
-        e["stats"] = {"steps": s, "toolCalls": c}
-        out.append(e)
-    with open(os.path.join(HERE, "corpus3-manifest.json"), "w", encoding="utf-8") as f:
-        json.dump(out, f, indent=1, ensure_ascii=False)
-        f.write("\n")
-    # Merge into MANIFEST.json as the corpus2 entries were: the same keys, exit_status null and
-    # pattern_original = pattern; entries already there (by file) are left alone.
-    mpath = os.path.join(TRACES, "MANIFEST.json")
-    with open(mpath, encoding="utf-8") as f:
-        man = json.load(f)
-    have = {e["file"] for e in man}
-    for e in out:
-        if e["file"] in have:
-            continue
-        e = dict(e)
-        e["exit_status"] = None
-        e["pattern_original"] = e["pattern"]
-        man.append(e)
-    with open(mpath, "w", encoding="utf-8") as f:
-        json.dump(man, f, indent=1, ensure_ascii=True)
-        f.write("\n")
+    out = manifest_batch.write(RUNS, "corpus3-manifest.json")
+    manifest_batch.merge(out)
 
 
 if __name__ == "__main__":
