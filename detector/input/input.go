@@ -18,6 +18,9 @@
 // message: a loop that repeats calls is the other rules' to stop, and an
 // agent that is given the same task again and works on it (a hook that
 // feeds the same prompt back each time the agent would stop) is not looping.
+// A step in which the guard refused a call does not count either: the
+// model tried to act, and asking again for a refused call is package
+// refusal's pattern.
 // A step whose input is shorter than Options.MinBytes (64 by default) does
 // not count either: "yes", "continue" and "APPROVE" come back the same in
 // healthy runs. Such steps hold a place in the window. An input that comes
@@ -185,10 +188,11 @@ func (d *Rule) Priority() int { return Priority }
 func (d *Rule) Options() any { return d.opts }
 
 // counts reports whether the step's input counts: it is at least MinBytes
-// long and the step makes no call that the guard does not ignore.
+// long, and the step makes no call that the guard does not ignore and had
+// none refused.
 func (s *state) counts(f *rule.Facts) bool {
 	st := f.Step()
-	if !f.NewInput || st == nil || len(st.Input) < s.r.opts.MinBytes {
+	if !f.NewInput || st == nil || len(st.Input) < s.r.opts.MinBytes || len(f.Refused) > 0 {
 		return false
 	}
 	for i := range f.Calls {
