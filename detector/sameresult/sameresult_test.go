@@ -1,12 +1,9 @@
 package sameresult_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -377,53 +374,21 @@ func TestSameResultOptions(t *testing.T) {
 // stops the two MINT runs whose searches only add words and get the same
 // summary back, on their fourth search, and no healthy run.
 func TestSameResultRealTraces(t *testing.T) {
-	dir := filepath.Join("..", "..", "testdata", "traces")
-	var manifest []struct {
-		File  string
-		Label string
-	}
-	data, err := os.ReadFile(filepath.Join(dir, "MANIFEST.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(data, &manifest); err != nil {
-		t.Fatal(err)
-	}
 	want := map[string]int{ // the line of the first stop, 1-based
 		"mint-codeactmistral7b-hotpotqa-6.jsonl": 4,
 		"mint-codellama34b-fbgpt4-mmlu-50.jsonl": 4,
 	}
 	healthy := 0
-	for _, m := range manifest {
-		g := newSameResultGuard(t, sameresult.Options{}, guard.Config{})
-		f, err := os.Open(filepath.Join(dir, m.File))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := 0
-		sc := bufio.NewScanner(f)
-		sc.Buffer(nil, 16<<20)
-		for line := 1; sc.Scan(); line++ {
-			var s guard.Step
-			if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
-				t.Fatalf("%s:%d: %v", m.File, line, err)
-			}
-			if ruletest.Check(t, g, s).Stop && got == 0 {
-				got = line
-			}
-		}
-		f.Close()
-		if err := sc.Err(); err != nil {
-			t.Fatal(err)
-		}
-		if m.Label == "healthy" {
+	for _, tr := range ruletest.Traces(t) {
+		got := ruletest.FirstStop(t, newSameResultGuard(t, sameresult.Options{}, guard.Config{}), tr.Steps)
+		if tr.Label == "healthy" {
 			healthy++
 			if got != 0 {
-				t.Errorf("%s (healthy) stops at line %d", m.File, got)
+				t.Errorf("%s (healthy) stops at line %d", tr.File, got)
 			}
 		}
-		if w, ok := want[m.File]; ok && got != w {
-			t.Errorf("%s (%s): first stop at line %d, want %d", m.File, m.Label, got, w)
+		if w, ok := want[tr.File]; ok && got != w {
+			t.Errorf("%s (%s): first stop at line %d, want %d", tr.File, tr.Label, got, w)
 		}
 	}
 	if healthy < 100 {

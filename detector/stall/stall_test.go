@@ -1,14 +1,11 @@
 package stall_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -535,18 +532,6 @@ func TestOptions(t *testing.T) {
 // commands make five steps without a new outcome: that is why the rule is
 // not in detector.Defaults (docs/thresholds.md).
 func TestRealTraces(t *testing.T) {
-	dir := filepath.Join("..", "..", "testdata", "traces")
-	var manifest []struct {
-		File  string
-		Label string
-	}
-	data, err := os.ReadFile(filepath.Join(dir, "MANIFEST.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(data, &manifest); err != nil {
-		t.Fatal(err)
-	}
 	want := map[string]int{ // the line of the first stop, 1-based
 		"mini-gemini3pro-django-11299.jsonl": 35, // format errors on lines 31-38
 		"mini-gemini3pro-sympy-15976.jsonl":  25,
@@ -564,39 +549,19 @@ func TestRealTraces(t *testing.T) {
 		"knowagent-alfworld-d1-examine-book-desklamp-304.jsonl":      16,
 	}
 	healthy := 0
-	for _, m := range manifest {
-		got := 0
-		g := newGuard(t, stall.Options{}, guard.Config{})
-		f, err := os.Open(filepath.Join(dir, m.File))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(nil, 16<<20)
-		for line := 1; sc.Scan(); line++ {
-			var s guard.Step
-			if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
-				t.Fatalf("%s:%d: %v", m.File, line, err)
-			}
-			if ruletest.Check(t, g, s).Stop && got == 0 {
-				got = line
-			}
-		}
-		f.Close()
-		if err := sc.Err(); err != nil {
-			t.Fatal(err)
-		}
-		if m.Label == "healthy" {
+	for _, tr := range ruletest.Traces(t) {
+		got := ruletest.FirstStop(t, newGuard(t, stall.Options{}, guard.Config{}), tr.Steps)
+		if tr.Label == "healthy" {
 			healthy++
-			if got != healthyStops[m.File] {
-				t.Errorf("%s (healthy) stops at line %d, want %d (0: none)", m.File, got, healthyStops[m.File])
+			if got != healthyStops[tr.File] {
+				t.Errorf("%s (healthy) stops at line %d, want %d (0: none)", tr.File, got, healthyStops[tr.File])
 			}
 			continue
 		}
 		// The other loops are the default set's to catch; this rule
 		// need not.
-		if w, ok := want[m.File]; ok && got != w {
-			t.Errorf("%s (%s): first stop at line %d, want %d", m.File, m.Label, got, w)
+		if w, ok := want[tr.File]; ok && got != w {
+			t.Errorf("%s (%s): first stop at line %d, want %d", tr.File, tr.Label, got, w)
 		}
 	}
 	if healthy < 10 {

@@ -1,13 +1,10 @@
 package window_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -730,18 +727,6 @@ func TestOptions(t *testing.T) {
 // crate's reading (comparing calls) stops; and the loops listed stop where
 // they did.
 func TestRealTraces(t *testing.T) {
-	dir := filepath.Join("..", "..", "testdata", "traces")
-	var manifest []struct {
-		File  string
-		Label string
-	}
-	data, err := os.ReadFile(filepath.Join(dir, "MANIFEST.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(data, &manifest); err != nil {
-		t.Fatal(err)
-	}
 	want := map[string]int{ // the line of the first stop, 1-based
 		"mini-gemini3pro-sympy-15976.jsonl": 24,
 		"react-webshop-ep024.jsonl":         14,
@@ -751,45 +736,22 @@ func TestRealTraces(t *testing.T) {
 		"reflexion-hotpotqa-t1-a102.jsonl":  6,
 	}
 	healthy := 0
-	for _, m := range manifest {
-		got, byCall := 0, 0
-		g := newGuard(t, window.Options{Compare: window.CompareOutcome}, guard.Config{})
-		gc := newGuard(t, window.Options{Compare: window.CompareCall}, guard.Config{})
-		f, err := os.Open(filepath.Join(dir, m.File))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(nil, 16<<20)
-		for line := 1; sc.Scan(); line++ {
-			var s guard.Step
-			if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
-				t.Fatalf("%s:%d: %v", m.File, line, err)
-			}
-			if ruletest.Check(t, g, s).Stop && got == 0 {
-				got = line
-			}
-			if ruletest.Check(t, gc, s).Stop && byCall == 0 {
-				byCall = line
-			}
-		}
-		f.Close()
-		if err := sc.Err(); err != nil {
-			t.Fatal(err)
-		}
-		if m.Label == "healthy" {
+	for _, tr := range ruletest.Traces(t) {
+		got := ruletest.FirstStop(t, newGuard(t, window.Options{Compare: window.CompareOutcome}, guard.Config{}), tr.Steps)
+		byCall := ruletest.FirstStop(t, newGuard(t, window.Options{Compare: window.CompareCall}, guard.Config{}), tr.Steps)
+		if tr.Label == "healthy" {
 			healthy++
 			if got != 0 {
-				t.Errorf("%s (healthy) stops at line %d", m.File, got)
+				t.Errorf("%s (healthy) stops at line %d", tr.File, got)
 			}
 		}
-		if m.File == "autogen-chess-tools-gpt4-white.jsonl" && byCall == 0 {
-			t.Errorf("%s: comparing calls no longer stops the polling run; the test shows nothing", m.File)
+		if tr.File == "autogen-chess-tools-gpt4-white.jsonl" && byCall == 0 {
+			t.Errorf("%s: comparing calls no longer stops the polling run; the test shows nothing", tr.File)
 		}
 		// The other loops are the default set's to catch; this rule
 		// need not.
-		if w, ok := want[m.File]; ok && got != w {
-			t.Errorf("%s (%s): first stop at line %d, want %d", m.File, m.Label, got, w)
+		if w, ok := want[tr.File]; ok && got != w {
+			t.Errorf("%s (%s): first stop at line %d, want %d", tr.File, tr.Label, got, w)
 		}
 	}
 	if healthy < 10 {
