@@ -323,3 +323,36 @@ func TestSummary(t *testing.T) {
 		t.Errorf("summary (-want +got):\n%s", diff)
 	}
 }
+
+// TestRealTraces runs the rule alone on every labelled trace: it stops the
+// three ChatDev runs whose test report comes back each time, where the
+// report is told the third time, and no healthy run.
+func TestRealTraces(t *testing.T) {
+	want := map[string]int{ // the line of the first stop, 1-based; 0: none
+		"chatdev-backgroundremoval.jsonl": 12,
+		"chatdev-poker1.jsonl":            17,
+		"chatdev-timer.jsonl":             26,
+		// The same expert feedback three times, but on steps with calls.
+		"mint-claude2-fbgpt4-alfworld-heatmug.jsonl": 0,
+	}
+	healthy, stopped := 0, 0
+	for _, tr := range ruletest.Traces(t) {
+		got := ruletest.FirstStop(t, newGuard(t, newRule(t, input.Options{})), tr.Steps)
+		if got != 0 {
+			stopped++
+		}
+		if tr.Label == "healthy" {
+			healthy++
+			if got != 0 {
+				t.Errorf("%s (healthy) stops at line %d", tr.File, got)
+			}
+		}
+		if w, ok := want[tr.File]; ok && got != w {
+			t.Errorf("%s (%s): first stop at line %d, want %d", tr.File, tr.Label, got, w)
+		}
+	}
+	if healthy < 100 {
+		t.Errorf("only %d healthy runs found", healthy)
+	}
+	t.Logf("%d runs stopped by the rule alone", stopped)
+}
