@@ -99,6 +99,9 @@ var rejectionPhrases = [...]struct {
 	// aider: "## SearchReplaceNoExactMatch: This SEARCH block failed to
 	// exactly match lines in ...".
 	{"SearchReplaceNoExactMatch", 13},
+	// CrewAI, in place of the result of a call made again with the same
+	// input (its i18n "task_repeated_usage"): the call did not run.
+	{"I tried reusing the same input, I must stop using this action input", 0},
 }
 
 // rejectionScanMax is how many bytes of a result are read for a rejection:
@@ -139,7 +142,7 @@ func rejects(result any) bool {
 // rejectionPhrases holds one of them, upper case, which is rare in results, so
 // that a result without a rejection costs one quick search
 // (strings.IndexByte) for each.
-const rejectionAnchors = "NY"
+const rejectionAnchors = "NYI"
 
 // rejectionIn reports whether t, the text of a result, is a rejection (see
 // rejects); index is strings.IndexByte or bytes.IndexByte, as T is.

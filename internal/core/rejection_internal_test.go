@@ -79,6 +79,8 @@ const (
 	// OpenHands' edit_file_by_replace (openhands-resolver-darkmode, line
 	// 14).
 	rejectionNoExactMatch = "[No exact match found in /workspace/src/PullRequestViewer.tsx for\n```\n\nimport React, { useState, useEffect } from 'react';\n```\n]"
+	// CrewAI's task_repeated_usage (crewai-repeated-tool-usage-gpt4, line 3).
+	rejectionCrewAI = "I tried reusing the same input, I must stop using this action input. I'll try something else instead.\n\n"
 	// aider (aider-claude35-20240809-1724, line 3).
 	rejectionAider = "Committing aider/commands.py before applying edits.\nCommit 566ac8d fix: Remove unnecessary else block in Commands.run_pager method\nThe LLM did not conform to the edit format.\nhttps://aider.chat/docs/troubleshooting/edit-errors.html\n# 1 SEARCH/REPLACE block failed to match!\n\n## SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in aider/commands.py\n<<<<<<< SEARCH\n"
 )
@@ -104,6 +106,9 @@ func TestRejects(t *testing.T) {
 		{"Anthropic's editor, multiple occurrences", rejectionMultiple, true},
 		{"OpenHands' no exact match, in brackets", rejectionNoExactMatch, true},
 		{"aider, after its own lines", rejectionAider, true},
+		{"CrewAI's repeated usage", rejectionCrewAI, true},
+		{"CrewAI's repeated usage, as JSON text", rejectionJSON(rejectionCrewAI), true},
+		{"CrewAI's phrase in a model's own words", "Thought: I tried reusing the same input, I must stop using this action input.", false},
 		{"as JSON text of a string", rejectionJSON(rejectionOpenHandsLint), true},
 		{"as JSON text, after a \\n escape", rejectionJSON(rejectionOpenHandsACI), true},
 		{"as JSON text, aider's line after \\n escapes", rejectionJSON(rejectionAider), true},
