@@ -242,8 +242,10 @@ func TestThresholds(t *testing.T) {
 	}
 	// Each step from the reference's reading to the defaults adds one
 	// difference; the oscillation rule compares no results before the
-	// sameResults step, and the repeated-input rule is off before the last.
-	const noSame = `"oscillation": {"sameResults": 3}, "repeatedInput": false`
+	// sameResults step, the repeated-input rule is off before its step, and
+	// the repeat rule counts new output before the last.
+	const counts = `"repeatedToolCall": {"countNewResults": true}`
+	const noSame = `"oscillation": {"sameResults": 3}, "repeatedInput": false, ` + counts
 	const reference = `"maxSteps": 50, "finishReason": {"stopWithToolCalls": "stop"}, "repeatedRefusal": false, "repeatedFailure": false, "repeatedText": false, "sameResult": false, ` + noSame
 	settings := []struct{ name, doc string }{
 		{"the reference's reading", `{` + reference + `}`},
@@ -253,8 +255,9 @@ func TestThresholds(t *testing.T) {
 		{"+ `repeatedText` (3 in 10 steps), `repeatedRefusal`", `{"repeatedFailure": {"sameCall": 5}, "sameResult": false, ` + noSame + `}`},
 		{"+ `repeatedFailure.sameCall` 3 (4 from two calls in turn)", `{"sameResult": false, ` + noSame + `}`},
 		{"+ `sameResult` (4 calls, 512 bytes)", `{` + noSame + `}`},
-		{"+ `oscillation.sameResults` 2 (two rounds of one tool's calls with the same results, no new input)", `{"repeatedInput": false}`},
-		{"+ `repeatedInput` (the same input of 64 bytes on 3 steps within 10, answered in words): **the defaults**", `{}`},
+		{"+ `oscillation.sameResults` 2 (two rounds of one tool's calls with the same results, no new input)", `{"repeatedInput": false, ` + counts + `}`},
+		{"+ `repeatedInput` (the same input of 64 bytes on 3 steps within 10, answered in words)", `{` + counts + `}`},
+		{"+ a same call with new output starts its run again (`repeatedToolCall.countNewResults` false): **the defaults**", `{}`},
 		{"`repeatedInput.threshold` 2", `{"repeatedInput": {"threshold": 2}}`},
 		{"`repeatedInput.minBytes` 16", `{"repeatedInput": {"minBytes": 16}}`},
 		{"`repeatedInput.minBytes` 256", `{"repeatedInput": {"minBytes": 256}}`},

@@ -128,6 +128,11 @@ func TestRejectionsWithoutErrors(t *testing.T) {
 	want := map[string][2]int{
 		"openhands-resolver-darkmode.jsonl": {9, 0},
 		"openhands-llama4-ponyc-4588.jsonl": {18, 0},
+		// CrewAI's "I tried reusing the same input" is no new output: without
+		// it, the repeated calls' results change and start the run again.
+		"crewai-repeated-tool-usage-b.jsonl":    {3, 4},
+		"crewai-repeated-tool-usage-c.jsonl":    {3, 4},
+		"crewai-repeated-tool-usage-gpt4.jsonl": {3, 0},
 	}
 	if diff := cmp.Diff(want, moved); diff != "" {
 		t.Errorf("runs whose stop line moves when the rejections are off, [on, off] (-want +got):\n%s", diff)

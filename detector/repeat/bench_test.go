@@ -2,6 +2,8 @@ package repeat_test
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/loopguard/loopguard/canonical"
@@ -67,3 +69,30 @@ func BenchmarkPreflight(b *testing.B) {
 }
 
 var bCall = b
+
+// BenchmarkCheckPolls measures Check with only this detector in a run of
+// polls: the same call every step, each with a new 300-byte text output, so
+// every call compares two outputs by their loose hash and starts the run
+// again.
+func BenchmarkCheckPolls(b *testing.B) {
+	d, err := repeat.New(repeat.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, err := guard.New(guard.Config{Rules: []rule.Rule{d}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var steps [64]guard.Step
+	for i := range steps {
+		out := strings.Repeat("collected line of test output ", 9) + strings.Repeat("x", i+1)
+		steps[i] = guard.Step{ToolCalls: []guard.ToolCall{{Name: "execute_bash", Args: json.RawMessage(`{"command":""}`), Result: out}}}
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if v, _ := g.Check(ctx, steps[i%len(steps)]); v.Stop {
+			b.Fatal("stop")
+		}
+	}
+}

@@ -15,6 +15,21 @@
 // reaches its threshold is the one reported, even when a later call of the
 // same step ends the run.
 //
+// A same call that succeeds with new output is a poll, not a repeat: when
+// a call and the one before it both succeeded with a text result (a string,
+// a []byte or a json.RawMessage) and the two texts differ beyond numbers and
+// ids (see below), the run starts again at that call. An agent that waits on
+// a running command (OpenHands' empty command, Claude Code's BashOutput,
+// Codex's write_stdin) and gets new lines each time goes on; one that gets
+// the same answer, a failure, or a result that differs only in a counter, a
+// timestamp or a request id (IPython's Out[3], a search API's response time)
+// is stopped as before. Texts are compared by their first LooseBytes bytes,
+// lower-cased, with runs of white space made one space and every run of
+// letters, digits and '_' that holds a digit made one '#'. Results of other
+// types, and calls without results (logs that hold none), are not compared.
+// Options.CountNewResults counts such calls as repeats too: the reference's
+// reading.
+//
 // Some tools are legitimately called again with the same arguments, such as a
 // job-status tool that is polled until the job ends. For those, and for every
 // tool when Options.RequireIdenticalResults is set, calls are compared by
@@ -62,8 +77,9 @@ const DefaultThreshold = 3
 // newest steps of the run.
 const MaxStepIndexes = 64
 
-// Options tune the rule. The zero value is the reference's default: three
-// same calls in a row stop, results are not compared, failed calls count.
+// Options tune the rule. The zero value is the default: three same calls in
+// a row stop, failed calls count, and a call with new output starts the run
+// again (the reference's default, with CountNewResults set, counts it).
 type Options struct {
 	// Threshold is how many same calls in a row stop the run: 0 means 3,
 	// any other value must be at least 2.
@@ -74,6 +90,12 @@ type Options struct {
 	// IgnoreErrors removes failed calls from the sequence before counting:
 	// they neither extend nor break a run.
 	IgnoreErrors bool `json:"ignoreErrors"`
+	// CountNewResults counts a same call as a repeat even when it succeeded
+	// with output that differs from the call before it (beyond numbers and
+	// ids): the reference's reading, under which an agent that polls a
+	// running command three times is stopped. It changes nothing when
+	// RequireIdenticalResults is set.
+	CountNewResults bool `json:"countNewResults,omitempty"`
 	// Tools holds per-tool policies, by tool name. Tools not listed follow
 	// the options above.
 	Tools map[string]ToolPolicy `json:"tools,omitempty"`
@@ -150,6 +172,8 @@ type state struct {
 	count int
 	steps ring.Ring[int] // the newest MaxStepIndexes distinct step indexes, oldest first
 
+	last lastResult // the newest call's result, to tell a poll's new output
+
 	verdict rule.Verdict
 }
 
@@ -189,6 +213,9 @@ func New(o Options) (*Rule, error) {
 
 	if o.Threshold == 0 {
 		o.Threshold = DefaultThreshold
+	}
+	if o.RequireIdenticalResults {
+		o.CountNewResults = false // outputs that differ end a run anyway
 	}
 	d := &Rule{def: policy{threshold: o.Threshold, outcomes: o.RequireIdenticalResults}}
 	tools := make(map[string]ToolPolicy, len(o.Tools))
@@ -234,10 +261,22 @@ func (d *Rule) Priority() int { return rule.PriorityRepeat }
 // Options returns the options with every default filled in: zero thresholds
 // replaced by the ones that apply, and tool policies that change nothing
 // left out. Equal behaviour gives equal options.
+//
+// CountNewResults is written only when set (and reads false when
+// RequireIdenticalResults is set, under which it changes nothing), so that
+// the default options fingerprint as they did before the rule told new
+// output: a run saved by an earlier release restores under the new default,
+// its newest result unknown, so that its next same call counts as it did.
 func (d *Rule) Options() any {
 	o := d.opts
 	o.Tools = maps.Clone(o.Tools)
 	return o
+}
+
+// tellsNewOutput reports whether a same call with new output starts the run
+// again under these options.
+func (d *Rule) tellsNewOutput() bool {
+	return !d.opts.CountNewResults && !d.opts.RequireIdenticalResults
 }
 
 // ruleFor returns the policy for calls of a tool.
@@ -266,7 +305,14 @@ func (s *state) Observe(f *rule.Facts) {
 		if r.outcomes {
 			sig = c.Outcome
 		}
-		if s.count > 0 && sig == s.sig {
+		polls := !r.outcomes && s.r.tellsNewOutput()
+		newOutput := false
+		if polls {
+			newOutput = s.last.push(c, s.count > 0 && sig == s.sig)
+		} else {
+			s.last.clear()
+		}
+		if s.count > 0 && sig == s.sig && !newOutput {
 			if s.count < maxCount {
 				s.count++
 			}
@@ -387,6 +433,7 @@ func appendIndex(steps []int, i int) []int {
 func (s *state) reset() {
 	s.sig, s.count = canonical.Sum{}, 0
 	s.steps.Clear()
+	s.last.clear()
 	s.verdict = rule.Verdict{}
 }
 
@@ -397,6 +444,10 @@ type saved struct {
 	Sig   canonical.Sum `json:"sig"`
 	Count int           `json:"count"`
 	Steps []int         `json:"steps"`
+	// Last is the loose hash of the newest call's result (16 hex digits),
+	// when that call succeeded with a text result and new output starts a
+	// run again; absent otherwise, and in snapshots of earlier releases.
+	Last string `json:"last,omitempty"`
 }
 
 // Snapshot returns the current run as JSON, or null when there is none. The
@@ -405,7 +456,7 @@ func (s *state) Snapshot(rule.SnapshotOptions) ([]byte, error) {
 	if s.count == 0 {
 		return []byte("null"), nil
 	}
-	return json.Marshal(saved{Sig: s.sig, Count: s.count, Steps: s.steps.AppendTo(nil)})
+	return json.Marshal(saved{Sig: s.sig, Count: s.count, Steps: s.steps.AppendTo(nil), Last: s.last.saved()})
 }
 
 // Restore replaces the state by one that Snapshot returned.
@@ -433,8 +484,17 @@ func (s *state) Restore(data []byte) error {
 			return fmt.Errorf("%s: step indexes are not ascending non-negative numbers", Name)
 		}
 	}
+	var last lastResult
+	if in.Last != "" {
+		if !s.r.tellsNewOutput() {
+			return fmt.Errorf("%s: a newest result, but these options count new output as a repeat", Name)
+		}
+		if err := last.restore(in.Last); err != nil {
+			return fmt.Errorf("%s: %w", Name, err)
+		}
+	}
 	s.reset()
-	s.sig, s.count = in.Sig, in.Count
+	s.sig, s.count, s.last = in.Sig, in.Count, last
 	for _, x := range in.Steps {
 		s.steps.Push(x) // ascending: each is new
 	}

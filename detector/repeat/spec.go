@@ -16,7 +16,7 @@ const (
 
 // Spec tells an options document how to build the rule: from
 // "repeatedToolCall" ({"threshold": N, "requireIdenticalResults": b,
-// "ignoreErrors": b, "warn": b}, true for the defaults or false for none)
+// "ignoreErrors": b, "countNewResults": b, "warn": b}, true for the defaults or false for none)
 // and the tool fields tools.<name>.repeatThreshold (N) and
 // tools.<name>.polling (true, false or {"maxIdenticalResults": N}). It is on
 // by default.
@@ -33,6 +33,7 @@ func build(in rule.Input) (rule.Rule, error) {
 		"threshold":               r.SetInt(&o.Threshold, 2),
 		"requireIdenticalResults": r.SetBool(&o.RequireIdenticalResults),
 		"ignoreErrors":            r.SetBool(&o.IgnoreErrors),
+		"countNewResults":         r.SetBool(&o.CountNewResults),
 		"warn":                    r.SetBool(&o.Warn),
 	})
 	for _, tool := range options.SortedKeys(in.Tools) {
@@ -61,6 +62,7 @@ func build(in rule.Input) (rule.Rule, error) {
 		"Threshold":               optionKey + ".threshold",
 		"RequireIdenticalResults": optionKey + ".requireIdenticalResults",
 		"IgnoreErrors":            optionKey + ".ignoreErrors",
+		"CountNewResults":         optionKey + ".countNewResults",
 		"Warn":                    optionKey + ".warn",
 		"Tools":                   options.ToolsKey,
 	})

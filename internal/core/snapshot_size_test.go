@@ -82,7 +82,11 @@ func TestSnapshotSizeIsBounded(t *testing.T) {
 // TestGoldenSnapshot pins the snapshot format: the snapshot of a known run
 // must not change, and a guard restored from the pinned bytes goes on as the
 // original does. A change of format must raise guard.SnapshotVersion and keep
-// reading the old files.
+// reading the old files. A rule's state may gain an optional field within a
+// version when files without it read as before: the repeat rule's "last"
+// (the newest result's loose hash) is one; testdata/snapshot-v1-c7a843e.json
+// is the file as it was before, and TestGoldenSnapshotUnderTheNewRepeat reads
+// it.
 func TestGoldenSnapshot(t *testing.T) {
 	run := func(g *guard.Guard, from, to int) []string {
 		var out []string
@@ -161,7 +165,7 @@ func v1Detectors(t *testing.T) []guard.Rule {
 // the oscillation rule compared results, restores under the rule's new
 // default (its prior options are the file's), and not under other repeats.
 func TestGoldenSnapshotUnderTheNewOscillation(t *testing.T) {
-	want, err := os.ReadFile(filepath.Join("testdata", "snapshot-v1.golden.json"))
+	want, err := os.ReadFile(filepath.Join("testdata", "snapshot-v1-c7a843e.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +303,7 @@ func maxDefaultSnapshot(t testing.TB) []byte {
 		textOutcomes = append(textOutcomes, `"`+base64.RawStdEncoding.EncodeToString(b)+`"`)
 	}
 	states := map[string]string{
-		"repeat": `{"sig":"` + hash(0) + `","count":` + maxCount + `,"steps":[` + strings.Join(steps, ",") + `]}`,
+		"repeat": `{"sig":"` + hash(0) + `","count":` + maxCount + `,"steps":[` + strings.Join(steps, ",") + `],"last":"ffffffffffffffff"}`,
 		"oscillation": `{"calls":[{"key":"` + hash(1) + `","outcome":"` + hash(9) + `","tool":"` + name + `","preview":"[redacted]"},{"key":"` + hash(2) +
 			`","outcome":"` + hash(10) + `","tool":"` + name + `","preview":"[redacted]"},{"key":"` + hash(1) + `","outcome":"` + hash(9) + `","tool":"` + name +
 			`","preview":"[redacted]"}],"runs":[` + maxCount + `,` + maxCount + `],"same":[` + maxCount + `,` + maxCount + `],"fresh":` + maxCount + `}`,
@@ -338,7 +342,62 @@ func maxDefaultSnapshot(t testing.TB) []byte {
 func TestSnapshotSizeBound(t *testing.T) {
 	data := maxDefaultSnapshot(t)
 	t.Logf("largest snapshot with default options: %d bytes", len(data))
-	if len(data) != 34_577 {
-		t.Errorf("the largest snapshot with default options is %d bytes; docs/snapshots.md says 34,577", len(data))
+	if len(data) != 34_603 {
+		t.Errorf("the largest snapshot with default options is %d bytes; docs/snapshots.md says 34,603", len(data))
+	}
+}
+
+// TestGoldenSnapshotUnderTheNewRepeat: the golden file, saved before the
+// repeat rule told a poll's new output from a repeat, restores under the
+// rule's new default (which fingerprints as the old one did), its newest
+// result unknown, so that the next same call counts as it did; not under
+// the reference's reading (CountNewResults) or another threshold.
+func TestGoldenSnapshotUnderTheNewRepeat(t *testing.T) {
+	want, err := os.ReadFile(filepath.Join("testdata", "snapshot-v1-c7a843e.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		o    repeat.Options
+		ok   bool
+	}{
+		{"the new default", repeat.Options{}, true},
+		{"the reference's reading", repeat.Options{CountNewResults: true}, false},
+		{"another threshold", repeat.Options{Threshold: 4}, false},
+	} {
+		rules := v1Detectors(t)
+		rep, err := repeat.New(tt.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rules[2] = rep
+		g, err := guard.Restore(want, guard.Config{Rules: rules})
+		if ok := err == nil; ok != tt.ok {
+			t.Fatalf("%s: restore error %v, want ok %v", tt.name, err, tt.ok)
+		}
+		if err != nil {
+			continue
+		}
+		// The file's run of "loop 0" calls is 1 long; two more same calls
+		// with new output: the first counts (its predecessor's result is
+		// unknown), the second starts the run again.
+		var stops []bool
+		for _, r := range []string{"first", "second"} {
+			v := testutil.Check(t, g, guard.Step{ToolCalls: []guard.ToolCall{{Name: "search", Args: json.RawMessage(`{"q":"loop 0"}`), Result: r + " page"}}})
+			stops = append(stops, v.Stop)
+		}
+		if stops[0] || stops[1] {
+			t.Errorf("%s: stops after the restore %v, want none", tt.name, stops)
+		}
+		// A third same call with the second's output is the run's second.
+		v := testutil.Check(t, g, guard.Step{ToolCalls: []guard.ToolCall{{Name: "search", Args: json.RawMessage(`{"q":"loop 0"}`), Result: "second page"}}})
+		if v.Stop {
+			t.Errorf("%s: the run's second same output stopped: %v", tt.name, v)
+		}
+		v = testutil.Check(t, g, guard.Step{ToolCalls: []guard.ToolCall{{Name: "search", Args: json.RawMessage(`{"q":"loop 0"}`), Result: "second page"}}})
+		if !v.Stop || v.Code != repeat.Code {
+			t.Errorf("%s: the run's third same output: %v, want a %s stop", tt.name, v, repeat.Code)
+		}
 	}
 }

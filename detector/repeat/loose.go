@@ -1,0 +1,182 @@
+package repeat
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+
+	"github.com/loopguard/loopguard/canonical"
+	"github.com/loopguard/loopguard/rule"
+)
+
+// LooseBytes is how many bytes of a result's text are compared to tell a
+// poll's new output from a repeat.
+const LooseBytes = 1024
+
+// lastResult is what the rule keeps of the newest call's result: enough to
+// tell whether the next same call got new output. Its text is copied into a
+// buffer that is reused, and hashed only when a same call returns another
+// result.
+type lastResult struct {
+	ok       bool          // the call succeeded with a text result
+	exact    canonical.Sum // its rule.Call.Result; zero after a Restore
+	text     []byte        // its first LooseBytes bytes; nil after a Restore
+	loose    uint64        // looseHash(text), once hasLoose
+	hasLoose bool
+}
+
+// resultText returns the text of a result that is a string, a []byte or a
+// json.RawMessage, without copying it, and whether it is one.
+func resultText(r any) (string, []byte, bool) {
+	switch r := r.(type) {
+	case string:
+		return r, nil, true
+	case []byte:
+		return "", r, true
+	case json.RawMessage:
+		return "", r, true
+	}
+	return "", nil, false
+}
+
+// succeeded returns the text of c's result when c succeeded with a text
+// result.
+func succeeded(c *rule.Call) (string, []byte, bool) {
+	if c.Failed || c.Result == (canonical.Sum{}) || c.ToolCall() == nil {
+		return "", nil, false
+	}
+	return resultText(c.ToolCall().Result)
+}
+
+// push makes c the newest call and reports whether it brought new output:
+// same tells that c is a same call as the newest, and the answer is true
+// only when both succeeded with text results that differ beyond numbers
+// and ids. The loose hashes are computed only then, each once.
+func (l *lastResult) push(c *rule.Call, same bool) (newOutput bool) {
+	str, b, ok := succeeded(c)
+	var h uint64
+	hashed := false
+	if same && ok && l.ok && (l.exact == (canonical.Sum{}) || c.Result != l.exact) {
+		if !l.hasLoose {
+			l.loose, l.hasLoose = looseHash(l.text), true
+		}
+		h, hashed = looseOf(str, b), true
+		newOutput = h != l.loose
+	}
+	l.ok, l.exact, l.loose, l.hasLoose = ok, c.Result, h, hashed
+	l.text = l.text[:0]
+	if ok && !hashed {
+		if str != "" {
+			l.text = append(l.text, str[:min(len(str), LooseBytes)]...)
+		} else {
+			l.text = append(l.text, b[:min(len(b), LooseBytes)]...)
+		}
+	}
+	return newOutput
+}
+
+// clear forgets the newest call's result.
+func (l *lastResult) clear() {
+	l.ok, l.exact, l.hasLoose = false, canonical.Sum{}, false
+	l.text = l.text[:0]
+}
+
+// saved returns the loose hash of the newest result in 16 hex digits, or ""
+// when there is none to compare with.
+func (l *lastResult) saved() string {
+	if !l.ok {
+		return ""
+	}
+	if !l.hasLoose {
+		l.loose, l.hasLoose = looseHash(l.text), true
+	}
+	var b [16]byte
+	h := strconv.AppendUint(b[:0], l.loose, 16)
+	out := make([]byte, 16-len(h), 16)
+	for i := range out {
+		out[i] = '0'
+	}
+	return string(append(out, h...))
+}
+
+// errLast is the error of a malformed saved newest result.
+var errLast = errors.New("newest result: not 16 lower-case hex digits")
+
+// restore reads what saved wrote.
+func (l *lastResult) restore(s string) error {
+	if len(s) != 16 {
+		return errLast
+	}
+	for i := range len(s) {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return errLast
+		}
+	}
+	h, err := strconv.ParseUint(s, 16, 64)
+	if err != nil {
+		return errLast
+	}
+	*l = lastResult{ok: true, loose: h, hasLoose: true}
+	return nil
+}
+
+// looseHash hashes the first LooseBytes bytes of a text as outputs are
+// compared: ASCII letters lower-cased, each run of white space one space,
+// and each run of letters, digits and '_' that holds a digit one '#', so
+// that counters, timestamps and ids do not count as new output. It is
+// FNV-1a, 64 bits.
+func looseHash[T ~string | ~[]byte](t T) uint64 {
+	const (
+		offset = 14695981039346656037
+		prime  = 1099511628211
+	)
+	t = t[:min(len(t), LooseBytes)]
+	h := uint64(offset)
+	space := false
+	for i := 0; i < len(t); {
+		c := t[i]
+		if c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' {
+			space = true
+			i++
+			continue
+		}
+		if space {
+			h = (h ^ ' ') * prime
+			space = false
+		}
+		if !isWord(c) {
+			h = (h ^ uint64(c)) * prime
+			i++
+			continue
+		}
+		j, digit := i, false
+		for ; j < len(t) && isWord(t[j]); j++ {
+			digit = digit || '0' <= t[j] && t[j] <= '9'
+		}
+		if digit {
+			h = (h ^ '#') * prime
+		} else {
+			for _, d := range []byte(t[i:j]) {
+				if 'A' <= d && d <= 'Z' {
+					d += 'a' - 'A'
+				}
+				h = (h ^ uint64(d)) * prime
+			}
+		}
+		i = j
+	}
+	return h
+}
+
+// looseOf is looseHash of a result's text: str, or b when str is empty.
+func looseOf(str string, b []byte) uint64 {
+	if str != "" {
+		return looseHash(str)
+	}
+	return looseHash(b)
+}
+
+// isWord reports whether c is an ASCII letter, digit or '_'.
+func isWord(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_'
+}
