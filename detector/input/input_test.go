@@ -335,24 +335,6 @@ func TestRealTraces(t *testing.T) {
 		// The same expert feedback three times, but on steps with calls.
 		"mint-claude2-fbgpt4-alfworld-heatmug.jsonl": 0,
 	}
-	healthy, stopped := 0, 0
-	for _, tr := range ruletest.Traces(t) {
-		got := ruletest.FirstStop(t, newGuard(t, newRule(t, input.Options{})), tr.Steps)
-		if got != 0 {
-			stopped++
-		}
-		if tr.Label == "healthy" {
-			healthy++
-			if got != 0 {
-				t.Errorf("%s (healthy) stops at line %d", tr.File, got)
-			}
-		}
-		if w, ok := want[tr.File]; ok && got != w {
-			t.Errorf("%s (%s): first stop at line %d, want %d", tr.File, tr.Label, got, w)
-		}
-	}
-	if healthy < 100 {
-		t.Errorf("only %d healthy runs found", healthy)
-	}
+	stopped := ruletest.FirstStops(t, ruletest.Traces(t), func() *guard.Guard { return newGuard(t, newRule(t, input.Options{})) }, want)
 	t.Logf("%d runs stopped by the rule alone", stopped)
 }

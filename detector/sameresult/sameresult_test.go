@@ -378,22 +378,7 @@ func TestSameResultRealTraces(t *testing.T) {
 		"mint-codeactmistral7b-hotpotqa-6.jsonl": 4,
 		"mint-codellama34b-fbgpt4-mmlu-50.jsonl": 4,
 	}
-	healthy := 0
-	for _, tr := range ruletest.Traces(t) {
-		got := ruletest.FirstStop(t, newSameResultGuard(t, sameresult.Options{}, guard.Config{}), tr.Steps)
-		if tr.Label == "healthy" {
-			healthy++
-			if got != 0 {
-				t.Errorf("%s (healthy) stops at line %d", tr.File, got)
-			}
-		}
-		if w, ok := want[tr.File]; ok && got != w {
-			t.Errorf("%s (%s): first stop at line %d, want %d", tr.File, tr.Label, got, w)
-		}
-	}
-	if healthy < 100 {
-		t.Errorf("only %d healthy runs found", healthy)
-	}
+	ruletest.FirstStops(t, ruletest.Traces(t), func() *guard.Guard { return newSameResultGuard(t, sameresult.Options{}, guard.Config{}) }, want)
 }
 
 // TestSameResultUpgrade: a run saved under the default set without this

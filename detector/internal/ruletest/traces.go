@@ -72,3 +72,32 @@ func FirstStop(t TB, g *guard.Guard, steps []guard.Step) int {
 	}
 	return first
 }
+
+// FirstStops replays every run of testdata/traces through a guard of its
+// own (newGuard's) and checks where each first stops: a run that want
+// names at want's line (1-based; 0 for none), and any other healthy run
+// nowhere. It fails when fewer than 100 healthy runs were read, and
+// returns how many runs stopped.
+func FirstStops(t testing.TB, traces []Trace, newGuard func() *guard.Guard, want map[string]int) (stopped int) {
+	t.Helper()
+	healthy := 0
+	for _, tr := range traces {
+		got := FirstStop(t, newGuard(), tr.Steps)
+		if got != 0 {
+			stopped++
+		}
+		if tr.Label == "healthy" {
+			healthy++
+		}
+		switch w, ok := want[tr.File]; {
+		case ok && got != w:
+			t.Errorf("%s (%s): first stop at line %d, want %d (0: none)", tr.File, tr.Label, got, w)
+		case !ok && tr.Label == "healthy" && got != 0:
+			t.Errorf("%s (healthy) stops at line %d", tr.File, got)
+		}
+	}
+	if healthy < 100 {
+		t.Errorf("only %d healthy runs found", healthy)
+	}
+	return stopped
+}
