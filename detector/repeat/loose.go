@@ -3,6 +3,7 @@ package repeat
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 
 	"github.com/loopguard/loopguard/canonical"
@@ -90,13 +91,7 @@ func (l *lastResult) saved() string {
 	if !l.hasLoose {
 		l.loose, l.hasLoose = looseHash(l.text), true
 	}
-	var b [16]byte
-	h := strconv.AppendUint(b[:0], l.loose, 16)
-	out := make([]byte, 16-len(h), 16)
-	for i := range out {
-		out[i] = '0'
-	}
-	return string(append(out, h...))
+	return fmt.Sprintf("%016x", l.loose)
 }
 
 // errLast is the error of a malformed saved newest result.
