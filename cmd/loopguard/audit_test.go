@@ -243,8 +243,10 @@ func TestThresholds(t *testing.T) {
 	// Each step from the reference's reading to the defaults adds one
 	// difference; the oscillation rule compares no results before the
 	// sameResults step, the repeated-input rule is off before its step, and
-	// the repeat rule counts new output before the last.
+	// the repeat rule counts new output before its step, and the text rule
+	// tells no long text apart before the last.
 	const counts = `"repeatedToolCall": {"countNewResults": true}`
+	const short = `"repeatedText": {"long": 3}, `
 	const noSame = `"oscillation": {"sameResults": 3}, "repeatedInput": false, ` + counts
 	const reference = `"maxSteps": 50, "finishReason": {"stopWithToolCalls": "stop"}, "repeatedRefusal": false, "repeatedFailure": false, "repeatedText": false, "sameResult": false, ` + noSame
 	settings := []struct{ name, doc string }{
@@ -252,12 +254,15 @@ func TestThresholds(t *testing.T) {
 		{"+ a normal `stop` with tool calls goes on", `{"maxSteps": 50, "repeatedRefusal": false, "repeatedFailure": false, "repeatedText": false, "sameResult": false, ` + noSame + `}`},
 		{"+ `maxSteps` 150", `{"repeatedRefusal": false, "repeatedFailure": false, "repeatedText": false, "sameResult": false, ` + noSame + `}`},
 		{"+ `repeatedFailure` (5 in 10 calls)", `{"repeatedRefusal": false, "repeatedText": false, "repeatedFailure": {"sameCall": 5}, "sameResult": false, ` + noSame + `}`},
-		{"+ `repeatedText` (3 in 10 steps), `repeatedRefusal`", `{"repeatedFailure": {"sameCall": 5}, "sameResult": false, ` + noSame + `}`},
-		{"+ `repeatedFailure.sameCall` 3 (4 from two calls in turn)", `{"sameResult": false, ` + noSame + `}`},
-		{"+ `sameResult` (4 calls, 512 bytes)", `{` + noSame + `}`},
-		{"+ `oscillation.sameResults` 2 (two rounds of one tool's calls with the same results, no new input)", `{"repeatedInput": false, ` + counts + `}`},
-		{"+ `repeatedInput` (the same input of 64 bytes on 3 steps within 10, answered in words)", `{` + counts + `}`},
-		{"+ a same call with new output starts its run again (`repeatedToolCall.countNewResults` false): **the defaults**", `{}`},
+		{"+ `repeatedText` (3 in 10 steps), `repeatedRefusal`", `{` + short + `"repeatedFailure": {"sameCall": 5}, "sameResult": false, ` + noSame + `}`},
+		{"+ `repeatedFailure.sameCall` 3 (4 from two calls in turn)", `{` + short + `"sameResult": false, ` + noSame + `}`},
+		{"+ `sameResult` (4 calls, 512 bytes)", `{` + short + noSame + `}`},
+		{"+ `oscillation.sameResults` 2 (two rounds of one tool's calls with the same results, no new input)", `{` + short + `"repeatedInput": false, ` + counts + `}`},
+		{"+ `repeatedInput` (the same input of 64 bytes on 3 steps within 10, answered in words)", `{` + short + counts + `}`},
+		{"+ a same call with new output starts its run again (`repeatedToolCall.countNewResults` false)", `{"repeatedText": {"long": 3}}`},
+		{"+ a text of 200 bytes again, with a step between, stops at its second time (`repeatedText.long` 2, `longBytes` 200): **the defaults**", `{}`},
+		{"`repeatedText.longBytes` 100", `{"repeatedText": {"longBytes": 100}}`},
+		{"`repeatedText.longBytes` 500", `{"repeatedText": {"longBytes": 500}}`},
 		{"`repeatedInput.threshold` 2", `{"repeatedInput": {"threshold": 2}}`},
 		{"`repeatedInput.minBytes` 16", `{"repeatedInput": {"minBytes": 16}}`},
 		{"`repeatedInput.minBytes` 256", `{"repeatedInput": {"minBytes": 256}}`},

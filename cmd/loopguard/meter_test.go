@@ -25,9 +25,9 @@ func TestMetersOfTheBuiltInRules(t *testing.T) {
 	}{
 		{`{}`, []row{{"budget", "budget use", 1, true}, {"refusal", "refusals", 3, false}, {"repeat", "repeat run", 3, false},
 			{"failure", "same failure", 1, true}, {"sameresult", "same result", 4, false}, {"oscillation", "cycle rounds", 1, true},
-			{"noprogress", "no progress", 3, false}, {"text", "same text", 3, false}, {"input", "same input", 3, false}}},
+			{"noprogress", "no progress", 3, false}, {"text", "same text", 1, true}, {"input", "same input", 3, false}}},
 		// Without sameResults, the oscillation counter is its rounds.
-		{`{"oscillation": {"sameResults": 3}}`, []row{{"budget", "budget use", 1, true}, {"refusal", "refusals", 3, false}, {"repeat", "repeat run", 3, false},
+		{`{"oscillation": {"sameResults": 3}, "repeatedText": {"long": 3}}`, []row{{"budget", "budget use", 1, true}, {"refusal", "refusals", 3, false}, {"repeat", "repeat run", 3, false},
 			{"failure", "same failure", 1, true}, {"sameresult", "same result", 4, false}, {"oscillation", "cycle rounds", 3, false}, {"noprogress", "no progress", 3, false},
 			{"text", "same text", 3, false}, {"input", "same input", 3, false}}},
 		{`{"repeatedToolCall": {"threshold": 4}, "oscillation": {"repeats": 5}, "noProgress": {"threshold": 6},
@@ -35,7 +35,7 @@ func TestMetersOfTheBuiltInRules(t *testing.T) {
 			"repeatedText": {"threshold": 9}, "repeatedRefusal": {"threshold": 11}, "sameResult": {"threshold": 12}, "repeatedInput": {"threshold": 5}, "tools": {"search": {"maxCalls": 2}}}`,
 			[]row{{"budget", "budget use", 1, true}, {"toollimit", "tool cap", 1, true}, {"refusal", "refusals", 11, false},
 				{"repeat", "repeat run", 4, false}, {"failure", "same failure", 1, true}, {"window", "window count", 3, false},
-				{"sameresult", "same result", 12, false}, {"oscillation", "cycle rounds", 1, true}, {"noprogress", "no progress", 6, false}, {"text", "same text", 9, false},
+				{"sameresult", "same result", 12, false}, {"oscillation", "cycle rounds", 1, true}, {"noprogress", "no progress", 6, false}, {"text", "same text", 1, true},
 				{"stall", "stall", 7, false}, {"input", "same input", 5, false}}},
 	} {
 		cfg, err := detector.FromJSON([]byte(tt.doc))

@@ -6,10 +6,14 @@ import (
 )
 
 // Spec tells an options document how to build the rule: from
-// "repeatedText", {"threshold": N, "window": M, "warn": b}, true for the
+// "repeatedText", {"threshold": N, "window": M, "long": L, "longBytes": B,
+// "warn": b}, true for the
 // defaults or false for none. It is on by default.
 func Spec() rule.Spec {
 	return options.SectionSpec(Name, "repeatedText", true, New, func(r *options.Reader, o *Options) map[string]options.Field {
-		return r.WindowFields(&o.Threshold, &o.Window, &o.Warn, MaxWindow)
+		fields := r.WindowFields(&o.Threshold, &o.Window, &o.Warn, MaxWindow)
+		fields["long"] = r.SetInt(&o.Long, 2)
+		fields["longBytes"] = r.SetInt(&o.LongBytes, 1)
+		return fields
 	})
 }

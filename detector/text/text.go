@@ -41,9 +41,19 @@
 // sentence three times in ten steps when each of those steps brings a new
 // result.
 //
+// A long text stops sooner: Options.Long steps (2 by default) with the same
+// text of at least Options.LongBytes bytes (200, normalised) stop the run,
+// when they are not only two steps in a row. Written again word for word
+// with another step between, three sentences or more are a model that came
+// back to where it was: the same 1,882-byte analysis after each refused
+// cell, the same 254-byte apology after the same failing booking. Two steps
+// in a row with the same long text are often an echo (one agent of a team
+// quoting another, a harness asking for the same phase twice), so they
+// count as any text does.
+//
 // The rule needs finished steps, so it judges nothing in preflight. With
 // Options.Warn, a step whose text brings a count to one short of the
-// threshold (from 2) carries a REPEATED_TEXT_WARNING.
+// threshold that applies to it (from 2) carries a REPEATED_TEXT_WARNING.
 package text
 
 import (
@@ -78,10 +88,19 @@ const ReasonRepeatedText rule.Reason = "repeated-text"
 const Priority = rule.PriorityNoProgress + 25
 
 // Defaults of the options, and the largest window.
+//
+// DefaultLong and DefaultLongBytes come from the 242 labelled runs of
+// testdata/traces: no healthy run writes a text of more than 108 bytes
+// again, with a step between, on steps that bring nothing new (a WebShop
+// thought before each invalid click, 108 bytes; every other is 37 bytes or
+// less), while looping runs repeat texts of 254 to 1,882 bytes so, and short
+// ones end before a third time. With 100 bytes, that healthy run stops.
 const (
 	DefaultThreshold = 3
 	DefaultWindow    = 10
 	MaxWindow        = 256
+	DefaultLong      = 2
+	DefaultLongBytes = 200
 )
 
 // MaxStepOutcomes is how many outcomes of successful calls the rule
@@ -104,17 +123,33 @@ type Options struct {
 	// Window is how many of the newest steps are looked at: 0 means
 	// DefaultWindow, any other value must be from 2 to MaxWindow.
 	Window int `json:"window"`
+	// Long is how many of those steps stop the run when the text has at
+	// least LongBytes bytes (normalised) and the steps are not only two in
+	// a row: 0 means DefaultLong (or Threshold, when that is smaller); any
+	// other value must be from 2 to Threshold. At Threshold it adds
+	// nothing: that is the rule before it told long texts apart, and
+	// Options then reads 0 here and in LongBytes, so that those options
+	// fingerprint (and their snapshots restore) as before.
+	Long int `json:"long,omitempty"`
+	// LongBytes is the length from which a text is long: 0 means
+	// DefaultLongBytes; any other value must be at least 1.
+	LongBytes int `json:"longBytes,omitempty"`
 	// Warn adds a REPEATED_TEXT_WARNING to a step whose text brings a count
-	// to Threshold-1 (when that is at least 2).
+	// to one short of the threshold that applies to it (when that is at
+	// least 2).
 	Warn bool `json:"warn,omitempty"`
 }
+
+// long reports whether long texts stop sooner than others.
+func (o *Options) long() bool { return o.Long < o.Threshold }
 
 // Evidence is the evidence of a stop.
 type Evidence struct {
 	// Count is the number of steps in the window with the text, this one
 	// included.
 	Count int `json:"count"`
-	// Threshold is Options.Threshold.
+	// Threshold is the threshold that stopped the run: Options.Threshold,
+	// or Options.Long for a long text.
 	Threshold int `json:"threshold"`
 	// Window is Options.Window.
 	Window int `json:"window"`
@@ -134,6 +169,7 @@ func (Evidence) Hint() string {
 // not count), its index, and the outcomes of its successful calls.
 type entry struct {
 	text canonical.Sum
+	long bool // the text is long (Options.LongBytes or more, with Long below Threshold)
 	step int
 	nOut int
 	outs [MaxStepOutcomes]canonical.Sum
@@ -169,6 +205,7 @@ var (
 	_ rule.Rule       = (*Rule)(nil)
 	_ rule.Saver      = (*state)(nil)
 	_ rule.Summarizer = (*state)(nil)
+	_ rule.Successor  = (*Rule)(nil)
 	_ rule.Bounded    = (*state)(nil)
 )
 
@@ -176,8 +213,27 @@ var (
 // *rule.OptionError) for every invalid option.
 func New(o Options) (*Rule, error) {
 	b := winopt.Bounds{Rule: Name, DefaultThreshold: DefaultThreshold, DefaultWindow: DefaultWindow, MaxWindow: MaxWindow}
-	if err := errors.Join(b.Check(&o.Threshold, &o.Window)...); err != nil {
+	errs := b.Check(&o.Threshold, &o.Window)
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &rule.OptionError{Detector: Name, Field: field, Err: fmt.Errorf(format, args...)})
+	}
+	if o.LongBytes < 0 {
+		bad("LongBytes", "must be 0 (the default, %d) or at least 1, not %d", DefaultLongBytes, o.LongBytes)
+	}
+	switch {
+	case o.Long != 0 && o.Long < 2:
+		bad("Long", "must be 0 (the default, %d) or at least 2, not %d", DefaultLong, o.Long)
+	case len(errs) == 0 && o.Long > o.Threshold:
+		bad("Long", "%d exceeds the threshold of %d", o.Long, o.Threshold)
+	}
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
+	}
+	if o.Long == 0 {
+		o.Long = min(DefaultLong, o.Threshold)
+	}
+	if o.LongBytes == 0 {
+		o.LongBytes = DefaultLongBytes
 	}
 	return &Rule{opts: o}, nil
 }
@@ -194,7 +250,26 @@ func (d *Rule) Name() string { return Name }
 func (d *Rule) Priority() int { return Priority }
 
 // Options returns the options with the defaults filled in.
-func (d *Rule) Options() any { return d.opts }
+func (d *Rule) Options() any {
+	o := d.opts
+	if !o.long() {
+		o.Long, o.LongBytes = 0, 0
+	}
+	return o
+}
+
+// PriorOptions returns the options of the rule before it told long texts
+// apart (Long and LongBytes at 0), or nil when they are its Options: a run
+// saved by an earlier release restores under the new default
+// (rule.Successor); its state is the same.
+func (d *Rule) PriorOptions() any {
+	if !d.opts.long() {
+		return nil
+	}
+	o := d.opts
+	o.Long, o.LongBytes = 0, 0
+	return o
+}
 
 // seen reports whether a step in the window, other than the oldest when
 // the window is full (the step that the next one pushes out), brought
@@ -283,11 +358,16 @@ func (s *state) Observe(f *rule.Facts) {
 		return
 	}
 	e.text = f.TextHash
+	e.long = s.r.opts.long() && f.TextLen() >= s.r.opts.LongBytes
 	s.ring.Push(e)
 	count := s.count(f.TextHash)
+	thr := s.r.opts.Threshold
+	if e.long && (count != 2 || s.apart(f.TextHash, f.Index)) {
+		thr = s.r.opts.Long
+	}
 	switch {
-	case count >= s.r.opts.Threshold:
-		ev := Evidence{Count: count, Threshold: s.r.opts.Threshold, Window: s.r.opts.Window, TextPreview: f.TextPreview()}
+	case count >= thr:
+		ev := Evidence{Count: count, Threshold: thr, Window: s.r.opts.Window, TextPreview: f.TextPreview()}
 		for i := range s.ring.Len() {
 			if e := s.ring.Ptr(i); e.text == f.TextHash {
 				ev.StepIndexes = append(ev.StepIndexes, e.step)
@@ -297,22 +377,43 @@ func (s *state) Observe(f *rule.Facts) {
 			Stop:   true,
 			Reason: ReasonRepeatedText,
 			Code:   Code,
-			Detail: fmt.Sprintf("the same text %q in %d of the last %d steps (threshold %d)",
-				ev.TextPreview, ev.Count, ev.Window, ev.Threshold),
+			Detail: fmt.Sprintf("the same text %q in %d of the last %d steps (threshold %d%s)",
+				ev.TextPreview, ev.Count, ev.Window, ev.Threshold, s.longNote(thr)),
 			Evidence: ev,
 		}
 		v.Feedback = ev.feedback()
 		s.verdict = v
-	case s.r.opts.Warn && count == s.r.opts.Threshold-1 && count >= 2:
+	case s.r.opts.Warn && count == thr-1 && count >= 2:
 		w := rule.Warning{
-			Code: WarningCode, Metric: "sameTextSteps", Value: float64(count), Limit: float64(s.r.opts.Threshold),
-			Ratio: float64(count) / float64(s.r.opts.Threshold),
+			Code: WarningCode, Metric: "sameTextSteps", Value: float64(count), Limit: float64(thr),
+			Ratio: float64(count) / float64(thr),
 			Detail: fmt.Sprintf("the same text %q in %d of the last %d steps; once more stops the run (threshold %d)",
-				f.TextPreview(), count, s.r.opts.Window, s.r.opts.Threshold),
+				f.TextPreview(), count, s.r.opts.Window, thr),
 		}
 		w.Feedback = warningFeedback(w)
 		s.verdict.Warnings = []rule.Warning{w}
 	}
+}
+
+// longNote is what a detail adds when the threshold thr is that of long
+// texts.
+func (s *state) longNote(thr int) string {
+	if o := &s.r.opts; thr != o.Threshold {
+		return fmt.Sprintf(" for a text of %d bytes or more", o.LongBytes)
+	}
+	return ""
+}
+
+// apart reports whether a step of the window before step-1 has the text:
+// step and one other with its text are then not two steps in a row.
+func (s *state) apart(text canonical.Sum, step int) bool {
+	w := s.ring.Unordered()
+	for i := range w {
+		if w[i].text == text && w[i].step < step-1 {
+			return true
+		}
+	}
+	return false
 }
 
 // Verdict returns the stop (or warning) found by the last Observe, if any.
@@ -343,6 +444,10 @@ type saved struct {
 	Outcomes []string `json:"outcomes,omitempty"`
 	// LastInput is the hash of the last step's input, if it had one.
 	LastInput *canonical.Sum `json:"lastInput,omitempty"`
+	// Long are the positions in Texts, ascending, of the steps whose text
+	// is long (Options.LongBytes or more). Absent when none is, as in the
+	// states of earlier versions.
+	Long []int `json:"long,omitempty"`
 }
 
 // Snapshot returns the window as JSON, or null when it is empty. It holds
@@ -363,6 +468,9 @@ func (s *state) Snapshot(rule.SnapshotOptions) ([]byte, error) {
 			out.Texts[i] = &sum
 		}
 		out.Steps[i] = e.step
+		if e.long {
+			out.Long = append(out.Long, i)
+		}
 		if e.nOut > 0 {
 			if out.Outcomes == nil {
 				out.Outcomes = make([]string, n)
@@ -423,6 +531,21 @@ func (s *state) Restore(data []byte) error {
 	if in.LastInput != nil && *in.LastInput == (canonical.Sum{}) {
 		return fmt.Errorf("%s: a zero input hash", Name)
 	}
+	if in.Long != nil && !s.r.opts.long() {
+		return fmt.Errorf("%s: long texts, but the options tell none apart", Name)
+	}
+	for j, i := range in.Long {
+		switch {
+		case i < 0 || i >= len(entries) || j > 0 && i <= in.Long[j-1]:
+			return fmt.Errorf("%s: long text positions must be ascending positions of the window (%v)", Name, in.Long)
+		case entries[i].text == (canonical.Sum{}):
+			return fmt.Errorf("%s: a long text at position %d, which counts no text", Name, i)
+		}
+		entries[i].long = true
+	}
+	if in.Long != nil && len(in.Long) == 0 {
+		return fmt.Errorf("%s: an empty list of long texts (it is absent then)", Name)
+	}
 	s.reset()
 	if in.LastInput != nil {
 		s.lastInput = *in.LastInput
@@ -481,6 +604,9 @@ type Summary struct {
 	Steps int `json:"steps"`
 	// MaxCount is the most steps that share one text in it.
 	MaxCount int `json:"maxCount"`
+	// MaxLong is the most steps that share one long text in it, when they
+	// are not only two in a row (Options.Long applies then).
+	MaxLong int `json:"maxLong,omitempty"`
 }
 
 // Summary returns the window's size and the count of its most repeated text
@@ -490,7 +616,11 @@ func (s *state) Summary() any {
 	w := s.ring.Unordered()
 	for i := range w {
 		if t := w[i].text; t != (canonical.Sum{}) {
-			sum.MaxCount = max(sum.MaxCount, s.count(t))
+			n := s.count(t)
+			sum.MaxCount = max(sum.MaxCount, n)
+			if w[i].long && (n != 2 || s.apart(t, w[i].step)) {
+				sum.MaxLong = max(sum.MaxLong, n)
+			}
 		}
 	}
 	return sum

@@ -227,6 +227,10 @@ func TestOptionsAndRestore(t *testing.T) {
 		{text.Options{Threshold: 1}, []string{"Threshold"}},
 		{text.Options{Window: 1}, []string{"Window"}},
 		{text.Options{Window: 3, Threshold: 4}, []string{"Threshold"}},
+		{text.Options{Long: 1}, []string{"Long"}},
+		{text.Options{Long: 4}, []string{"Long"}},
+		{text.Options{LongBytes: -1}, []string{"LongBytes"}},
+		{text.Options{Threshold: 1, LongBytes: -1}, []string{"Threshold", "LongBytes"}},
 	} {
 		_, err := text.New(tt.opts)
 		if !errors.Is(err, guard.ErrInvalidOption) {
@@ -238,7 +242,7 @@ func TestOptionsAndRestore(t *testing.T) {
 		}
 	}
 	d := newDetector(t, text.Options{})
-	if diff := cmp.Diff(text.Options{Threshold: 3, Window: 10}, d.Options()); diff != "" || d.Name() != "text" || d.Priority() != 625 {
+	if diff := cmp.Diff(text.Options{Threshold: 3, Window: 10, Long: 2, LongBytes: 200}, d.Options()); diff != "" || d.Name() != "text" || d.Priority() != 625 {
 		t.Errorf("Options %v, Name %q, Priority %d", d.Options(), d.Name(), d.Priority())
 	}
 	const k = `"0123456789abcdef0123456789abcdef"`
@@ -263,6 +267,18 @@ func TestOptionsAndRestore(t *testing.T) {
 	if got, _ := st.Snapshot(guard.SnapshotOptions{}); string(got) != good {
 		t.Errorf("snapshot after restore = %s", got)
 	}
+	withLong := `{"texts":[` + k + `,null,` + k + `],"steps":[4,6,7],"long":[0,2]}`
+	if err := st.Restore([]byte(withLong)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.Snapshot(guard.SnapshotOptions{}); string(got) != withLong {
+		t.Errorf("snapshot after restore = %s", got)
+	}
+	ruletest.RejectsKeeping(t, d, withLong, []string{
+		`{"texts":[` + k + `],"steps":[0],"long":[]}`, `{"texts":[` + k + `],"steps":[0],"long":[1]}`,
+		`{"texts":[` + k + `],"steps":[0],"long":[-1]}`, `{"texts":[` + k + `,` + k + `],"steps":[0,1],"long":[1,0]}`,
+		`{"texts":[` + k + `,` + k + `],"steps":[0,1],"long":[0,0]}`, `{"texts":[null],"steps":[0],"long":[0]}`})
+	ruletest.RejectsKeeping(t, newDetector(t, text.Options{Long: 3}), "null", []string{`{"texts":[` + k + `],"steps":[0],"long":[0]}`})
 	withOutcomes := `{"texts":[null,` + k + `],"steps":[4,7],"outcomes":["` + testutil.Sums(1, 2, 3, 4) + `",""],"lastInput":` + k + `}`
 	if err := st.Restore([]byte(withOutcomes)); err != nil {
 		t.Fatal(err)
@@ -275,7 +291,9 @@ func TestOptionsAndRestore(t *testing.T) {
 // TestStateOfTheFirstVersionRestores: a snapshot written before the window
 // kept outcomes (here by the first version, after two text-only steps that
 // said "Let me try again.") restores, and its steps count as having brought
-// none, so a call after the restore is new.
+// none, so a call after the restore is new. It was fingerprinted before the
+// rule told long texts apart: it restores as the rule's own (PriorOptions),
+// and the run is saved again with the fingerprint of today's options.
 func TestStateOfTheFirstVersionRestores(t *testing.T) {
 	const v1 = `{"version":1,"steps":2,"toolCalls":0,"failedToolCalls":0,` +
 		`"totals":{"inputTokens":0,"outputTokens":0,"totalTokens":0,"costUsd":0,"durationMs":0},"guard":"418af69d41a280aa7509df06d719688c",` +
@@ -285,8 +303,8 @@ func TestStateOfTheFirstVersionRestores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := testutil.Snapshot(t, g, guard.SnapshotOptions{}); string(got) != v1 {
-		t.Errorf("snapshot after restore:\n got %s\nwant %s", got, v1)
+	if want := strings.Replace(v1, "55baedf12c06aab9cd5595c35d1e351e", "b305585efafc3c347af60509d40c09d0", 1); string(testutil.Snapshot(t, g, guard.SnapshotOptions{})) != want {
+		t.Errorf("snapshot after restore:\n got %s\nwant %s", testutil.Snapshot(t, g, guard.SnapshotOptions{}), want)
 	}
 	if v := ruletest.Check(t, g, act("Let me try again.", 1)); v.Stop {
 		t.Errorf("a new outcome after the restore stopped: %v", v)
@@ -298,11 +316,13 @@ func TestStateOfTheFirstVersionRestores(t *testing.T) {
 
 func TestSnapshotRestoreContinues(t *testing.T) {
 	pool := []guard.Step{say("a"), say("b"), act("a", 1), act("", 2), {}, {Text: "a", Input: "u"}, {Text: "b", Input: "u"},
-		act("a", 3), fail("a", 1), refused("a"), say("[a]"), {Text: "a", ToolCalls: []guard.ToolCall{
+		act("a", 3), fail("a", 1), refused("a"), say("[a]"), say("a long text"), {Text: "a", ToolCalls: []guard.ToolCall{
 			{Name: "t", Args: 1, Result: 1}, {Name: "t", Args: 2, Result: 1}, {Name: "t", Args: 3, Result: 1}, {Name: "t", Args: 4, Result: 1}, {Name: "t", Args: 5, Result: 1}}}}
 	rapid.Check(t, func(t *rapid.T) {
 		w := rapid.IntRange(2, 6).Draw(t, "window")
-		opts := text.Options{Window: w, Threshold: rapid.IntRange(2, w).Draw(t, "threshold"), Warn: rapid.Bool().Draw(t, "warn")}
+		opts := text.Options{Window: w, Threshold: rapid.IntRange(2, w).Draw(t, "threshold"), Warn: rapid.Bool().Draw(t, "warn"),
+			LongBytes: rapid.IntRange(0, 8).Draw(t, "longBytes")}
+		opts.Long = rapid.SampledFrom([]int{0, 2, opts.Threshold}).Draw(t, "long")
 		ss := rapid.SliceOfN(rapid.SampledFrom(pool), 1, 25).Draw(t, "steps")
 		cut := rapid.IntRange(0, len(ss)).Draw(t, "cut")
 		orig := newGuard(t, newDetector(t, opts))
@@ -363,5 +383,84 @@ func TestGuardsOfOneRuleAreIndependent(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"", "", ""}, got2); diff != "" {
 		t.Errorf("second guard's stops (-want +got):\n%s", diff)
+	}
+}
+
+// TestLongText: a text of LongBytes bytes or more stops at its second step
+// when another step comes between, and at the threshold when the two are in
+// a row; a byte shorter, it stops at the threshold. Long at Threshold adds
+// nothing, and then reads as the rule before long texts.
+func TestLongText(t *testing.T) {
+	long := strings.Repeat("x", text.DefaultLongBytes)
+	short := long[1:]
+	// Upper case and white space around it are normalised away, before the
+	// length is taken: padded, the short text is short still.
+	loud := "  " + strings.ToUpper(long) + "\n\n"
+	padded := "   " + short + "    "
+	for _, tt := range []struct {
+		name  string
+		opts  text.Options
+		steps []guard.Step
+		want  []string
+	}{
+		{"long, a step between", text.Options{}, []guard.Step{say(long), say("other"), say(long)}, []string{"", "", "REPEATED_TEXT 2"}},
+		{"normalised length", text.Options{}, []guard.Step{say(loud), say("other"), say(long)}, []string{"", "", "REPEATED_TEXT 2"}},
+		{"a byte short", text.Options{}, []guard.Step{say(short), say("other"), say(short), say(short)}, []string{"", "", "", "REPEATED_TEXT 3"}},
+		{"padded, a byte short", text.Options{}, []guard.Step{say(padded), say("other"), say(padded)}, []string{"", "", ""}},
+		{"in a row", text.Options{}, []guard.Step{say(long), say(long), say(long)}, []string{"", "", "REPEATED_TEXT 3"}},
+		{"in a row, then apart", text.Options{}, []guard.Step{say(long), say(long), say("other")}, []string{"", "", ""}},
+		{"after a failure", text.Options{}, []guard.Step{fail(long, 1), fail("other", 2), fail(long, 1)}, []string{"", "", "REPEATED_TEXT 2"}},
+		{"new outcomes are narration", text.Options{}, []guard.Step{act(long, 1), say("other"), act(long, 2), act(long, 3)}, []string{"", "", "", ""}},
+		{"long at threshold adds nothing", text.Options{Long: 3}, []guard.Step{say(long), say("other"), say(long), say(long)}, []string{"", "", "", "REPEATED_TEXT 3"}},
+		{"longBytes", text.Options{LongBytes: 5}, []guard.Step{say("hello"), say("x"), say("hello"), say("hell"), say("x"), say("hell")}, []string{"", "", "REPEATED_TEXT 2", "", "", ""}},
+		{"long 3 of threshold 4", text.Options{Threshold: 4, Long: 3}, []guard.Step{say(long), say("a"), say(long), say("b"), say(long)}, []string{"", "", "", "", "REPEATED_TEXT 3"}},
+		{"out of the window", text.Options{Window: 3}, []guard.Step{say(long), say("a"), say("b"), say(long)}, []string{"", "", "", ""}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := run(t, newGuard(t, newDetector(t, tt.opts)), tt.steps...)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("stops (-want +got):\n%s", diff)
+			}
+		})
+	}
+	v := ruletest.Check(t, newGuard(t, newDetector(t, text.Options{})), say(long))
+	if v.Stop {
+		t.Fatal("a first long text stopped")
+	}
+	g := newGuard(t, newDetector(t, text.Options{}))
+	run(t, g, say(long), say("other"))
+	v = ruletest.Check(t, g, say(long))
+	ev := v.Evidence.(text.Evidence)
+	if ev.Threshold != 2 || !strings.Contains(v.Detail, "(threshold 2 for a text of 200 bytes or more)") {
+		t.Errorf("evidence %+v, detail %q", ev, v.Detail)
+	}
+	if d := newDetector(t, text.Options{Long: 3}); d.PriorOptions() != nil || d.Options() != (text.Options{Threshold: 3, Window: 10}) {
+		t.Errorf("at the threshold: options %+v, prior %v", d.Options(), d.PriorOptions())
+	}
+	if p := newDetector(t, text.Options{}).PriorOptions(); p != (text.Options{Threshold: 3, Window: 10}) {
+		t.Errorf("prior options %+v", p)
+	}
+}
+
+// TestLongTextWarns: with Warn, a long text warns one step before the
+// threshold that applies to it (from a count of 2).
+func TestLongTextWarns(t *testing.T) {
+	long := strings.Repeat("y", text.DefaultLongBytes)
+	g := newGuard(t, newDetector(t, text.Options{Threshold: 4, Long: 3, Warn: true}))
+	var got []string
+	for _, st := range []guard.Step{say(long), say("a"), say(long), say("b"), say(long)} {
+		v := ruletest.Check(t, g, st)
+		switch {
+		case v.Stop:
+			got = append(got, v.Code)
+		case len(v.Warnings) > 0:
+			got = append(got, fmt.Sprintf("%s %v", v.Warnings[0].Code, v.Warnings[0].Limit))
+		default:
+			got = append(got, "")
+		}
+	}
+	want := []string{"", "", text.WarningCode + " 3", "", text.Code}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("verdicts (-want +got):\n%s", diff)
 	}
 }

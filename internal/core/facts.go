@@ -178,6 +178,10 @@ func (f *Facts) Text() string { return string(f.text) }
 // TextPreview returns at most PreviewLen characters of the normalised text.
 func (f *Facts) TextPreview() string { return previewOf(f.text) }
 
+// TextLen is the length in bytes of the normalised text (lower-cased, runs
+// of white space made one space, trimmed): 0 without text, and in preflight.
+func (f *Facts) TextLen() int { return len(f.text) }
+
 // previewOf cuts b to PreviewLen characters, ending in "..." when cut, makes
 // invalid UTF-8 valid and writes characters that a terminal could act on
 // (control and format characters) as Go escapes, each escape counting for
