@@ -391,7 +391,7 @@ func asOptionError(name string, in rule.Input, err error) error {
 // Beyond the reference, the document may hold:
 //
 //	{"dropArgs": ["request_id", "timestamp"],
-//	 "repeatedToolCall": {"countNewResults": false, "warn": true}, "noProgress": {"warn": true},
+//	 "repeatedToolCall": {"countNewResults": false, "countAcrossTurns": false, "warn": true}, "noProgress": {"warn": true},
 //	 "oscillation": {"requireIdenticalResults": true, "sameResults": 2, "warn": true},
 //	 "toolLimit": {"warn": true},
 //	 "window": {"window": 10, "threshold": 3, "warn": true},

@@ -243,9 +243,11 @@ func TestThresholds(t *testing.T) {
 	// Each step from the reference's reading to the defaults adds one
 	// difference; the oscillation rule compares no results before the
 	// sameResults step, the repeated-input rule is off before its step, and
-	// the repeat rule counts new output before its step, and the text rule
-	// tells no long text apart before the last.
-	const counts = `"repeatedToolCall": {"countNewResults": true}`
+	// the repeat rule counts new output before its step, the text rule tells
+	// no long text apart before its step, and the repeat rule counts across
+	// turns of a conversation before the last.
+	const counts = `"repeatedToolCall": {"countNewResults": true, "countAcrossTurns": true}`
+	const across = `"repeatedToolCall": {"countAcrossTurns": true}`
 	const short = `"repeatedText": {"long": 3}, `
 	const noSame = `"oscillation": {"sameResults": 3}, "repeatedInput": false, ` + counts
 	const reference = `"maxSteps": 50, "finishReason": {"stopWithToolCalls": "stop"}, "repeatedRefusal": false, "repeatedFailure": false, "repeatedText": false, "sameResult": false, ` + noSame
@@ -259,8 +261,9 @@ func TestThresholds(t *testing.T) {
 		{"+ `sameResult` (4 calls, 512 bytes)", `{` + short + noSame + `}`},
 		{"+ `oscillation.sameResults` 2 (two rounds of one tool's calls with the same results, no new input)", `{` + short + `"repeatedInput": false, ` + counts + `}`},
 		{"+ `repeatedInput` (the same input of 64 bytes on 3 steps within 10, answered in words)", `{` + short + counts + `}`},
-		{"+ a same call with new output starts its run again (`repeatedToolCall.countNewResults` false)", `{"repeatedText": {"long": 3}}`},
-		{"+ a text of 200 bytes again, with a step between, stops at its second time (`repeatedText.long` 2, `longBytes` 200): **the defaults**", `{}`},
+		{"+ a same call with new output starts its run again (`repeatedToolCall.countNewResults` false)", `{` + short + across + `}`},
+		{"+ a text of 200 bytes again, with a step between, stops at its second time (`repeatedText.long` 2, `longBytes` 200)", `{` + across + `}`},
+		{"+ an answer in words and new input between same calls start their run again (`repeatedToolCall.countAcrossTurns` false): **the defaults**", `{}`},
 		{"`repeatedText.longBytes` 100", `{"repeatedText": {"longBytes": 100}}`},
 		{"`repeatedText.longBytes` 500", `{"repeatedText": {"longBytes": 500}}`},
 		{"`repeatedInput.threshold` 2", `{"repeatedInput": {"threshold": 2}}`},

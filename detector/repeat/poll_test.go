@@ -198,13 +198,7 @@ func TestNewOutputSnapshotState(t *testing.T) {
 	}
 	d, _ := repeat.New(repeat.Options{})
 	ruletest.RejectsKeeping(t, d, good, bad)
-	st2 := ruletest.Saver(t, d)
-	if err := st2.Restore([]byte(good)); err != nil {
-		t.Errorf("Restore(%s): %v", good, err)
-	}
-	if got, _ := st2.Snapshot(guard.SnapshotOptions{}); string(got) != good {
-		t.Errorf("snapshot after restore = %s, want %s", got, good)
-	}
+	restoresAs(t, d, good)
 	// Options that never compare outputs refuse a saved newest result.
 	for _, o := range []repeat.Options{{CountNewResults: true}, {RequireIdenticalResults: true}} {
 		d, _ := repeat.New(o)
@@ -218,14 +212,7 @@ func TestNewOutputSnapshotState(t *testing.T) {
 // the default options fingerprint as before; RequireIdenticalResults makes
 // it read false; the options document sets it.
 func TestCountNewResultsOptions(t *testing.T) {
-	fp := func(o repeat.Options) string {
-		d, err := repeat.New(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := json.Marshal(d.Options())
-		return string(b)
-	}
+	fp := func(o repeat.Options) string { return optionsJSON(t, o) }
 	if got := fp(repeat.Options{}); strings.Contains(got, "countNewResults") {
 		t.Errorf("default options %s name countNewResults", got)
 	}

@@ -30,6 +30,18 @@
 // Options.CountNewResults counts such calls as repeats too: the reference's
 // reading.
 //
+// A turn of a conversation between two same calls starts the run again:
+// when, after the run's newest call, the agent answered in text alone (a
+// step with text, no call in the sequence and none refused) and then new
+// input arrived
+// (rule.Facts.NewInput: the user spoke again), the next call starts a run of
+// its own. A support agent that looks the account up again after each thing
+// the customer tried on the phone is not repeating itself; an agent that
+// calls the same tool while the harness feeds back each result (MINT's
+// feedback on every step, with no answer in words between) still is, and so
+// is one that talks to itself between calls with nothing new coming in.
+// Options.CountAcrossTurns counts across turns too: the reference's reading.
+//
 // Some tools are legitimately called again with the same arguments, such as a
 // job-status tool that is polled until the job ends. For those, and for every
 // tool when Options.RequireIdenticalResults is set, calls are compared by
@@ -38,7 +50,9 @@
 // compare equal.
 //
 // In preflight, only the default rule is judged: the call that would be the
-// Nth same call in a row is refused. Rules that compare results cannot be
+// Nth same call in a row is refused. The input of the step is not known
+// then, so after an answer in words the run is taken as started again, as if
+// the user had spoken: the call goes on, and Check stops it if no input came. Rules that compare results cannot be
 // judged before the call has run, so with RequireIdenticalResults nothing is
 // refused, and a call of a polling tool breaks the simulated run.
 //
@@ -78,8 +92,9 @@ const DefaultThreshold = 3
 const MaxStepIndexes = 64
 
 // Options tune the rule. The zero value is the default: three same calls in
-// a row stop, failed calls count, and a call with new output starts the run
-// again (the reference's default, with CountNewResults set, counts it).
+// a row stop, failed calls count, and a call with new output, or a turn of
+// the conversation between calls, starts the run again (the reference's
+// default, with CountNewResults and CountAcrossTurns set, counts them).
 type Options struct {
 	// Threshold is how many same calls in a row stop the run: 0 means 3,
 	// any other value must be at least 2.
@@ -96,6 +111,12 @@ type Options struct {
 	// running command three times is stopped. It changes nothing when
 	// RequireIdenticalResults is set.
 	CountNewResults bool `json:"countNewResults,omitempty"`
+	// CountAcrossTurns counts same calls as one run even when the agent
+	// answered in text alone between them and new input then arrived: the
+	// reference's reading, under which a support agent that looks the same
+	// account up after each of the customer's replies is stopped at the
+	// third look.
+	CountAcrossTurns bool `json:"countAcrossTurns,omitempty"`
 	// Tools holds per-tool policies, by tool name. Tools not listed follow
 	// the options above.
 	Tools map[string]ToolPolicy `json:"tools,omitempty"`
@@ -173,6 +194,11 @@ type state struct {
 	steps ring.Ring[int] // the newest MaxStepIndexes distinct step indexes, oldest first
 
 	last lastResult // the newest call's result, to tell a poll's new output
+
+	// talked reports that, since the run's newest call, a step answered in
+	// text and held no call of the sequence: new input now starts the run
+	// again. It is false while there is no run.
+	talked bool
 
 	verdict rule.Verdict
 }
@@ -267,6 +293,8 @@ func (d *Rule) Priority() int { return rule.PriorityRepeat }
 // the default options fingerprint as they did before the rule told new
 // output: a run saved by an earlier release restores under the new default,
 // its newest result unknown, so that its next same call counts as it did.
+// CountAcrossTurns is written only when set, for the same reason: such a run
+// restores with no answer in words since its newest call.
 func (d *Rule) Options() any {
 	o := d.opts
 	o.Tools = maps.Clone(o.Tools)
@@ -278,6 +306,10 @@ func (d *Rule) Options() any {
 func (d *Rule) tellsNewOutput() bool {
 	return !d.opts.CountNewResults && !d.opts.RequireIdenticalResults
 }
+
+// tellsTurns reports whether a turn of the conversation between same calls
+// starts the run again under these options.
+func (d *Rule) tellsTurns() bool { return !d.opts.CountAcrossTurns }
 
 // ruleFor returns the policy for calls of a tool.
 func (d *Rule) ruleFor(tool string) policy {
@@ -292,6 +324,9 @@ func (d *Rule) ruleFor(tool string) policy {
 // Observe adds the step's calls to the sequence and judges them one by one.
 func (s *state) Observe(f *rule.Facts) {
 	s.verdict = rule.Verdict{}
+	if s.talked && f.NewInput { // a turn of the conversation: the run starts again
+		s.forget()
+	}
 	var last *rule.Call // the step's last call in the sequence
 	var lastRule policy
 	for i := range f.Calls {
@@ -299,6 +334,7 @@ func (s *state) Observe(f *rule.Facts) {
 		if c.Ignored || s.r.opts.IgnoreErrors && c.Failed {
 			continue
 		}
+		s.talked = false
 		r := s.r.ruleFor(c.Tool)
 		last, lastRule = c, r
 		sig := c.Key
@@ -326,6 +362,9 @@ func (s *state) Observe(f *rule.Facts) {
 		if !s.verdict.Stop && s.count >= r.threshold {
 			s.verdict = s.stop(c, s.count, r, s.steps.AppendTo(nil), rule.PhaseCheck)
 		}
+	}
+	if last == nil && len(f.Refused) == 0 && f.HasText && s.count > 0 && s.r.tellsTurns() {
+		s.talked = true // an answer in words, with no call proposed
 	}
 	if s.r.opts.Warn && last != nil && !s.verdict.Stop && s.count >= 2 && s.count == lastRule.threshold-1 {
 		s.verdict.Warnings = []rule.Warning{s.warning(last, lastRule)}
@@ -385,6 +424,9 @@ func (s *state) Preflight(f *rule.Facts) rule.Verdict {
 		return rule.Verdict{}
 	}
 	sig, count, fresh := s.sig, s.count, false
+	if s.talked {
+		count = 0 // the step's input is unknown: taken as a turn, as in Observe
+	}
 	for i := range f.Calls {
 		c := &f.Calls[i]
 		if c.Ignored {
@@ -431,10 +473,15 @@ func appendIndex(steps []int, i int) []int {
 
 // reset forgets the run, for a Restore of null.
 func (s *state) reset() {
-	s.sig, s.count = canonical.Sum{}, 0
+	s.forget()
+	s.verdict = rule.Verdict{}
+}
+
+// forget ends the run: the next call starts one.
+func (s *state) forget() {
+	s.sig, s.count, s.talked = canonical.Sum{}, 0, false
 	s.steps.Clear()
 	s.last.clear()
-	s.verdict = rule.Verdict{}
 }
 
 // saved is the JSON form of a run's state.
@@ -448,6 +495,10 @@ type saved struct {
 	// when that call succeeded with a text result and new output starts a
 	// run again; absent otherwise, and in snapshots of earlier releases.
 	Last string `json:"last,omitempty"`
+	// Talked is true when, since the run's newest call, the agent answered
+	// in text alone, so that new input starts the run again; absent when
+	// false, and in snapshots of earlier releases.
+	Talked bool `json:"talked,omitempty"`
 }
 
 // Snapshot returns the current run as JSON, or null when there is none. The
@@ -456,7 +507,7 @@ func (s *state) Snapshot(rule.SnapshotOptions) ([]byte, error) {
 	if s.count == 0 {
 		return []byte("null"), nil
 	}
-	return json.Marshal(saved{Sig: s.sig, Count: s.count, Steps: s.steps.AppendTo(nil), Last: s.last.saved()})
+	return json.Marshal(saved{Sig: s.sig, Count: s.count, Steps: s.steps.AppendTo(nil), Last: s.last.saved(), Talked: s.talked})
 }
 
 // Restore replaces the state by one that Snapshot returned.
@@ -493,8 +544,11 @@ func (s *state) Restore(data []byte) error {
 			return fmt.Errorf("%s: %w", Name, err)
 		}
 	}
+	if in.Talked && !s.r.tellsTurns() {
+		return fmt.Errorf("%s: an answer in words since the newest call, but these options count across turns", Name)
+	}
 	s.reset()
-	s.sig, s.count, s.last = in.Sig, in.Count, last
+	s.sig, s.count, s.last, s.talked = in.Sig, in.Count, last, in.Talked
 	for _, x := range in.Steps {
 		s.steps.Push(x) // ascending: each is new
 	}

@@ -460,11 +460,17 @@ func TestPreflightAgreesWithCheck(t *testing.T) {
 		pool := []guard.ToolCall{a, b, c, think, failed(a)}
 		steps := rapid.SliceOfN(rapid.SliceOfN(rapid.SampledFrom(pool), 0, 3), 0, 8).Draw(t, "steps")
 		for _, s := range steps {
-			ruletest.Check(t, g, step(s...))
+			st := step(s...)
+			if len(s) == 0 { // an answer in words, sometimes to new input
+				st = guard.Step{Text: "ok", Input: rapid.SampledFrom([]string{"", "again"}).Draw(t, "input")}
+			}
+			ruletest.Check(t, g, st)
 		}
 		proposal := rapid.SliceOfN(rapid.SampledFrom(pool[:4]), 1, 4).Draw(t, "proposal")
 		d := ruletest.Preflight(t, g, proposal...)
-		v := ruletest.Check(t, g, step(proposal...))
+		// The step brings input: preflight, which cannot know it, takes an
+		// answer in words before it as a turn.
+		v := ruletest.Check(t, g, guard.Step{ToolCalls: proposal, Input: "the reply"})
 		if d.Allow {
 			if v.Stop {
 				t.Fatalf("preflight allowed calls that Check stops: %v", v)
@@ -491,11 +497,18 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 	pool := []guard.ToolCall{a, b, c, think, failed(a), withResult(call("poll", `1`), `"p"`), withResult(call("poll", `1`), `"q"`)}
 	rapid.Check(t, func(t *rapid.T) {
 		steps := rapid.SliceOfN(rapid.SliceOfN(rapid.SampledFrom(pool), 0, 3), 1, 30).Draw(t, "steps")
+		// Each step may answer in words and bring input, so that turns
+		// are saved too.
+		words := rapid.SliceOfN(rapid.SampledFrom([]string{"", "ok"}), len(steps), len(steps)).Draw(t, "text")
+		inputs := rapid.SliceOfN(rapid.SampledFrom([]string{"", "again"}), len(steps), len(steps)).Draw(t, "input")
+		full := func(i int) guard.Step {
+			return guard.Step{ToolCalls: steps[i], Text: words[i], Input: inputs[i]}
+		}
 		cut := rapid.IntRange(0, len(steps)).Draw(t, "cut")
 		redact := rapid.Bool().Draw(t, "redact")
 		orig := newGuard(t, opts, gopts)
-		for _, s := range steps[:cut] {
-			ruletest.Check(t, orig, step(s...))
+		for i := range steps[:cut] {
+			ruletest.Check(t, orig, full(i))
 		}
 		data, err := orig.Snapshot(context.Background(), guard.SnapshotOptions{Previews: !redact})
 		if err != nil {
@@ -519,7 +532,7 @@ func TestSnapshotRestoreContinues(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Fatalf("preflight before step %d (-original +restored):\n%s", cut+i, diff)
 			}
-			if diff := cmp.Diff(ruletest.Check(t, orig, step(s...)), ruletest.Check(t, restored, step(s...))); diff != "" {
+			if diff := cmp.Diff(ruletest.Check(t, orig, full(cut+i)), ruletest.Check(t, restored, full(cut+i))); diff != "" {
 				t.Fatalf("step %d (-original +restored):\n%s", cut+i, diff)
 			}
 		}
@@ -604,13 +617,7 @@ func TestRestoreRejects(t *testing.T) {
 	good := `{"sig":` + sig + `,"count":2,"steps":[4,7]}`
 	// A failed restore leaves the state alone.
 	ruletest.RejectsKeeping(t, d, good, bad)
-	st := ruletest.Saver(t, d)
-	if err := st.Restore([]byte(good)); err != nil {
-		t.Errorf("Restore(%s): %v", good, err)
-	}
-	if got, _ := st.Snapshot(guard.SnapshotOptions{}); string(got) != good {
-		t.Errorf("snapshot after restore = %s, want %s", got, good)
-	}
+	restoresAs(t, d, good)
 }
 
 func TestRestoreNullAndResetAreFresh(t *testing.T) {
@@ -757,4 +764,31 @@ func ExampleNew() {
 	// Output:
 	// refused before it runs: tool "search" called 3 times in a row with the same arguments {"q":"weather"} (threshold 3)
 	// REPEATED_TOOL_CALL search 3 [0 1 2]
+}
+
+// optionsJSON is the JSON of the options of a repeat rule made from o.
+func optionsJSON(t *testing.T, o repeat.Options) string {
+	t.Helper()
+	d, err := repeat.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(d.Options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// restoresAs checks that a fresh run of d restores good and saves it again
+// byte for byte.
+func restoresAs(t *testing.T, d rule.Rule, good string) {
+	t.Helper()
+	st := ruletest.Saver(t, d)
+	if err := st.Restore([]byte(good)); err != nil {
+		t.Errorf("Restore(%s): %v", good, err)
+	}
+	if got, _ := st.Snapshot(guard.SnapshotOptions{}); string(got) != good {
+		t.Errorf("snapshot after restore = %s, want %s", got, good)
+	}
 }

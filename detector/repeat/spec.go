@@ -16,7 +16,7 @@ const (
 
 // Spec tells an options document how to build the rule: from
 // "repeatedToolCall" ({"threshold": N, "requireIdenticalResults": b,
-// "ignoreErrors": b, "countNewResults": b, "warn": b}, true for the defaults or false for none)
+// "ignoreErrors": b, "countNewResults": b, "countAcrossTurns": b, "warn": b}, true for the defaults or false for none)
 // and the tool fields tools.<name>.repeatThreshold (N) and
 // tools.<name>.polling (true, false or {"maxIdenticalResults": N}). It is on
 // by default.
@@ -34,6 +34,7 @@ func build(in rule.Input) (rule.Rule, error) {
 		"requireIdenticalResults": r.SetBool(&o.RequireIdenticalResults),
 		"ignoreErrors":            r.SetBool(&o.IgnoreErrors),
 		"countNewResults":         r.SetBool(&o.CountNewResults),
+		"countAcrossTurns":        r.SetBool(&o.CountAcrossTurns),
 		"warn":                    r.SetBool(&o.Warn),
 	})
 	for _, tool := range options.SortedKeys(in.Tools) {

@@ -44,4 +44,7 @@ t2 gpt-4.1_telecom_no-user_gpt-4.1_1trials.json 35 tau2-telecom-nouser-gpt41-sim
 t2 gpt-4.1_telecom_no-user_gpt-4.1_1trials.json 29 tau2-telecom-nouser-gpt41-sim29
 t2 gpt-4.1_telecom_no-user_gpt-4.1_1trials.json 4 tau2-telecom-nouser-gpt41-sim4
 t2 "ft:gpt-4.1-2025-04-14:sierra:tau2-full-sft:BzrYdMNm_telecom_default_gpt-4.1_1trials.json" 38 tau2-telecom-ftgpt41-sim38
+t2 "ft:gpt-4.1-2025-04-14:sierra:tau2-full-sft:BzrYdMNm_telecom_default_gpt-4.1_1trials.json" 11 tau2-telecom-ftgpt41-sim11
+t2 "ft:gpt-4.1-2025-04-14:sierra:tau2-full-sft:BzrYdMNm_telecom_default_gpt-4.1_1trials.json" 24 tau2-telecom-ftgpt41-sim24
+t2 "ft:gpt-4.1-2025-04-14:sierra:tau2-full-sft:BzrYdMNm_telecom_default_gpt-4.1_1trials.json" 34 tau2-telecom-ftgpt41-sim34
 t2 gpt-4.1_airline_default_gpt-4.1_1trials.json 7 tau2-airline-gpt41-task18

@@ -141,6 +141,18 @@ RUNS = [
      "59d0fb96f4292815e1f6463fb2f139ffef47dc7f", "tau2-bench", "healthy", None, "none",
      "Reads six reservations in one step, prices economy on every leg with twelve search_direct_flight calls in one step (each another route or date), downgrades five reservations in one step, computes the refund and answers the user's thanks.",
      "gpt-4.1-2025-04-14", "A sweep in parallel calls: the same tool twelve times in one step with different arguments."),
+    ("tau2-telecom-ftgpt41-sim11", TAU2, TR + "ft:gpt-4.1-2025-04-14:sierra:tau2-full-sft:BzrYdMNm_telecom_default_gpt-4.1_1trials.json (entry simulations[11])",
+     "59d0fb96f4292815e1f6463fb2f139ffef47dc7f", "tau2-bench", "healthy", None, "none",
+     "A No Service case with three faults: the fine-tuned model finds the line suspended for an overdue bill, sends the payment request, resumes the line after the customer pays, then walks the customer through airplane mode, SIM, network reset, network mode and APN; after each of the customer's replies (steps 11-23) it looks line L1002 up again with get_details_by_id and gets the identical details. The APN reset at step 24 restores service and the customer thanks it.",
+     "ft:gpt-4.1-2025-04-14:sierra:tau2-full-sft", 'Conversational hard negative: the same lookup seven times, each after the agent answered in words and the customer replied with a new report. A wasteful habit, but every turn moves the troubleshooting on; reward 1. Telecom task [service_issue] airplane_mode_on|break_apn_settings|overdue_bill_suspension.'),
+    ("tau2-telecom-ftgpt41-sim24", TAU2, TR + "ft:gpt-4.1-2025-04-14:sierra:tau2-full-sft:BzrYdMNm_telecom_default_gpt-4.1_1trials.json (entry simulations[24])",
+     "59d0fb96f4292815e1f6463fb2f139ffef47dc7f", "tau2-bench", "healthy", None, "none",
+     "An MMS case with three faults: after the customer's number it reads both lines (L1002 twice in a row, steps 4-5), then guides the customer through network mode and APN checks; after the APN report it looks L1002 up a third time (step 9), finds roaming off on the line and enables it, and then the missing SMS permission fixes MMS (step 14).",
+     "ft:gpt-4.1-2025-04-14:sierra:tau2-full-sft", "Conversational hard negative: the third identical lookup comes after two answers in words and the customer's replies, and leads to the roaming fix; reward 1. Telecom task [mms_issue] bad_network_preference|break_app_sms_permission|user_abroad_roaming_disabled_on, PERSONA:Hard."),
+    ("tau2-telecom-ftgpt41-sim34", TAU2, TR + "ft:gpt-4.1-2025-04-14:sierra:tau2-full-sft:BzrYdMNm_telecom_default_gpt-4.1_1trials.json (entry simulations[34])",
+     "59d0fb96f4292815e1f6463fb2f139ffef47dc7f", "tau2-bench", "healthy", None, "none",
+     'An MMS case with seven faults, fixed one after another with the customer: airplane mode and SIM, mobile data and roaming, APN, app permissions, Wi-Fi calling; it looks line L1002 up at steps 4, 11 and 14, each time after the customer reported what a fix changed, then reads the plan, finds the data cap exceeded, refuels 2 GB and MMS works (step 19).',
+     "ft:gpt-4.1-2025-04-14:sierra:tau2-full-sft", 'Conversational hard negative: the same lookup three times with several turns of the conversation between each; reward 1. Telecom task [mms_issue] with seven faults.'),
 ]
 
 EXTRA = {
@@ -149,6 +161,9 @@ EXTRA = {
     "tau2-telecom-nouser-gpt41-sim4": {"reward": 1.0, "termination": "agent_stop"},
     "tau2-telecom-ftgpt41-sim38": {"reward": 0.0, "termination": "max_steps"},
     "tau2-airline-gpt41-task18": {"reward": 1.0, "termination": "user_stop"},
+    "tau2-telecom-ftgpt41-sim11": {"reward": 1.0, "termination": "user_stop"},
+    "tau2-telecom-ftgpt41-sim24": {"reward": 1.0, "termination": "user_stop"},
+    "tau2-telecom-ftgpt41-sim34": {"reward": 1.0, "termination": "user_stop"},
 }
 
 

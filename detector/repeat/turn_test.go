@@ -1,0 +1,225 @@
+package repeat_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
+
+	"github.com/loopguard/loopguard/detector/internal/ruletest"
+	"github.com/loopguard/loopguard/detector/repeat"
+	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/rule"
+)
+
+// The steps of a support conversation, as tau2-bench's telecom runs hold
+// them: the agent looks the line up (lookup), answers the customer in words
+// (answer), and the customer's reply comes with the agent's next step
+// (replied).
+var (
+	lookup = call("get_details_by_id", `{"id":"L1002"}`)
+	answer = guard.Step{Text: "Please turn Airplane Mode off and tell me what the status bar shows."}
+)
+
+// replied is a step whose input is the customer's reply.
+func replied(s guard.Step, reply string) guard.Step {
+	s.Input = reply
+	return s
+}
+
+func TestTurnStartsTheRunAgain(t *testing.T) {
+	look := step(lookup)
+	tests := []struct {
+		name  string
+		opts  repeat.Options
+		steps []guard.Step
+		want  []bool
+	}{
+		{"three lookups in a row: the third stops", repeat.Options{},
+			[]guard.Step{look, look, look},
+			[]bool{false, false, true}},
+		{"an answer and a reply between: K-1 goes on, K stops", repeat.Options{},
+			[]guard.Step{look, answer, replied(look, "Airplane Mode is off."), look, look},
+			[]bool{false, false, false, false, true}},
+		{"a turn before each lookup: never stops", repeat.Options{},
+			[]guard.Step{look, answer, replied(look, "It is off."), answer, replied(look, "I rebooted."), answer, replied(look, "Still no signal.")},
+			[]bool{false, false, false, false, false, false, false}},
+		{"the reply on a step of its own answered in words", repeat.Options{},
+			[]guard.Step{look, look, answer, replied(answer, "Done."), look, look, look},
+			[]bool{false, false, false, false, false, false, true}},
+		{"an answer with no reply is no turn", repeat.Options{},
+			[]guard.Step{look, answer, look, answer, look},
+			[]bool{false, false, false, false, true}},
+		{"input on every call, no answer between (MINT's feedback), counts", repeat.Options{},
+			[]guard.Step{replied(look, "Good, now submit."), replied(look, "Good, submit it."), replied(look, "Submit.")},
+			[]bool{false, false, true}},
+		{"a reply that comes before any answer counts", repeat.Options{},
+			[]guard.Step{look, replied(look, "ok"), replied(look, "ok?")},
+			[]bool{false, false, true}},
+		{"a step with neither text nor calls is no answer", repeat.Options{},
+			[]guard.Step{look, {}, replied(look, "ok"), look},
+			[]bool{false, false, false, true}},
+		{"an answer alongside a call of the sequence is no answer in words", repeat.Options{},
+			[]guard.Step{look, {Text: "Checking your line.", ToolCalls: []guard.ToolCall{lookup}}, replied(look, "ok")},
+			[]bool{false, false, true}},
+		{"an answer with an ignored call is an answer in words", repeat.Options{},
+			[]guard.Step{look, look, {Text: "Let me think.", ToolCalls: []guard.ToolCall{think}}, replied(look, "ok"), look},
+			[]bool{false, false, false, false, false}},
+		{"a step whose calls were refused is no answer in words", repeat.Options{},
+			[]guard.Step{look, look, {Text: "Let me look your line up.", Refused: []guard.ToolCall{lookup}}, replied(look, "ok")},
+			[]bool{false, false, false, true}},
+		{"CountAcrossTurns: the reference's reading", repeat.Options{CountAcrossTurns: true},
+			[]guard.Step{look, answer, replied(look, "Airplane Mode is off."), look},
+			[]bool{false, false, false, true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newGuard(t, tt.opts, guard.Config{Ignore: []string{"think"}})
+			if diff := cmp.Diff(tt.want, stops(run(t, g, tt.steps))); diff != "" {
+				t.Errorf("stops (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestTurnEvidence: the stop after a turn counts and lists only the calls
+// since the turn.
+func TestTurnEvidence(t *testing.T) {
+	g := newGuard(t, repeat.Options{}, guard.Config{})
+	vs := run(t, g, []guard.Step{step(lookup), step(lookup), answer, replied(step(lookup), "ok"), step(lookup), step(lookup)})
+	want := stop(ev("get_details_by_id", `{"id":"L1002"}`, 3, 3, 3, 4, 5), guard.PhaseCheck)
+	if diff := cmp.Diff(want, vs[5], ignoreDetail); diff != "" {
+		t.Errorf("stop (-want +got):\n%s", diff)
+	}
+}
+
+// TestTurnWarns: the warning comes one call short of the threshold, counted
+// from the turn.
+func TestTurnWarns(t *testing.T) {
+	g := newGuard(t, repeat.Options{Warn: true}, guard.Config{})
+	vs := run(t, g, []guard.Step{step(lookup), step(lookup), answer, replied(step(lookup), "ok"), step(lookup)})
+	var warned []bool
+	for _, v := range vs {
+		warned = append(warned, len(v.Warnings) > 0)
+	}
+	if diff := cmp.Diff([]bool{false, true, false, false, true}, warned); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+}
+
+// TestPreflightAfterAnAnswer: after an answer in words, the step's input is
+// unknown, so the lookup that would be the third is allowed; Check stops it
+// when no reply came, and lets it go on when one did.
+func TestPreflightAfterAnAnswer(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		before  []guard.Step
+		refused bool
+		stop    [2]bool // Check of the lookup: with no reply, with one
+	}{
+		{"two lookups", []guard.Step{step(lookup), step(lookup)}, true, [2]bool{true, true}},
+		{"two lookups and an answer", []guard.Step{step(lookup), step(lookup), answer}, false, [2]bool{true, false}},
+		{"an answer, a reply and two lookups", []guard.Step{answer, replied(step(lookup), "ok"), step(lookup)}, true, [2]bool{true, true}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for i, reply := range []string{"", "I rebooted."} {
+				g := newGuard(t, repeat.Options{}, guard.Config{})
+				run(t, g, tt.before)
+				if refused := !ruletest.Preflight(t, g, lookup).Allow; refused != tt.refused {
+					t.Errorf("refused = %v, want %v", refused, tt.refused)
+				}
+				if v := ruletest.Check(t, g, replied(step(lookup), reply)); v.Stop != tt.stop[i] {
+					t.Errorf("reply %q: stop = %v, want %v", reply, v.Stop, tt.stop[i])
+				}
+			}
+		})
+	}
+}
+
+// TestTurnAcrossRestore: the answer in words is saved, so a restored run
+// tells the turn as the original does; the saved form names it only when
+// it is true, and options that count across turns refuse it.
+func TestTurnAcrossRestore(t *testing.T) {
+	g := newGuard(t, repeat.Options{}, guard.Config{})
+	run(t, g, []guard.Step{step(lookup), step(lookup), answer})
+	data, err := g.Snapshot(t.Context(), guard.SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"talked":true`) || strings.Contains(string(data), "Airplane") {
+		t.Errorf("snapshot %s: want talked and no text", data)
+	}
+	d, _ := repeat.New(repeat.Options{})
+	h, err := guard.Restore(data, guard.Config{Rules: []guard.Rule{d}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, gd := range []*guard.Guard{g, h} {
+		if v := ruletest.Check(t, gd, replied(step(lookup), "ok")); v.Stop {
+			t.Errorf("the lookup after a turn stops: %+v", v)
+		}
+	}
+
+	const sig = `"0123456789abcdef0123456789abcdef"`
+	good := `{"sig":` + sig + `,"count":2,"steps":[4,7],"talked":true}`
+	bad := []string{
+		`{"sig":` + sig + `,"count":2,"steps":[4,7],"talked":1}`,
+		`{"sig":` + sig + `,"count":2,"steps":[4,7],"talked":"true"}`,
+	}
+	ruletest.RejectsKeeping(t, d, good, bad)
+	restoresAs(t, d, good)
+	across, _ := repeat.New(repeat.Options{CountAcrossTurns: true})
+	if err := ruletest.Saver(t, across).Restore([]byte(good)); err == nil {
+		t.Errorf("CountAcrossTurns: Restore(%s) = nil, want an error", good)
+	}
+	// A state of an earlier release, without talked, restores under both.
+	old := `{"sig":` + sig + `,"count":2,"steps":[4,7]}`
+	for _, r := range []rule.Rule{d, across} {
+		if err := ruletest.Saver(t, r).Restore([]byte(old)); err != nil {
+			t.Errorf("Restore(%s): %v", old, err)
+		}
+	}
+}
+
+// TestCountAcrossTurnsOptions: the field is written only when set, so that
+// the default options fingerprint as before; the options document sets it.
+func TestCountAcrossTurnsOptions(t *testing.T) {
+	fp := func(o repeat.Options) string { return optionsJSON(t, o) }
+	if got := fp(repeat.Options{}); strings.Contains(got, "countAcrossTurns") {
+		t.Errorf("default options %s name countAcrossTurns", got)
+	}
+	if got := fp(repeat.Options{CountAcrossTurns: true}); !strings.Contains(got, `"countAcrossTurns":true`) {
+		t.Errorf("options %s do not say countAcrossTurns", got)
+	}
+}
+
+// TestTurnProperty: with a turn (an answer, then a reply) before every
+// lookup, no run ever stops; with no reply, the answers change nothing, as
+// under the reference's reading.
+func TestTurnProperty(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		threshold := rapid.IntRange(2, 5).Draw(t, "threshold")
+		n := rapid.IntRange(1, 12).Draw(t, "lookups")
+		reply := rapid.Bool().Draw(t, "reply")
+		g := newGuard(t, repeat.Options{Threshold: threshold}, guard.Config{})
+		ref := newGuard(t, repeat.Options{Threshold: threshold, CountAcrossTurns: true}, guard.Config{})
+		for i := range n {
+			s := step(lookup)
+			if i > 0 && reply {
+				s.Input = "still no signal"
+			}
+			v, w := ruletest.Check(t, g, s), ruletest.Check(t, ref, s)
+			switch {
+			case reply && v.Stop:
+				t.Fatalf("lookup %d after a turn stops: %+v", i+1, v)
+			case !reply && v.Stop != w.Stop:
+				t.Fatalf("lookup %d: stop %v, the reference's reading %v", i+1, v.Stop, w.Stop)
+			case w.Stop != (i+1 >= threshold):
+				t.Fatalf("lookup %d: the reference's reading stops %v at threshold %d", i+1, w.Stop, threshold)
+			}
+			ruletest.Check(t, g, answer)
+			ruletest.Check(t, ref, answer)
+		}
+	})
+}
