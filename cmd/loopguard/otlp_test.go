@@ -119,7 +119,9 @@ func TestReplayOTLPRuns(t *testing.T) {
 		"line 3: run conv-support-7: step 1", // a normal finish: the run goes on
 		"line 5: run conv-support-7: step 2",
 		"line 7: run conv-support-7: step 3",
-		"line 9: run conv-support-7: step 4", // REPEATED_TOOL_CALL: the rest of the run is not replayed
+		"line 9: run conv-support-7: step 4", // each reply starts the lookups' run again
+		"line 11: run conv-support-7: step 5",
+		"line 13: run conv-support-7: step 6", // REPEATED_TEXT: the rest of the run is not replayed
 		"line 17: run conv-orders-3: step 0",
 		"line 19: run conv-orders-3: step 1",
 		"line 21: run conv-orders-3: step 2",
@@ -128,7 +130,7 @@ func TestReplayOTLPRuns(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("replay (-want +got):\n%s", diff)
 	}
-	if !strings.Contains(res.stdout, "step 4: stop: repeated-tool-call") {
+	if !strings.Contains(res.stdout, "step 6: stop: repeated-text") {
 		t.Errorf("the first run's stop is missing:\n%s", res.stdout)
 	}
 }

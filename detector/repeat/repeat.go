@@ -32,8 +32,8 @@
 //
 // A turn of a conversation between two same calls starts the run again:
 // when, after the run's newest call, the agent answered in text alone (a
-// step with text, no call in the sequence and none refused) and then new
-// input arrived
+// step with text and no call: none refused, none failed, only ignored
+// ones) and new input arrived, on that step or a later one
 // (rule.Facts.NewInput: the user spoke again), the next call starts a run of
 // its own. A support agent that looks the account up again after each thing
 // the customer tried on the phone is not repeating itself; an agent that
@@ -50,9 +50,10 @@
 // compare equal.
 //
 // In preflight, only the default rule is judged: the call that would be the
-// Nth same call in a row is refused. The input of the step is not known
-// then, so after an answer in words the run is taken as started again, as if
-// the user had spoken: the call goes on, and Check stops it if no input came. Rules that compare results cannot be
+// Nth same call in a row is refused. The input of the step to come is not
+// known then, so a turn counts in preflight only once its input is
+// recorded: on the answer's own step (as package trace puts a user's reply)
+// or on a later one. Rules that compare results cannot be
 // judged before the call has run, so with RequireIdenticalResults nothing is
 // refused, and a call of a polling tool breaks the simulated run.
 //
@@ -208,6 +209,7 @@ var (
 	_ rule.Saver      = (*state)(nil)
 	_ rule.Summarizer = (*state)(nil)
 	_ rule.Bounded    = (*state)(nil)
+	_ rule.Successor  = (*Rule)(nil)
 )
 
 // New returns a rule with these options, or an error (a
@@ -301,6 +303,20 @@ func (d *Rule) Options() any {
 	return o
 }
 
+// PriorOptions returns, under CountAcrossTurns, the same options without
+// it, as releases before turns wrote them; nil otherwise. So a run saved
+// by such a release restores under the reading it was counted by
+// (rule.Successor): it holds no answer in words.
+func (d *Rule) PriorOptions() any {
+	if !d.opts.CountAcrossTurns {
+		return nil
+	}
+	o := d.opts
+	o.CountAcrossTurns = false
+	o.Tools = maps.Clone(o.Tools)
+	return o
+}
+
 // tellsNewOutput reports whether a same call with new output starts the run
 // again under these options.
 func (d *Rule) tellsNewOutput() bool {
@@ -329,12 +345,16 @@ func (s *state) Observe(f *rule.Facts) {
 	}
 	var last *rule.Call // the step's last call in the sequence
 	var lastRule policy
+	acted := len(f.Refused) > 0 // the step asked for a call
 	for i := range f.Calls {
 		c := &f.Calls[i]
-		if c.Ignored || s.r.opts.IgnoreErrors && c.Failed {
+		if c.Ignored {
 			continue
 		}
-		s.talked = false
+		acted = true
+		if s.r.opts.IgnoreErrors && c.Failed {
+			continue
+		}
 		r := s.r.ruleFor(c.Tool)
 		last, lastRule = c, r
 		sig := c.Key
@@ -363,8 +383,18 @@ func (s *state) Observe(f *rule.Facts) {
 			s.verdict = s.stop(c, s.count, r, s.steps.AppendTo(nil), rule.PhaseCheck)
 		}
 	}
-	if last == nil && len(f.Refused) == 0 && f.HasText && s.count > 0 && s.r.tellsTurns() {
-		s.talked = true // an answer in words, with no call proposed
+	switch {
+	case acted:
+		s.talked = false
+	case f.HasText && s.count > 0 && s.r.tellsTurns():
+		// An answer in words, with no call asked for. With the reply on
+		// the same step (as package trace reads a transcript) the turn is
+		// whole; else it waits for the input of a later step.
+		if f.NewInput {
+			s.forget()
+		} else {
+			s.talked = true
+		}
 	}
 	if s.r.opts.Warn && last != nil && !s.verdict.Stop && s.count >= 2 && s.count == lastRule.threshold-1 {
 		s.verdict.Warnings = []rule.Warning{s.warning(last, lastRule)}
@@ -424,9 +454,6 @@ func (s *state) Preflight(f *rule.Facts) rule.Verdict {
 		return rule.Verdict{}
 	}
 	sig, count, fresh := s.sig, s.count, false
-	if s.talked {
-		count = 0 // the step's input is unknown: taken as a turn, as in Observe
-	}
 	for i := range f.Calls {
 		c := &f.Calls[i]
 		if c.Ignored {
@@ -563,6 +590,9 @@ func (s *state) CheckBounds(c rule.Counters) error {
 	}
 	if n := s.steps.Len(); n > 0 && s.steps.At(n-1) >= c.Steps {
 		return fmt.Errorf("%s: step index %d, but %d steps recorded", Name, s.steps.At(n-1), c.Steps)
+	}
+	if n := s.steps.Len(); s.talked && n > 0 && s.steps.At(n-1) >= c.Steps-1 {
+		return fmt.Errorf("%s: an answer in words after step %d, the newest of %d steps recorded", Name, s.steps.At(n-1), c.Steps)
 	}
 	return nil
 }

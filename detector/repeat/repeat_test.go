@@ -461,16 +461,14 @@ func TestPreflightAgreesWithCheck(t *testing.T) {
 		steps := rapid.SliceOfN(rapid.SliceOfN(rapid.SampledFrom(pool), 0, 3), 0, 8).Draw(t, "steps")
 		for _, s := range steps {
 			st := step(s...)
-			if len(s) == 0 { // an answer in words, sometimes to new input
+			if len(s) == 0 { // an answer in words, sometimes with its reply
 				st = guard.Step{Text: "ok", Input: rapid.SampledFrom([]string{"", "again"}).Draw(t, "input")}
 			}
 			ruletest.Check(t, g, st)
 		}
 		proposal := rapid.SliceOfN(rapid.SampledFrom(pool[:4]), 1, 4).Draw(t, "proposal")
 		d := ruletest.Preflight(t, g, proposal...)
-		// The step brings input: preflight, which cannot know it, takes an
-		// answer in words before it as a turn.
-		v := ruletest.Check(t, g, guard.Step{ToolCalls: proposal, Input: "the reply"})
+		v := ruletest.Check(t, g, step(proposal...))
 		if d.Allow {
 			if v.Stop {
 				t.Fatalf("preflight allowed calls that Check stops: %v", v)

@@ -10,7 +10,9 @@ import (
 	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/repeat"
 	"github.com/loopguard/loopguard/guard"
+	"github.com/loopguard/loopguard/internal/testutil"
 	"github.com/loopguard/loopguard/rule"
+	"github.com/loopguard/loopguard/trace"
 )
 
 // The steps of a support conversation, as tau2-bench's telecom runs hold
@@ -69,6 +71,15 @@ func TestTurnStartsTheRunAgain(t *testing.T) {
 		{"a step whose calls were refused is no answer in words", repeat.Options{},
 			[]guard.Step{look, look, {Text: "Let me look your line up.", Refused: []guard.ToolCall{lookup}}, replied(look, "ok")},
 			[]bool{false, false, false, true}},
+		{"the reply on the answer's own step, as package trace puts it", repeat.Options{},
+			[]guard.Step{look, look, replied(answer, "ok"), look, look, look},
+			[]bool{false, false, false, false, false, true}},
+		{"a call refused after the answer ends the turn", repeat.Options{},
+			[]guard.Step{look, look, answer, {Text: "Let me look your line up.", Refused: []guard.ToolCall{lookup}}, replied(look, "ok")},
+			[]bool{false, false, false, false, true}},
+		{"IgnoreErrors: a step with a failed call is no answer in words", repeat.Options{IgnoreErrors: true},
+			[]guard.Step{look, look, {Text: "It failed.", ToolCalls: []guard.ToolCall{failed(lookup)}}, replied(look, "ok")},
+			[]bool{false, false, false, true}},
 		{"CountAcrossTurns: the reference's reading", repeat.Options{CountAcrossTurns: true},
 			[]guard.Step{look, answer, replied(look, "Airplane Mode is off."), look},
 			[]bool{false, false, false, true}},
@@ -108,9 +119,10 @@ func TestTurnWarns(t *testing.T) {
 	}
 }
 
-// TestPreflightAfterAnAnswer: after an answer in words, the step's input is
-// unknown, so the lookup that would be the third is allowed; Check stops it
-// when no reply came, and lets it go on when one did.
+// TestPreflightAfterAnAnswer: the input of the step to come is unknown in
+// preflight, so a turn counts there only once its reply is recorded, on the
+// answer's step; a reply that comes with the lookup's own step lets Check go
+// on where preflight refused.
 func TestPreflightAfterAnAnswer(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
@@ -119,7 +131,9 @@ func TestPreflightAfterAnAnswer(t *testing.T) {
 		stop    [2]bool // Check of the lookup: with no reply, with one
 	}{
 		{"two lookups", []guard.Step{step(lookup), step(lookup)}, true, [2]bool{true, true}},
-		{"two lookups and an answer", []guard.Step{step(lookup), step(lookup), answer}, false, [2]bool{true, false}},
+		{"two lookups and an answer", []guard.Step{step(lookup), step(lookup), answer}, true, [2]bool{true, false}},
+		{"two lookups and an answer with its reply", []guard.Step{step(lookup), step(lookup), replied(answer, "ok")}, false, [2]bool{false, false}},
+		{"two lookups, an answer and a reply", []guard.Step{step(lookup), step(lookup), answer, replied(guard.Step{}, "ok")}, false, [2]bool{false, false}},
 		{"an answer, a reply and two lookups", []guard.Step{answer, replied(step(lookup), "ok"), step(lookup)}, true, [2]bool{true, true}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -163,15 +177,39 @@ func TestTurnAcrossRestore(t *testing.T) {
 
 	const sig = `"0123456789abcdef0123456789abcdef"`
 	good := `{"sig":` + sig + `,"count":2,"steps":[4,7],"talked":true}`
-	bad := []string{
-		`{"sig":` + sig + `,"count":2,"steps":[4,7],"talked":1}`,
-		`{"sig":` + sig + `,"count":2,"steps":[4,7],"talked":"true"}`,
-	}
-	ruletest.RejectsKeeping(t, d, good, bad)
 	restoresAs(t, d, good)
+	// An answer in words needs a step after the run's newest call: a run
+	// whose newest call is on the last step recorded cannot have one.
+	two := newGuard(t, repeat.Options{}, guard.Config{})
+	run(t, two, []guard.Step{step(lookup), step(lookup)})
+	saved := testutil.Snapshot(t, two, guard.SnapshotOptions{})
+	forged := strings.Replace(string(saved), `"steps":[0,1]}`, `"steps":[0,1],"talked":true}`, 1)
+	if forged == string(saved) {
+		t.Fatalf("nothing replaced in %s", saved)
+	}
+	if _, err := guard.Restore([]byte(forged), guard.Config{Rules: []guard.Rule{d}}); err == nil {
+		t.Errorf("restored %s", forged)
+	}
+	if _, err := guard.Restore(data, guard.Config{Rules: []guard.Rule{d}}); err != nil {
+		t.Errorf("Restore of the answer's snapshot: %v", err)
+	}
 	across, _ := repeat.New(repeat.Options{CountAcrossTurns: true})
 	if err := ruletest.Saver(t, across).Restore([]byte(good)); err == nil {
 		t.Errorf("CountAcrossTurns: Restore(%s) = nil, want an error", good)
+	}
+	// A run saved by an earlier release restores under both readings:
+	// CountAcrossTurns takes the fingerprint of the options without it.
+	for _, r := range []rule.Rule{d, across} {
+		if _, err := guard.Restore(saved, guard.Config{Rules: []guard.Rule{r}}); err != nil {
+			t.Errorf("%+v: Restore(%s): %v", r.Options(), saved, err)
+		}
+	}
+	other, _ := repeat.New(repeat.Options{CountAcrossTurns: true, Threshold: 4})
+	if _, err := guard.Restore(saved, guard.Config{Rules: []guard.Rule{other}}); err == nil {
+		t.Errorf("restored %s under another threshold", saved)
+	}
+	if _, err := guard.Restore(data, guard.Config{Rules: []guard.Rule{across}}); err == nil {
+		t.Errorf("CountAcrossTurns restored a run with an answer in words: %s", data)
 	}
 	// A state of an earlier release, without talked, restores under both.
 	old := `{"sig":` + sig + `,"count":2,"steps":[4,7]}`
@@ -222,4 +260,43 @@ func TestTurnProperty(t *testing.T) {
 			ruletest.Check(t, ref, answer)
 		}
 	})
+}
+
+// An OpenAI transcript of a support conversation: the lookup, an answer in
+// words, the customer's reply, the lookup again, twice over.
+const supportChat = `{"role":"user","content":"My line has no signal."}
+{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"get_details_by_id","arguments":"{\"id\":\"L1002\"}"}}]}
+{"role":"tool","tool_call_id":"c1","content":"status: Active"}
+{"role":"assistant","content":"Please turn Airplane Mode off."}
+{"role":"user","content":"Airplane Mode is off."}
+{"role":"assistant","content":null,"tool_calls":[{"id":"c2","type":"function","function":{"name":"get_details_by_id","arguments":"{\"id\":\"L1002\"}"}}]}
+{"role":"tool","tool_call_id":"c2","content":"status: Active"}
+{"role":"assistant","content":"Please reboot the phone."}
+{"role":"user","content":"I rebooted."}
+{"role":"assistant","content":null,"tool_calls":[{"id":"c3","type":"function","function":{"name":"get_details_by_id","arguments":"{\"id\":\"L1002\"}"}}]}
+{"role":"tool","tool_call_id":"c3","content":"status: Active"}
+`
+
+// TestTurnsOfAnImportedTranscript: package trace puts each reply on the
+// answer it follows; the turns count there too, in Check and in preflight.
+func TestTurnsOfAnImportedTranscript(t *testing.T) {
+	steps, err := trace.ReadOpenAI(strings.NewReader(supportChat))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGuard(t, repeat.Options{Threshold: 2}, guard.Config{})
+	for i, s := range steps {
+		if len(s.ToolCalls) > 0 {
+			if d := ruletest.Preflight(t, g, s.ToolCalls...); !d.Allow {
+				t.Errorf("step %d: preflight refused: %v", i, d.Verdict())
+			}
+		}
+		if v := ruletest.Check(t, g, s); v.Stop {
+			t.Errorf("step %d: stopped: %v", i, v)
+		}
+	}
+	// The same lookup with no turn between stops at once.
+	if v := ruletest.Check(t, g, step(steps[len(steps)-1].ToolCalls...)); !v.Stop {
+		t.Errorf("the lookup again with no turn between goes on")
+	}
 }
