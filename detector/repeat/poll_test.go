@@ -208,18 +208,26 @@ func TestNewOutputSnapshotState(t *testing.T) {
 	}
 }
 
-// TestCountNewResultsOptions: the field is written only when set, so that
-// the default options fingerprint as before; RequireIdenticalResults makes
-// it read false; the options document sets it.
-func TestCountNewResultsOptions(t *testing.T) {
-	fp := func(o repeat.Options) string { return optionsJSON(t, o) }
-	if got := fp(repeat.Options{}); strings.Contains(got, "countNewResults") {
-		t.Errorf("default options %s name countNewResults", got)
+// TestReadingsWrittenOnlyWhenSet: CountNewResults and CountAcrossTurns are
+// written only when set, so that the default options fingerprint as
+// before; RequireIdenticalResults makes CountNewResults read false. The
+// options document's side is in detector's registry tests.
+func TestReadingsWrittenOnlyWhenSet(t *testing.T) {
+	for _, tt := range []struct {
+		field string
+		set   repeat.Options
+	}{
+		{"countNewResults", repeat.Options{CountNewResults: true}},
+		{"countAcrossTurns", repeat.Options{CountAcrossTurns: true}},
+	} {
+		if got := optionsJSON(t, repeat.Options{}); strings.Contains(got, tt.field) {
+			t.Errorf("default options %s name %s", got, tt.field)
+		}
+		if got := optionsJSON(t, tt.set); !strings.Contains(got, `"`+tt.field+`":true`) {
+			t.Errorf("options %s do not say %s", got, tt.field)
+		}
 	}
-	if got := fp(repeat.Options{CountNewResults: true}); !strings.Contains(got, `"countNewResults":true`) {
-		t.Errorf("options %s do not say countNewResults", got)
-	}
-	if a, b := fp(repeat.Options{RequireIdenticalResults: true}), fp(repeat.Options{RequireIdenticalResults: true, CountNewResults: true}); a != b {
+	if a, b := optionsJSON(t, repeat.Options{RequireIdenticalResults: true}), optionsJSON(t, repeat.Options{RequireIdenticalResults: true, CountNewResults: true}); a != b {
 		t.Errorf("with RequireIdenticalResults, CountNewResults changes the options: %s, %s", a, b)
 	}
 }

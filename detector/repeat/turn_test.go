@@ -220,18 +220,6 @@ func TestTurnAcrossRestore(t *testing.T) {
 	}
 }
 
-// TestCountAcrossTurnsOptions: the field is written only when set, so that
-// the default options fingerprint as before; the options document sets it.
-func TestCountAcrossTurnsOptions(t *testing.T) {
-	fp := func(o repeat.Options) string { return optionsJSON(t, o) }
-	if got := fp(repeat.Options{}); strings.Contains(got, "countAcrossTurns") {
-		t.Errorf("default options %s name countAcrossTurns", got)
-	}
-	if got := fp(repeat.Options{CountAcrossTurns: true}); !strings.Contains(got, `"countAcrossTurns":true`) {
-		t.Errorf("options %s do not say countAcrossTurns", got)
-	}
-}
-
 // TestTurnProperty: with a turn (an answer, then a reply) before every
 // lookup, no run ever stops; with no reply, the answers change nothing, as
 // under the reference's reading.
