@@ -197,8 +197,9 @@ type state struct {
 	last lastResult // the newest call's result, to tell a poll's new output
 
 	// talked reports that, since the run's newest call, a step answered in
-	// text and held no call of the sequence: new input now starts the run
-	// again. It is false while there is no run.
+	// text and asked for no call (none ran, failed or was refused, but
+	// ignored ones): new input now starts the run again. It is false while
+	// there is no run.
 	talked bool
 
 	verdict rule.Verdict
@@ -345,7 +346,10 @@ func (s *state) Observe(f *rule.Facts) {
 	}
 	var last *rule.Call // the step's last call in the sequence
 	var lastRule policy
-	acted := len(f.Refused) > 0 // the step asked for a call
+	acted := false // the step asked for a call that is not ignored
+	for i := range f.Refused {
+		acted = acted || !f.Refused[i].Ignored
+	}
 	for i := range f.Calls {
 		c := &f.Calls[i]
 		if c.Ignored {
