@@ -244,11 +244,13 @@ func TestThresholds(t *testing.T) {
 	// difference; the oscillation rule compares no results before the
 	// sameResults step, the repeated-input rule is off before its step, and
 	// the repeat rule counts new output before its step, the text rule tells
-	// no long text apart before its step, and the repeat rule counts across
-	// turns of a conversation before the last.
+	// no long text apart before its step, the repeat rule counts across
+	// turns of a conversation before its step, and the oscillation rule
+	// looks for no long cycle before the last.
 	const counts = `"repeatedToolCall": {"countNewResults": true, "countAcrossTurns": true}`
 	const across = `"repeatedToolCall": {"countAcrossTurns": true}`
 	const short = `"repeatedText": {"long": 3}, `
+	const noLong = `"oscillation": {"longPeriod": 3}`
 	const noSame = `"oscillation": {"sameResults": 3}, "repeatedInput": false, ` + counts
 	const reference = `"maxSteps": 50, "finishReason": {"stopWithToolCalls": "stop"}, "repeatedRefusal": false, "repeatedFailure": false, "repeatedText": false, "sameResult": false, ` + noSame
 	settings := []struct{ name, doc string }{
@@ -259,11 +261,14 @@ func TestThresholds(t *testing.T) {
 		{"+ `repeatedText` (3 in 10 steps), `repeatedRefusal`", `{` + short + `"repeatedFailure": {"sameCall": 5}, "sameResult": false, ` + noSame + `}`},
 		{"+ `repeatedFailure.sameCall` 3 (4 from two calls in turn)", `{` + short + `"sameResult": false, ` + noSame + `}`},
 		{"+ `sameResult` (4 calls, 512 bytes)", `{` + short + noSame + `}`},
-		{"+ `oscillation.sameResults` 2 (two rounds of one tool's calls with the same results, no new input)", `{` + short + `"repeatedInput": false, ` + counts + `}`},
-		{"+ `repeatedInput` (the same input of 64 bytes on 3 steps within 10, answered in words)", `{` + short + counts + `}`},
-		{"+ a same call with new output starts its run again (`repeatedToolCall.countNewResults` false)", `{` + short + across + `}`},
-		{"+ a text of 200 bytes again, with a step between, stops at its second time (`repeatedText.long` 2, `longBytes` 200)", `{` + across + `}`},
-		{"+ an answer in words and new input between same calls start their run again (`repeatedToolCall.countAcrossTurns` false): **the defaults**", `{}`},
+		{"+ `oscillation.sameResults` 2 (two rounds of one tool's calls with the same results, no new input)", `{` + short + noLong + `, "repeatedInput": false, ` + counts + `}`},
+		{"+ `repeatedInput` (the same input of 64 bytes on 3 steps within 10, answered in words)", `{` + short + noLong + `, ` + counts + `}`},
+		{"+ a same call with new output starts its run again (`repeatedToolCall.countNewResults` false)", `{` + short + noLong + `, ` + across + `}`},
+		{"+ a text of 200 bytes again, with a step between, stops at its second time (`repeatedText.long` 2, `longBytes` 200)", `{` + noLong + `, ` + across + `}`},
+		{"+ an answer in words and new input between same calls start their run again (`repeatedToolCall.countAcrossTurns` false)", `{` + noLong + `}`},
+		{"+ a cycle of 4 to 16 calls whose results repeat, with no new input, stops at its second round (`oscillation.longPeriod` 16): **the defaults**", `{}`},
+		{"`oscillation.longPeriod` 8", `{"oscillation": {"longPeriod": 8}}`},
+		{"`oscillation.longPeriod` 32", `{"oscillation": {"longPeriod": 32}}`},
 		{"`repeatedText.longBytes` 100", `{"repeatedText": {"longBytes": 100}}`},
 		{"`repeatedText.longBytes` 500", `{"repeatedText": {"longBytes": 500}}`},
 		{"`repeatedInput.threshold` 2", `{"repeatedInput": {"threshold": 2}}`},

@@ -489,8 +489,8 @@ func TestSnapshotSize(t *testing.T) {
 
 		if i == 1499 || i == 5999 {
 			data := testutil.Snapshot(t, g, guard.SnapshotOptions{})
-			if len(data) > 24<<10 {
-				t.Errorf("snapshot after %d steps is %d bytes, more than 24 KB", i+1, len(data))
+			if len(data) > 28<<10 {
+				t.Errorf("snapshot after %d steps is %d bytes, more than 28 KB", i+1, len(data))
 			}
 			if i == 1499 {
 				size = len(data)

@@ -23,6 +23,9 @@ func TestConformance(t *testing.T) {
 		"sameResults warn": {Warn: true},
 		"sameResults 3/4":  {Repeats: 4, SameResults: 3, MaxPeriod: 4},
 		"reference":        reference,
+		// LongPeriod at its default is in the defaults.
+		"longPeriod 6 warn": {LongPeriod: 6, Warn: true},
+		"longPeriod off":    {LongPeriod: 3},
 	} {
 		t.Run(name, func(t *testing.T) {
 			other := o

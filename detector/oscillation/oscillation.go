@@ -39,22 +39,35 @@
 // put a call of another tool (a wait) between the rounds, to let them go
 // on.
 //
+// A longer circle whose results repeat stops at SameResults full cycles too:
+// a cycle of MaxPeriod+1 to Options.LongPeriod calls (4 to 16 by default),
+// of any tools, that holds two distinct calls, each returning what it
+// returned the round before (rule.Call.Outcome), with no new input since
+// the first of those calls. An agent that tours the same places of a house,
+// or the same pages of a site, and sees the same things each time round
+// stops at the end of its second tour. A long cycle whose results change
+// (a routine of checks run again after each edit) goes on, and so do calls
+// logged without results. Evidence Long says that such a cycle stopped the
+// run.
+//
 // In preflight, the proposed calls are appended to a copy of the sequence and
 // judged the same way: the calls that would complete a cycle are refused.
 // Results are unknown before a call runs, so with RequireIdenticalResults
-// nothing is refused, and SameResults refuses nothing either: a call not yet
-// run has no result, and only Repeats cycles are refused.
+// nothing is refused, and SameResults and LongPeriod refuse nothing either:
+// a call not yet run has no result, and only Repeats cycles are refused.
 //
 // With Options.Warn, a step after which one more call following the cycle
 // would stop the run carries an OSCILLATION_WARNING (Value: the calls of the
 // cycle repeated so far at the tail; Limit: that count plus one); for a
-// ping-pong whose results repeat, one more call with the same result.
+// ping-pong or a long cycle whose results repeat, one more call with the
+// same result.
 //
-// Memory and snapshots are bounded by MaxPeriod: the detector keeps the last
-// MaxPeriod calls (key, outcome, tool name and, for calls that may end up in
-// a cycle, a short preview of the arguments for the evidence), two counters
-// per period (one when SameResults is Repeats) and the number of calls since
-// the last new input. Calls with the same key share one preview, so that a
+// Memory and snapshots are bounded by MaxPeriod and LongPeriod: the detector
+// keeps the last max(MaxPeriod, LongPeriod) calls (key, outcome, tool name
+// and, for calls that may end up in a cycle, a short preview of the
+// arguments for the evidence), two counters per period up to MaxPeriod (one
+// when SameResults is Repeats), one per longer period, and the number of
+// calls since the last new input. Calls with the same key share one preview, so that a
 // run that goes round in circles costs no allocation: when the guard leaves
 // argument fields out of the key (guard.Config.DropArgs, Key), the evidence
 // shows the arguments of the earliest such call still held.
@@ -98,6 +111,17 @@ const (
 	// the request); comparing results, one (the last); without calls of one
 	// tool, the two handoffs of a team come within one call.
 	DefaultSameResults = 2
+	// DefaultLongPeriod comes from the 245 labelled runs of
+	// testdata/traces: two ALFWorld agents tour the same 6 and 7 places
+	// with the same observations until their step cap, and a cycle of 4
+	// to 16 calls with the same results twice round, with no new input
+	// between, stops them and two other ALFWorld loops and no healthy or
+	// unclear run (the longest tour is 7 calls; 16 leaves room for
+	// longer ones). From period 3 such cycles of calls of several tools
+	// stop no run sooner; at period 2 they stop a healthy support
+	// conversation, which is why short cycles of several tools keep the
+	// threshold of Repeats.
+	DefaultLongPeriod = 16
 )
 
 // MaxToolNameLen is the most bytes of a tool name that the detector keeps
@@ -107,7 +131,8 @@ const MaxToolNameLen = 256
 // Options tune the detector. The zero value is the default: cycles of 2 or
 // 3 calls, repeated 3 times, or twice when they are of one tool and their
 // results repeat with no new input between (the reference's default with
-// SameResults 3).
+// SameResults 3); and cycles of 4 to 16 calls whose results repeat, with no
+// new input between, twice.
 type Options struct {
 	// MaxPeriod is the longest cycle looked for: 0 means 3, any other
 	// value must be from 2 to MaxMaxPeriod.
@@ -126,6 +151,18 @@ type Options struct {
 	// options fingerprint (and their snapshots restore) as before the rule
 	// compared results.
 	SameResults int `json:"sameResults,omitempty"`
+	// LongPeriod is the longest cycle beyond MaxPeriod looked for among
+	// calls whose results repeat with no new input between (they stop at
+	// SameResults cycles, so only when SameResults is below Repeats): 0
+	// means DefaultLongPeriod (16); any other value must be from 2 to
+	// MaxMaxPeriod, and one at or below MaxPeriod looks for no such cycle
+	// (MaxPeriod beyond 16 with LongPeriod 0 neither). A LongPeriod beyond
+	// MaxPeriod with SameResults at Repeats is an error.
+	// Options reads 0 at the default and MaxPeriod when none is looked
+	// for, so that the default options fingerprint as they did before the
+	// rule looked for long cycles, and a run saved by such a release
+	// restores under them (with its long cycles counted from the restore).
+	LongPeriod int `json:"longPeriod,omitempty"`
 	// Warn adds an OSCILLATION_WARNING to a step after which one more
 	// call of the cycle would stop the run.
 	Warn bool `json:"warn,omitempty"`
@@ -142,12 +179,17 @@ type Evidence struct {
 	// may exceed Threshold when a cycle goes on.
 	Repeats int `json:"repeats"`
 	// Threshold is Options.Repeats, or Options.SameResults when
-	// SameResults is set.
+	// SameResults or Long is set.
 	Threshold int `json:"threshold"`
 	// SameResults reports that the cycle's calls were of one tool and
 	// returned the same results each time round, with no new input
 	// between: the stop came at Options.SameResults cycles.
 	SameResults bool `json:"sameResults,omitempty"`
+	// Long reports that the cycle was longer than Options.MaxPeriod and
+	// its calls, of any tools, returned the same results each time round,
+	// with no new input between: the stop came at Options.SameResults
+	// cycles.
+	Long bool `json:"long,omitempty"`
 	// Cycle lists the calls of one cycle, oldest first, each written
 	// tool(argsPreview).
 	Cycle []string `json:"cycle"`
@@ -206,6 +248,16 @@ type state struct {
 	// of the call p places back, both calls with a result; it is kept only
 	// when opts.SameResults is below opts.Repeats (nil otherwise).
 	same []int
+	// long[p], for the periods from opts.MaxPeriod+1 to the longest one
+	// looked for, counts as same does the positions whose outcome equals
+	// that of the call p places back; it is nil when no long cycle is
+	// looked for. longLive reports that one of them is above 0.
+	long     []int
+	longLive bool
+	// held[b] counts the calls of the tail with a result whose outcome
+	// starts with byte b (kept with long): a call whose byte no other
+	// call has matches none, so the long periods are not scanned.
+	held *[256]uint16
 	// fresh is the number of calls since the last step with new input
 	// (those of that step included), capped at maxRun.
 	fresh int
@@ -249,6 +301,10 @@ func New(o Options) (*Rule, error) {
 		errs = append(errs, &rule.OptionError{Detector: Name, Field: "SameResults",
 			Err: fmt.Errorf("%d exceeds the repeats of %d", o.SameResults, repeats)})
 	}
+	if o.LongPeriod != 0 && (o.LongPeriod < 2 || o.LongPeriod > MaxMaxPeriod) {
+		errs = append(errs, &rule.OptionError{Detector: Name, Field: "LongPeriod",
+			Err: fmt.Errorf("must be 0 (the default, %d) or from 2 to %d, not %d", DefaultLongPeriod, MaxMaxPeriod, o.LongPeriod)})
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -259,6 +315,16 @@ func New(o Options) (*Rule, error) {
 	if o.SameResults == 0 {
 		o.SameResults = min(DefaultSameResults, o.Repeats)
 	}
+	if o.LongPeriod > o.MaxPeriod && o.SameResults >= o.Repeats {
+		return nil, &rule.OptionError{Detector: Name, Field: "LongPeriod",
+			Err: fmt.Errorf("%d looks for cycles that stop at SameResults rounds, but SameResults is Repeats (%d): set SameResults below Repeats, or LongPeriod to 0", o.LongPeriod, o.Repeats)}
+	}
+	if o.LongPeriod == 0 {
+		o.LongPeriod = DefaultLongPeriod
+	}
+	if o.LongPeriod < o.MaxPeriod || o.SameResults >= o.Repeats {
+		o.LongPeriod = o.MaxPeriod
+	}
 	return &Rule{opts: o}, nil
 }
 
@@ -266,17 +332,29 @@ func New(o Options) (*Rule, error) {
 // repeat sooner than Repeats.
 func (o *Options) sameResults() bool { return o.SameResults < o.Repeats }
 
+// longCycles reports whether the options look for cycles beyond MaxPeriod:
+// only when results stop cycles sooner than Repeats (New sets LongPeriod to
+// at least MaxPeriod).
+func (o *Options) longCycles() bool { return o.sameResults() && o.LongPeriod > o.MaxPeriod }
+
+// capacity is the number of calls the tail holds.
+func (o *Options) capacity() int { return max(o.MaxPeriod, o.LongPeriod) }
+
 // NewState returns the state of a fresh run: no call seen, with a tail and
 // counters of its own.
 func (d *Rule) NewState() rule.State {
 	s := &state{
 		opts:    d.opts,
-		tail:    ring.New[entry](d.opts.MaxPeriod),
+		tail:    ring.New[entry](d.opts.capacity()),
 		runs:    make([]int, d.opts.MaxPeriod+1),
 		simRuns: make([]int, d.opts.MaxPeriod+1),
 	}
 	if d.opts.sameResults() {
 		s.same = make([]int, d.opts.MaxPeriod+1)
+	}
+	if d.opts.longCycles() {
+		s.long = make([]int, d.opts.LongPeriod+1)
+		s.held = new([256]uint16)
 	}
 	return s
 }
@@ -289,25 +367,42 @@ func (d *Rule) Priority() int { return rule.PriorityOscillation }
 
 // Options returns the options with the defaults filled in, but SameResults
 // at 0 when it adds nothing (at Repeats): those options are the rule as it
-// was before it compared results, and keep their fingerprint.
-func (d *Rule) Options() any {
+// was before it compared results, and keep their fingerprint. LongPeriod
+// reads 0 at its default (DefaultLongPeriod, beyond MaxPeriod) and when
+// SameResults is Repeats, and MaxPeriod when no long cycle is looked for
+// otherwise.
+func (d *Rule) Options() any { return d.written() }
+
+func (d *Rule) written() Options {
 	o := d.opts
-	if !o.sameResults() {
-		o.SameResults = 0
+	switch {
+	case !o.sameResults():
+		// Neither compares results: the reference's reading.
+		o.SameResults, o.LongPeriod = 0, 0
+	case !o.longCycles():
+		o.LongPeriod = o.MaxPeriod
+	case o.LongPeriod == DefaultLongPeriod:
+		o.LongPeriod = 0
 	}
 	return o
 }
 
-// PriorOptions returns the options of the rule before it compared results
-// (SameResults at 0), or nil when they are its Options: a run saved by an
-// earlier release restores under the new default (rule.Successor), with
-// the same-result counts starting at zero.
+// PriorOptions returns the options as the release before the rule looked
+// for long cycles wrote them (LongPeriod at 0) when LongPeriod is not at
+// its default; at the default, the options of the rule before it compared
+// results (SameResults at 0) when SameResults is below Repeats; nil
+// otherwise. A run saved by such a release restores under these options
+// (rule.Successor), its new counters starting at zero.
 func (d *Rule) PriorOptions() any {
-	if !d.opts.sameResults() {
+	o := d.written()
+	switch {
+	case o.LongPeriod != 0:
+		o.LongPeriod = 0
+	case d.opts.sameResults():
+		o.SameResults = 0
+	default:
 		return nil
 	}
-	o := d.opts
-	o.SameResults = 0
 	return o
 }
 
@@ -336,8 +431,15 @@ func (d *state) Observe(f *rule.Facts) {
 	}
 	if p, cycles, same := d.judgeSame(); p > 0 {
 		cycle, tools := d.tailCycle(p)
-		d.verdict = d.stop(p, cycles, same, cycle, tools, rule.PhaseCheck)
+		d.verdict = d.stop(p, cycles, same, false, cycle, tools, rule.PhaseCheck)
 		return
+	}
+	if d.longLive { // a long cycle may be under way
+		if p, cycles := d.judgeLong(); p > 0 {
+			cycle, tools := d.tailCycle(p)
+			d.verdict = d.stop(p, cycles, false, true, cycle, tools, rule.PhaseCheck)
+			return
+		}
 	}
 	if d.opts.Warn {
 		d.warn()
@@ -393,6 +495,39 @@ func (d *state) warn() {
 		d.verdict.Warnings = []rule.Warning{w}
 		return
 	}
+	if p := d.longShort(); p > 0 {
+		calls := d.long[p] + p
+		_, tools := d.tailCycle(p)
+		d.verdict.Warnings = []rule.Warning{{
+			Code: WarningCode, Metric: "cycleCalls", Value: float64(calls), Limit: float64(calls + 1),
+			Ratio:    float64(calls) / float64(calls+1),
+			Detail:   fmt.Sprintf("a cycle of %d calls (%s) with the same results is one call short of repeating %d times in a row", p, strings.Join(tools, " -> "), d.opts.SameResults),
+			Feedback: warningFeedback,
+		}}
+	}
+}
+
+// longShort returns the smallest long period whose cycle at the tail one
+// more call with the same result as the call it follows (which had one),
+// and no new input, would complete to SameResults cycles; 0 when there is
+// none.
+func (d *state) longShort() int {
+	if !d.longLive {
+		return 0
+	}
+	need := d.opts.SameResults - 1
+	for p := d.opts.MaxPeriod + 1; p < len(d.long) && p <= d.tail.Len(); p++ {
+		run := d.long[p]
+		// (run+1)/p reaches need and run/p does not, written so as not
+		// to overflow.
+		if (run+1)/p < need || run/p >= need || d.fresh+1 < d.opts.SameResults*p {
+			continue
+		}
+		if d.hasResult(d.tail.Len()-p) && d.distinctTail(p) {
+			return p
+		}
+	}
+	return 0
 }
 
 // push appends a call to the tail and updates the counters.
@@ -407,7 +542,8 @@ func (d *state) push(c *rule.Call) {
 	}
 	matched, shared := false, -1
 	n := d.tail.Len()
-	for p := 1; p <= n; p++ {
+	short := min(n, d.opts.MaxPeriod)
+	for p := 1; p <= short; p++ {
 		e := d.at(n - p)
 		if e.key == c.Key {
 			matched = true
@@ -432,19 +568,100 @@ func (d *state) push(c *rule.Call) {
 			}
 		}
 	}
+	// The long periods are scanned only when a call of the tail with a
+	// result has the outcome's first byte, or a counter is above 0.
+	if d.long != nil && (d.longLive || (c.HasResult && d.held[out[0]] != 0)) {
+		if m, sh := d.pushLong(c, out, n); m {
+			matched = true
+			if shared < 0 {
+				shared = sh
+			}
+		}
+	}
 	if d.fresh < maxRun {
 		d.fresh++
 	}
 	// The name is cut as a snapshot cuts it, so that a restored detector
-	// reports exactly what the original does.
-	e := entry{key: c.Key, sig: sig, out: out, tool: cutName(c.Tool)}
+	// reports exactly what the original does. A name equal to the newest
+	// call's, which was cut so, needs no cut (the common case: checking
+	// that it is UTF-8 costs more than the rest of the call).
+	tool := c.Tool
+	if n == 0 || d.at(n-1).tool != tool {
+		tool = cutName(tool)
+	}
+	e := entry{key: c.Key, sig: sig, out: out, tool: tool}
 	switch {
 	case shared >= 0:
 		e.preview = d.at(shared).preview // the same key has the same preview
 	case matched:
 		e.preview = c.Preview()
 	}
+	if d.held != nil {
+		if d.tail.Full() {
+			if old := d.at(0); old.out != old.key {
+				d.held[old.out[0]]--
+			}
+		}
+		if c.HasResult {
+			d.held[out[0]]++
+		}
+	}
 	d.tail.Push(e)
+}
+
+// pushLong updates the counters of the long periods for a call with this
+// outcome (its key when it had no result), the tail holding n calls: it
+// reports whether a call of those periods had the same outcome, and the
+// index of one with the same key and a preview that is not redacted (-1 if
+// none), whose preview the call shares.
+func (d *state) pushLong(c *rule.Call, out canonical.Sum, n int) (matched bool, shared int) {
+	shared = -1
+	hasResult := c.HasResult
+	live := false
+	for p := d.opts.MaxPeriod + 1; p < len(d.long); p++ {
+		if p > n {
+			d.long[p] = 0
+			continue
+		}
+		e := d.at(n - p)
+		if !hasResult || e.out != out {
+			d.long[p] = 0
+			continue
+		}
+		if d.long[p] < maxRun {
+			d.long[p]++
+		}
+		live = true
+		if e.key == c.Key {
+			matched = true
+			if shared < 0 && e.preview != "" && !e.redacted {
+				shared = n - p
+			}
+		}
+	}
+	d.longLive = live
+	return matched, shared
+}
+
+// judgeLong returns the smallest long period whose cycles at the tail, of
+// calls whose results repeat with no new input between, reach SameResults,
+// and the number of those cycles; 0, 0 when there is none.
+func (d *state) judgeLong() (period, cycles int) {
+	if !d.longLive {
+		return 0, 0
+	}
+	need := d.opts.SameResults - 1
+	for p := d.opts.MaxPeriod + 1; p < len(d.long); p++ {
+		// (long[p]+p)/p >= SameResults, written so as not to overflow;
+		// the fresh calls span the cycles.
+		if d.long[p] == 0 || d.long[p]/p < need || d.fresh/p < d.opts.SameResults {
+			continue
+		}
+		if d.distinctTail(p) {
+			return p, d.long[p]/p + 1
+		}
+	}
+	return 0, 0
 }
 
 // judgeSame returns the smallest period whose cycles at the tail reach
@@ -550,12 +767,13 @@ func (d *state) judgeWith(runs []int, n int, keyAt func(int) canonical.Sum) (per
 	return 0, 0
 }
 
-// stop builds a stop verdict.
-func (d *state) stop(p, cycles int, same bool, cycle, tools []string, phase rule.Phase) rule.Verdict {
+// stop builds a stop verdict: same or long when the cycle's results repeat
+// (of one tool's calls, or beyond MaxPeriod).
+func (d *state) stop(p, cycles int, same, long bool, cycle, tools []string, phase rule.Phase) rule.Verdict {
 	ev := Evidence{Period: p, Repeats: cycles, Threshold: d.opts.Repeats, Cycle: cycle, Tools: tools}
 	with := ""
-	if same {
-		ev.Threshold, ev.SameResults = d.opts.SameResults, true
+	if same || long {
+		ev.Threshold, ev.SameResults, ev.Long = d.opts.SameResults, same, long
 		with = " with the same results"
 	}
 	v := rule.Verdict{
@@ -629,7 +847,7 @@ func (d *state) Preflight(f *rule.Facts) rule.Verdict {
 		tool := rule.Clean(cutName(c.Tool))
 		cycle[j], tools[j] = tool+"("+c.Preview()+")", tool
 	}
-	return d.stop(p, cycles, false, cycle, tools, rule.PhasePreflight)
+	return d.stop(p, cycles, false, false, cycle, tools, rule.PhasePreflight)
 }
 
 // Summary describes the cycle at the tail of the sequence: how far the run
@@ -649,6 +867,12 @@ type Summary struct {
 	// when there is none, or when SameResults is Repeats.
 	SamePeriod int `json:"samePeriod,omitempty"`
 	SameCalls  int `json:"sameCalls,omitempty"`
+	// LongPeriod and LongCalls are the same for a cycle longer than
+	// MaxPeriod whose calls return what they returned the round before,
+	// counted since the last new input: their rounds stop the run when
+	// they reach Options.SameResults. Both are 0 when there is none.
+	LongPeriod int `json:"longPeriod,omitempty"`
+	LongCalls  int `json:"longCalls,omitempty"`
 }
 
 // Summary returns the cycle at the tail (a Summary). It changes nothing.
@@ -681,6 +905,15 @@ func (d *state) Summary() any {
 			s.SamePeriod, s.SameCalls = p, calls
 		}
 	}
+	for p := d.opts.MaxPeriod + 1; d.longLive && p < len(d.long) && p <= d.tail.Len(); p++ {
+		if d.long[p] == 0 || !d.distinctTail(p) {
+			continue
+		}
+		calls := min(d.long[p]+p, d.fresh)
+		if calls > p && (s.LongPeriod == 0 || float64(calls)/float64(p) > float64(s.LongCalls)/float64(s.LongPeriod)) {
+			s.LongPeriod, s.LongCalls = p, calls
+		}
+	}
 	return s
 }
 
@@ -689,6 +922,11 @@ func (d *state) reset() {
 	d.tail.Clear()
 	clear(d.runs)
 	clear(d.same)
+	clear(d.long)
+	d.longLive = false
+	if d.held != nil {
+		*d.held = [256]uint16{}
+	}
 	d.fresh = 0
 	d.verdict = rule.Verdict{}
 }
@@ -701,10 +939,16 @@ type saved struct {
 	Runs []int `json:"runs"`
 	// Same are the counters of same results of the periods 2 to
 	// MaxPeriod, and Fresh the calls since the last new input, when
-	// SameResults is below Repeats. A state written before the rule
-	// compared results has neither: both then start at 0.
+	// SameResults is below Repeats (Fresh too when long cycles are
+	// looked for). A state written before the rule compared results has
+	// neither: both then start at 0.
 	Same  []int `json:"same,omitempty"`
 	Fresh *int  `json:"fresh,omitempty"`
+	// Long are the counters of same results of the periods MaxPeriod+1 to
+	// LongPeriod that are above 0, by period, when long cycles are looked
+	// for. A state written before the rule looked for them has none, and
+	// at most MaxPeriod calls.
+	Long map[int]int `json:"long,omitempty"`
 }
 
 type callState struct {
@@ -726,8 +970,19 @@ func (d *state) Snapshot(o rule.SnapshotOptions) ([]byte, error) {
 	}
 	s := saved{Calls: make([]callState, d.tail.Len()), Runs: append([]int(nil), d.runs[2:]...)}
 	if d.same != nil {
+		s.Same = append([]int(nil), d.same[2:]...)
+	}
+	for p := d.opts.MaxPeriod + 1; d.longLive && p < len(d.long); p++ {
+		if d.long[p] > 0 {
+			if s.Long == nil {
+				s.Long = make(map[int]int)
+			}
+			s.Long[p] = d.long[p]
+		}
+	}
+	if d.same != nil || d.long != nil {
 		fresh := d.fresh
-		s.Same, s.Fresh = append([]int(nil), d.same[2:]...), &fresh
+		s.Fresh = &fresh
 	}
 	for i := range s.Calls {
 		e := d.at(i)
@@ -735,7 +990,7 @@ func (d *state) Snapshot(o rule.SnapshotOptions) ([]byte, error) {
 		if !e.hashed {
 			cs.Tool = o.Name(e.tool)
 		}
-		if e.out != e.key && (d.same != nil || d.opts.RequireIdenticalResults) {
+		if e.out != e.key && (d.same != nil || d.long != nil || d.opts.RequireIdenticalResults) {
 			out := e.out
 			cs.Outcome = &out
 		}
@@ -765,7 +1020,9 @@ func cutName(s string) string {
 }
 
 // Restore replaces the state by one that Snapshot returned. Besides the
-// shape, it checks that the counters agree with the calls held.
+// shape, it checks that the counters agree with the calls held. A state
+// written before the rule looked for long cycles (no long counters, at most
+// MaxPeriod calls) restores with those counters at 0.
 func (d *state) Restore(data []byte) error {
 	var s *saved
 	if err := rule.UnmarshalState(data, &s); err != nil {
@@ -777,27 +1034,52 @@ func (d *state) Restore(data []byte) error {
 	}
 	m := d.opts.MaxPeriod
 	h := len(s.Calls)
+	// capacity is the tail's length when it is full. A state of the
+	// release before long cycles held at most MaxPeriod calls, and one of
+	// a run whose tail holds no more has no long counters either: the
+	// counters are checked as if MaxPeriod were the tail's length.
+	capacity := d.tail.Cap()
+	if h <= m && s.Long == nil {
+		capacity = m
+	}
 	switch {
-	case h == 0 || h > m:
-		return fmt.Errorf("%s: %d calls held (1 to %d allowed)", Name, h, m)
+	case h == 0 || h > d.tail.Cap():
+		return fmt.Errorf("%s: %d calls held (1 to %d allowed)", Name, h, d.tail.Cap())
 	case len(s.Runs) != m-1:
 		return fmt.Errorf("%s: %d counters for periods 2 to %d", Name, len(s.Runs), m)
 	}
 	switch {
-	case d.same == nil && (s.Same != nil || s.Fresh != nil):
+	case d.same == nil && s.Same != nil:
 		return fmt.Errorf("%s: counters of same results, but results are not compared (SameResults is Repeats)", Name)
 	case s.Same != nil && len(s.Same) != m-1:
 		return fmt.Errorf("%s: %d counters of same results for periods 2 to %d", Name, len(s.Same), m)
-	case (s.Same == nil) != (s.Fresh == nil):
-		return fmt.Errorf("%s: counters of same results without the calls since the last input, or the other way round", Name)
+	case d.long == nil && s.Long != nil:
+		return fmt.Errorf("%s: counters of long cycles, but none are looked for (LongPeriod is at most MaxPeriod)", Name)
+	case d.long == nil && h > m:
+		return fmt.Errorf("%s: %d calls held (1 to %d allowed)", Name, h, m)
+	case s.Fresh == nil && (s.Same != nil || s.Long != nil):
+		return fmt.Errorf("%s: counters of same results without the calls since the last input", Name)
+	case s.Fresh != nil && s.Same == nil && (d.same != nil || d.long == nil):
+		return fmt.Errorf("%s: the calls since the last input without the counters of same results", Name)
 	case s.Fresh != nil && (*s.Fresh < 0 || *s.Fresh > maxRun):
 		return fmt.Errorf("%s: calls since the last input out of range", Name)
 	}
+	long := make([]int, len(d.long))
+	for p, r := range s.Long {
+		if p <= m || p >= len(d.long) {
+			return fmt.Errorf("%s: a counter of long cycles of period %d (%d to %d allowed)", Name, p, m+1, len(d.long)-1)
+		}
+		if r <= 0 {
+			return fmt.Errorf("%s: counter of same results of period %d out of range", Name, p)
+		}
+		long[p] = r
+	}
+	compared := d.opts.RequireIdenticalResults || d.same != nil || d.long != nil
 	sigs, outs := make([]canonical.Sum, h), make([]canonical.Sum, h)
 	for i, c := range s.Calls {
 		sigs[i], outs[i] = c.Key, c.Key
 		if c.Outcome != nil {
-			if !d.opts.RequireIdenticalResults && d.same == nil {
+			if !compared {
 				return fmt.Errorf("%s: call %d: an outcome, but outcomes are not compared", Name, i)
 			}
 			if *c.Outcome == c.Key {
@@ -815,40 +1097,54 @@ func (d *state) Restore(data []byte) error {
 			return fmt.Errorf("%s: call %d: preview too long or not UTF-8", Name, i)
 		}
 	}
-	if err := checkCounters(s.Runs, h, m, "", func(i, j int) bool { return sigs[i] == sigs[j] }); err != nil {
+	if err := checkCounters(s.Runs, 2, h, capacity, "", func(i, j int) bool { return sigs[i] == sigs[j] }); err != nil {
 		return err
 	}
 	// A call without a result has its key as its outcome: it never
 	// matches for same results.
-	if err := checkCounters(s.Same, h, m, "same results of ", func(i, j int) bool {
-		return outs[i] == outs[j] && outs[i] != s.Calls[i].Key
-	}); err != nil {
+	sameOut := func(i, j int) bool { return outs[i] == outs[j] && outs[i] != s.Calls[i].Key }
+	if err := checkCounters(s.Same, 2, h, capacity, "same results of ", sameOut); err != nil {
 		return err
+	}
+	if d.long != nil {
+		if err := checkCounters(long[m+1:], m+1, h, capacity, "same results of ", sameOut); err != nil {
+			return err
+		}
 	}
 	d.reset()
 	for i, c := range s.Calls {
 		d.tail.Push(entry{key: c.Key, sig: sigs[i], out: outs[i], tool: c.Tool, preview: c.Preview,
 			redacted: c.Preview == rule.Redacted, hashed: rule.IsHashedName(c.Tool)})
+		if d.held != nil && outs[i] != c.Key {
+			d.held[outs[i][0]]++
+		}
 	}
 	copy(d.runs[2:], s.Runs)
 	if s.Same != nil {
 		copy(d.same[2:], s.Same)
+	}
+	if d.long != nil {
+		copy(d.long, long)
+		d.longLive = len(s.Long) > 0
+	}
+	if s.Fresh != nil {
 		d.fresh = *s.Fresh
 	}
 	return nil
 }
 
-// checkCounters checks restored counters of the periods 2 to m against the
-// h calls held: each is the length of the matching stretch at the end of the
-// sequence (match(i, j): call i matches call j), and before the tail is
-// full the held calls are the whole sequence.
-func checkCounters(runs []int, h, m int, what string, match func(i, j int) bool) error {
+// checkCounters checks restored counters of the periods first,
+// first+1, ... against the h calls held: each is the length of the
+// matching stretch at the end of the sequence (match(i, j): call i matches
+// call j), and before the tail is full (capacity calls) the held calls are
+// the whole sequence.
+func checkCounters(runs []int, first, h, capacity int, what string, match func(i, j int) bool) error {
 	for k, r := range runs {
-		p := k + 2
+		p := k + first
 		if r < 0 || r > maxRun {
 			return fmt.Errorf("%s: counter of %speriod %d out of range", Name, what, p)
 		}
-		if h < m && r > max(h-p, 0) {
+		if h < capacity && r > max(h-p, 0) {
 			return fmt.Errorf("%s: counter of %speriod %d exceeds the calls seen", Name, what, p)
 		}
 		for j := 0; j < h-p && j <= r; j++ {
@@ -874,6 +1170,11 @@ func (d *state) CheckBounds(c rule.Counters) error {
 			if r := d.same[p]; r > 0 && r > c.ToolCalls-p {
 				return fmt.Errorf("%s: counter of same results of period %d spans %d calls, but %d calls recorded", Name, p, r+p, c.ToolCalls)
 			}
+		}
+	}
+	for p := d.opts.MaxPeriod + 1; p < len(d.long); p++ {
+		if r := d.long[p]; r > 0 && r > c.ToolCalls-p {
+			return fmt.Errorf("%s: counter of same results of period %d spans %d calls, but %d calls recorded", Name, p, r+p, c.ToolCalls)
 		}
 	}
 	if d.fresh > c.ToolCalls {

@@ -346,6 +346,7 @@ var pool = []guard.ToolCall{a, b, c, withResult(a, `1`), withResult(a, `2`), wit
 type model struct {
 	maxPeriod, repeats int
 	sameResults        int      // SameResults, Repeats when off
+	longPeriod         int      // LongPeriod in effect: MaxPeriod when off
 	identical          bool     // RequireIdenticalResults
 	keys               []string // tool + canonical args, as the test knows them
 	sigs               []string // what cycles compare: keys, or keys and results
@@ -436,15 +437,37 @@ func (m *model) judge(calls []guard.ToolCall, input, preflight bool) *oscillatio
 		if !distinct {
 			continue
 		}
-		e := &oscillation.Evidence{Period: p, Repeats: cycles, Threshold: threshold, SameResults: same}
-		for _, c := range all[n-p:] {
-			args, _ := json.Marshal(c.Args) // the pool's arguments are canonical already
-			e.Cycle = append(e.Cycle, c.Name+"("+string(args)+")")
-			e.Tools = append(e.Tools, c.Name)
+		return evidence(all, &oscillation.Evidence{Period: p, Repeats: cycles, Threshold: threshold, SameResults: same})
+	}
+	// Cycles beyond MaxPeriod count only with results, after a step.
+	for p := m.maxPeriod + 1; p <= m.longPeriod && p <= n && !preflight; p++ {
+		run := sameRun(outs, p)
+		if cycles := (run + p) / p; cycles >= m.sameResults && fresh >= m.sameResults*p && distinctKeys(keys, p) {
+			return evidence(all, &oscillation.Evidence{Period: p, Repeats: cycles, Threshold: m.sameResults, Long: true})
 		}
-		return e
 	}
 	return nil
+}
+
+// distinctKeys reports whether the last p keys hold two distinct ones.
+func distinctKeys(keys []string, p int) bool {
+	n := len(keys)
+	for j := 2; j <= p; j++ {
+		if keys[n-j] != keys[n-1] {
+			return true
+		}
+	}
+	return false
+}
+
+// evidence fills in the cycle of e, the last e.Period calls of all.
+func evidence(all []guard.ToolCall, e *oscillation.Evidence) *oscillation.Evidence {
+	for _, c := range all[len(all)-e.Period:] {
+		args, _ := json.Marshal(c.Args) // the pool's arguments are canonical already
+		e.Cycle = append(e.Cycle, c.Name+"("+string(args)+")")
+		e.Tools = append(e.Tools, c.Name)
+	}
+	return e
 }
 
 // warning returns the value and limit of the warning due after the calls so
@@ -470,6 +493,13 @@ func (m *model) warning() []float64 {
 			}
 		}
 	}
+	for p := m.maxPeriod + 1; p <= m.longPeriod && p <= n; p++ {
+		run := sameRun(m.outs, p)
+		short := (run+1+p)/p >= m.sameResults && (run+p)/p < m.sameResults
+		if short && m.outs[n-p] != "" && m.fresh+1 >= m.sameResults*p && distinctKeys(m.keys, p) {
+			return []float64{float64(run + p), float64(run + p + 1)}
+		}
+	}
 	return nil
 }
 
@@ -493,12 +523,32 @@ func TestAgainstModel(t *testing.T) {
 		opts := oscillation.Options{MaxPeriod: rapid.IntRange(2, 5).Draw(t, "maxPeriod"), Repeats: rapid.IntRange(2, 4).Draw(t, "repeats"),
 			RequireIdenticalResults: rapid.Bool().Draw(t, "identical"), Warn: rapid.Bool().Draw(t, "warn")}
 		opts.SameResults = rapid.IntRange(2, opts.Repeats).Draw(t, "sameResults")
+		// 0 is the default (16), 2 looks for no long cycle.
+		opts.LongPeriod = rapid.SampledFrom([]int{0, 2, 4, 6, 8}).Draw(t, "longPeriod")
+		if opts.SameResults == opts.Repeats {
+			opts.LongPeriod = 0 // none is looked for: results stop nothing sooner
+		}
 		gopts := guard.Config{Ignore: []string{"think"}}
 		g := newGuard(t, opts, gopts)
-		m := &model{maxPeriod: opts.MaxPeriod, repeats: opts.Repeats, sameResults: opts.SameResults, identical: opts.RequireIdenticalResults}
+		long := opts.LongPeriod
+		switch {
+		case opts.SameResults == opts.Repeats:
+			long = opts.MaxPeriod
+		case long == 0:
+			long = oscillation.DefaultLongPeriod
+		}
+		m := &model{maxPeriod: opts.MaxPeriod, repeats: opts.Repeats, sameResults: opts.SameResults, longPeriod: max(long, opts.MaxPeriod), identical: opts.RequireIdenticalResults}
 		redacted := false // whether previews before a restore read [redacted]
+		// Most steps make the calls of the step k steps back, so that
+		// the run goes round longer circles too.
+		var drawn [][]guard.ToolCall
+		back := rapid.IntRange(2, 8).Draw(t, "back")
 		for i := range rapid.IntRange(1, 40).Draw(t, "steps") {
 			calls := rapid.SliceOfN(rapid.SampledFrom(pool), 0, 4).Draw(t, fmt.Sprintf("calls%d", i))
+			if len(drawn) >= back && rapid.IntRange(0, 3).Draw(t, fmt.Sprintf("again%d", i)) > 0 {
+				calls = drawn[len(drawn)-back]
+			}
+			drawn = append(drawn, calls)
 			input := rapid.IntRange(0, 5).Draw(t, fmt.Sprintf("input%d", i)) == 0
 			if rapid.IntRange(0, 9).Draw(t, fmt.Sprintf("restore%d", i)) == 0 {
 				redact := rapid.Bool().Draw(t, fmt.Sprintf("redact%d", i))
@@ -619,12 +669,13 @@ func TestSnapshotState(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Only the second a has a preview: the first had no twin when it came.
+	// The tail holds up to 16 calls (the longest cycle looked for).
 	type short struct{ Tool, Preview string }
 	var calls []short
 	for _, c := range got.Calls {
 		calls = append(calls, short{c.Tool, c.Preview})
 	}
-	want := []short{{"search", ""}, {"read", ""}, {"search", `{"q":"a"}`}}
+	want := []short{{strings.Repeat("x", 256), ""}, {"search", ""}, {"read", ""}, {"search", `{"q":"a"}`}}
 	if diff := cmp.Diff(want, calls); diff != "" {
 		t.Errorf("calls held (-want +got):\n%s", diff)
 	}

@@ -259,12 +259,36 @@ func TestOptionsBeyond(t *testing.T) {
 	if fp(identical) == base || fp(oscillation.Options{Warn: true}) == base || fp(identical) == fp(oscillation.Options{Warn: true}) {
 		t.Error("the new options do not change the fingerprint")
 	}
-	// The reference's reading (SameResults at Repeats) reads as the
-	// defaults did before the rule compared results, so that snapshots
-	// taken then restore under it; the defaults now read otherwise.
+	// The reference's reading (SameResults at Repeats, and so no long
+	// cycle) reads as the defaults did before the rule compared results,
+	// so that snapshots taken then restore under it; the defaults now read
+	// otherwise.
 	d, _ := oscillation.New(reference)
 	if b, _ := json.Marshal(d.Options()); string(b) != `{"maxPeriod":3,"repeats":3}` {
 		t.Errorf("the reference's options read %s: old snapshots would no longer restore", b)
+	}
+	// LongPeriod at its default reads 0, so that the defaults fingerprint
+	// as before the rule looked for long cycles; every value that looks
+	// for none reads alike.
+	if fp(oscillation.Options{}) != fp(oscillation.Options{LongPeriod: oscillation.DefaultLongPeriod}) {
+		t.Error("LongPeriod at its default fingerprints otherwise than when left out")
+	}
+	if fp(oscillation.Options{LongPeriod: 2}) != fp(oscillation.Options{LongPeriod: 3}) || fp(oscillation.Options{LongPeriod: 3}) == base || fp(oscillation.Options{LongPeriod: 8}) == base {
+		t.Error("LongPeriod off fingerprints otherwise than at MaxPeriod, or a LongPeriod other than the default as the default")
+	}
+	for _, tc := range []struct {
+		o     oscillation.Options
+		prior string
+	}{
+		{oscillation.Options{}, `{"maxPeriod":3,"repeats":3}`},
+		{oscillation.Options{LongPeriod: 3}, `{"maxPeriod":3,"repeats":3,"sameResults":2}`},
+		{oscillation.Options{LongPeriod: 8}, `{"maxPeriod":3,"repeats":3,"sameResults":2}`},
+		{oscillation.Options{MaxPeriod: 20}, `{"maxPeriod":20,"repeats":3,"sameResults":2}`},
+	} {
+		d, _ := oscillation.New(tc.o)
+		if b, _ := json.Marshal(d.PriorOptions()); string(b) != tc.prior {
+			t.Errorf("%+v: prior options %s, want %s", tc.o, b, tc.prior)
+		}
 	}
 	for _, o := range []oscillation.Options{{SameResults: 2}, {}} {
 		if fp(o) == fp(reference) {

@@ -6,12 +6,13 @@ import (
 )
 
 // Spec tells an options document how to build the rule: from "oscillation",
-// {"maxPeriod": N, "repeats": N, "requireIdenticalResults": b,
+// {"longPeriod": N, "maxPeriod": N, "repeats": N, "requireIdenticalResults": b,
 // "sameResults": N, "warn": b},
 // true for the defaults or false for none. It is on by default.
 func Spec() rule.Spec {
 	return options.SectionSpec(Name, "oscillation", true, New, func(r *options.Reader, o *Options) map[string]options.Field {
 		return map[string]options.Field{
+			"longPeriod":              r.SetIntRange(&o.LongPeriod, 2, MaxMaxPeriod),
 			"maxPeriod":               r.SetIntRange(&o.MaxPeriod, 2, MaxMaxPeriod),
 			"repeats":                 r.SetInt(&o.Repeats, 2),
 			"requireIdenticalResults": r.SetBool(&o.RequireIdenticalResults),

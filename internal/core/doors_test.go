@@ -78,7 +78,13 @@ var doors = map[string]door{
 // on (0-based) and the number of steps with a refusal.
 func drive(t *testing.T, dr door, model func(i int) (string, []guard.ToolCall), run func(guard.ToolCall) any) (string, int, int) {
 	t.Helper()
-	g, err := guard.New(guard.Config{Rules: detector.Defaults()})
+	return driveWith(t, detector.Defaults(), dr, model, run)
+}
+
+// driveWith is drive with these rules.
+func driveWith(t *testing.T, rules []guard.Rule, dr door, model func(i int) (string, []guard.ToolCall), run func(guard.ToolCall) any) (string, int, int) {
+	t.Helper()
+	g, err := guard.New(guard.Config{Rules: rules})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,8 +183,16 @@ func TestPreambleGoesOn(t *testing.T) {
 // repeated-text rule remembers four outcomes per step; when it kept the
 // first four, the fifth call of each step was new every time and no step
 // counted (the no-progress rule restarts its count on each change of text,
-// and no call repeats in a row), so the run met the step limit.
+// and no call repeats in a row), so the run met the step limit. The
+// oscillation rule now stops it sooner, at the end of its fourth step: the
+// 10 calls of two steps, whose results repeat, have gone round twice. With
+// that off (oscillation.longPeriod 3), the repeated-text rule stops it at
+// its ninth.
 func TestFiveCallsLoopStops(t *testing.T) {
+	noLong, err := detector.FromJSON([]byte(`{"oscillation": {"longPeriod": 3}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
 	five := func(tool string) []guard.ToolCall {
 		var cs []guard.ToolCall
 		for j := range 5 {
@@ -199,8 +213,12 @@ func TestFiveCallsLoopStops(t *testing.T) {
 				return "Nothing changed, let me look at the logs.", five("logs")
 			}
 			code, step, _ := drive(t, dr, model, func(guard.ToolCall) any { return "same as before" })
-			if diff := cmp.Diff(stop{"REPEATED_TEXT", 8}, stop{code, step}); diff != "" {
+			if diff := cmp.Diff(stop{"OSCILLATION", 3}, stop{code, step}); diff != "" {
 				t.Errorf("a two-step loop of five calls each (-want +got):\n%s", diff)
+			}
+			code, step, _ = driveWith(t, noLong.Rules, dr, model, func(guard.ToolCall) any { return "same as before" })
+			if diff := cmp.Diff(stop{"REPEATED_TEXT", 8}, stop{code, step}); diff != "" {
+				t.Errorf("a two-step loop of five calls each, no long cycles (-want +got):\n%s", diff)
 			}
 		})
 	}
