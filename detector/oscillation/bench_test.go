@@ -101,3 +101,26 @@ func BenchmarkObserveWarnResults(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkObserveTour measures the worst case of the long cycles: a tour
+// of 6 calls with results, each call matching the one a round before, and
+// new input every 11th step, so that the counters of the long periods are
+// live on every call and the run never completes two rounds.
+func BenchmarkObserveTour(b *testing.B) {
+	d := newState(b, oscillation.Options{Warn: true})
+	steps := make([]rule.Facts, 66)
+	for i := range steps {
+		k := canonical.HashString(fmt.Sprint("place ", i%6))
+		steps[i].Calls = []rule.Call{{Tool: "go_to", Key: k, Outcome: canonical.HashString(fmt.Sprint("seen ", i%6)), HasResult: true}}
+		steps[i].NewInput = i%11 == 0
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		f := &steps[i%len(steps)]
+		f.Index = i
+		d.Observe(f)
+		if d.Verdict().Stop {
+			b.Fatal("stop")
+		}
+	}
+}

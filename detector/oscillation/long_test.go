@@ -389,3 +389,22 @@ func TestLongPeriodOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestLongCyclePoll: a poll of three jobs and a wait whose answers do not
+// change stops at its second round; with LongPeriod 3 it goes on, as it did
+// before the rule looked for long cycles.
+func TestLongCyclePoll(t *testing.T) {
+	status := func(job string) guard.ToolCall {
+		return withResult(call("job_status", fmt.Sprintf(`{"job":%q}`, job)), `"running"`)
+	}
+	wait := withResult(call("wait", `{"seconds":30}`), `"waited 30 s"`)
+	poll := rounds([]guard.ToolCall{status("a"), status("b"), status("c"), wait}, 3, 0)
+	g := newGuard(t, oscillation.Options{}, guard.Config{})
+	if got := run(t, g, steps(poll[:8]...)); !got[7].Stop || !got[7].Evidence.(oscillation.Evidence).Long || got[6].Stop {
+		t.Errorf("poll of four calls: %+v, want a long stop at the 8th call", got)
+	}
+	g = newGuard(t, oscillation.Options{LongPeriod: 3}, guard.Config{})
+	if diff := cmp.Diff(goOn(len(poll)), run(t, g, steps(poll...)), ignoreDetail); diff != "" {
+		t.Errorf("poll under LongPeriod 3 (-want +got):\n%s", diff)
+	}
+}

@@ -29,15 +29,15 @@
 // since the first of those calls brought new input (rule.Facts.NewInput).
 // Nothing the agent saw changed between the rounds: short-cap harnesses
 // (MINT's 5 turns) end such a ping-pong before its third round. Cycles of
-// calls to different tools (handoffs, transfer_to_x then transfer_to_y; a
-// status check and a wait) keep the threshold of Repeats, and so do calls
-// logged without results. Evidence SameResults says which threshold stopped.
-// The per-tool policies of package repeat do not apply here: polls of a
-// tool declared polling there (tools.<name>.polling) that take turns
-// (status of job a, of job b, of a, of b) with unchanged results and no
-// new input stop at the second round too; set SameResults to Repeats, or
-// put a call of another tool (a wait) between the rounds, to let them go
-// on.
+// up to MaxPeriod calls to different tools (handoffs, transfer_to_x then
+// transfer_to_y; a status check and a wait) keep the threshold of Repeats,
+// and so do calls logged without results. Evidence SameResults says which
+// threshold stopped. The per-tool policies of package repeat do not apply
+// here: polls of a tool declared polling there (tools.<name>.polling) that
+// take turns (status of job a, of job b, of a, of b) with unchanged results
+// and no new input stop at the second round too, and so do longer polls
+// (status of a, a wait, status of b, a wait: see below); set SameResults
+// to Repeats to let them go on.
 //
 // A longer circle whose results repeat stops at SameResults full cycles too:
 // a cycle of MaxPeriod+1 to Options.LongPeriod calls (4 to 16 by default),
