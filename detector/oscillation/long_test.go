@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/loopguard/loopguard/canonical"
 	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/oscillation"
 	"github.com/loopguard/loopguard/guard"
@@ -407,4 +408,69 @@ func TestLongCyclePoll(t *testing.T) {
 	if diff := cmp.Diff(goOn(len(poll)), run(t, g, steps(poll...)), ignoreDetail); diff != "" {
 		t.Errorf("poll under LongPeriod 3 (-want +got):\n%s", diff)
 	}
+}
+
+// TestLongCycleReviewFindings holds the cases a review found: each failed
+// before its fix.
+func TestLongCycleReviewFindings(t *testing.T) {
+	// A state of the release before long cycles, its tail full (3 calls)
+	// and its counter spanning more calls than the tail holds, restores,
+	// goes on for a call, and its new state restores too.
+	t.Run("a resumed earlier state saves and restores", func(t *testing.T) {
+		key := func(s string) string { b, _ := json.Marshal(canonical.HashString(s)); return string(b) } // as keyed hashes them
+		old := `{"calls":[{"key":` + key("a") + `,"tool":"search"},{"key":` + key("b") + `,"tool":"search"},{"key":` + key("a") + `,"tool":"search"}],"runs":[7,0],"same":[0,0],"fresh":9}`
+		d := newState(t, oscillation.Options{})
+		if err := d.Restore([]byte(old)); err != nil {
+			t.Fatalf("Restore(%s): %v", old, err)
+		}
+		d.Observe(keyed(10, "b"))
+		data, err := d.Snapshot(rule.SnapshotOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := newState(t, oscillation.Options{}).Restore(data); err != nil {
+			t.Errorf("Restore(%s) of the resumed run: %v", data, err)
+		}
+	})
+	// New input within the first round: the counter reaches two rounds
+	// before the calls since the input do; the warning comes one call
+	// before the stop all the same.
+	t.Run("a warning after new input in the first round", func(t *testing.T) {
+		four := tour(4)
+		ss := steps(rounds(four, 3, 0)...)
+		ss[4] = withInput(ss[4])
+		g := newGuard(t, oscillation.Options{Warn: true}, guard.Config{})
+		got := run(t, g, ss)
+		const detail = `a cycle of 4 calls (go_to -> go_to -> go_to -> open) with the same results is one call short of repeating 2 times in a row`
+		want := cat(goOn(10), one(warning(11, detail)), one(longStop(rounds(four, 3, 0), 4, 3)))
+		if diff := cmp.Diff(want, got, ignoreDetail); diff != "" {
+			t.Errorf("verdicts (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("a warning of a ping-pong after new input, under Repeats 4", func(t *testing.T) {
+		x, y := sameResultsAssert, sameResultsPrint
+		ss := steps(x, y, x, y, x, y)
+		ss[2] = withInput(ss[2])
+		g := newGuard(t, oscillation.Options{Warn: true, Repeats: 4}, guard.Config{})
+		got := run(t, g, ss)
+		if len(got[4].Warnings) != 1 || !got[5].Stop {
+			t.Errorf("verdicts %+v: want a warning at the 5th call and a stop at the 6th", got)
+		}
+	})
+	// A ping-pong of two tools is a short cycle at any Repeats: its double
+	// is no long cycle.
+	t.Run("a handoff ping-pong under Repeats 5", func(t *testing.T) {
+		hx := withResult(call("transfer_to_x", `{}`), `"Transferred to x"`)
+		hy := withResult(call("transfer_to_y", `{}`), `"Transferred to y"`)
+		g := newGuard(t, oscillation.Options{Repeats: 5, Warn: true}, guard.Config{})
+		got := run(t, g, steps(rounds([]guard.ToolCall{hx, hy}, 5, 0)...))
+		for i, v := range got {
+			if v.Stop != (i == 9) {
+				t.Fatalf("call %d: stop %v (%+v)", i+1, v.Stop, v.Evidence)
+			}
+		}
+		if e := got[9].Evidence.(oscillation.Evidence); e.Period != 2 || e.Long || e.Repeats != 5 {
+			t.Errorf("evidence %+v, want period 2, 5 rounds", e)
+		}
+	})
 }

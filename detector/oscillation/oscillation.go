@@ -67,8 +67,9 @@
 // and, for calls that may end up in a cycle, a short preview of the
 // arguments for the evidence), two counters per period up to MaxPeriod (one
 // when SameResults is Repeats), one per longer period, and the number of
-// calls since the last new input. Calls with the same key share one preview, so that a
-// run that goes round in circles costs no allocation: when the guard leaves
+// calls since the last new input. Calls with the same key share one
+// preview, so that a run that goes round in circles costs no allocation:
+// when the guard leaves
 // argument fields out of the key (guard.Config.DropArgs, Key), the evidence
 // shows the arguments of the earliest such call still held.
 package oscillation
@@ -156,10 +157,10 @@ type Options struct {
 	// SameResults cycles, so only when SameResults is below Repeats): 0
 	// means DefaultLongPeriod (16); any other value must be from 2 to
 	// MaxMaxPeriod, and one at or below MaxPeriod looks for no such cycle
-	// (MaxPeriod beyond 16 with LongPeriod 0 neither). A LongPeriod beyond
+	// (MaxPeriod of 16 or more with LongPeriod 0 neither). A LongPeriod beyond
 	// MaxPeriod with SameResults at Repeats is an error.
-	// Options reads 0 at the default and MaxPeriod when none is looked
-	// for, so that the default options fingerprint as they did before the
+	// Options reads 0 when it behaves as the default and MaxPeriod when
+	// none is looked for otherwise, so that the default options fingerprint as they did before the
 	// rule looked for long cycles, and a run saved by such a release
 	// restores under them (with its long cycles counted from the restore).
 	LongPeriod int `json:"longPeriod,omitempty"`
@@ -216,7 +217,8 @@ type entry struct {
 	out  canonical.Sum
 	tool string
 	// preview is the call's argument preview, or "" when it was not taken:
-	// it is taken only for a call whose key is already in the tail, since
+	// it is taken only for a call whose key is among the last MaxPeriod
+	// calls, or that has the outcome of a call a long period back, since
 	// only such a call can be part of a reported cycle.
 	preview string
 	// redacted reports that preview was replaced by rule.Redacted in the
@@ -236,7 +238,7 @@ type Rule struct {
 type state struct {
 	opts Options // the rule's
 
-	// The last opts.MaxPeriod calls, oldest first.
+	// The last max(opts.MaxPeriod, opts.LongPeriod) calls, oldest first.
 	tail ring.Ring[entry]
 	// runs[p] counts the consecutive positions i at the end of the
 	// sequence with sig(i) == sig(i-p) (runs[0] and runs[1] are unused).
@@ -301,9 +303,20 @@ func New(o Options) (*Rule, error) {
 		errs = append(errs, &rule.OptionError{Detector: Name, Field: "SameResults",
 			Err: fmt.Errorf("%d exceeds the repeats of %d", o.SameResults, repeats)})
 	}
-	if o.LongPeriod != 0 && (o.LongPeriod < 2 || o.LongPeriod > MaxMaxPeriod) {
+	maxPeriod, same := o.MaxPeriod, o.SameResults
+	if maxPeriod == 0 {
+		maxPeriod = DefaultMaxPeriod
+	}
+	if same == 0 {
+		same = min(DefaultSameResults, repeats)
+	}
+	switch {
+	case o.LongPeriod != 0 && (o.LongPeriod < 2 || o.LongPeriod > MaxMaxPeriod):
 		errs = append(errs, &rule.OptionError{Detector: Name, Field: "LongPeriod",
 			Err: fmt.Errorf("must be 0 (the default, %d) or from 2 to %d, not %d", DefaultLongPeriod, MaxMaxPeriod, o.LongPeriod)})
+	case o.LongPeriod > maxPeriod && same >= repeats && repeats >= 2:
+		errs = append(errs, &rule.OptionError{Detector: Name, Field: "LongPeriod",
+			Err: fmt.Errorf("%d looks for cycles that stop at SameResults rounds, but SameResults is Repeats (%d): set SameResults below Repeats, or LongPeriod to 0", o.LongPeriod, repeats)})
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -314,10 +327,6 @@ func New(o Options) (*Rule, error) {
 	o.Repeats = repeats
 	if o.SameResults == 0 {
 		o.SameResults = min(DefaultSameResults, o.Repeats)
-	}
-	if o.LongPeriod > o.MaxPeriod && o.SameResults >= o.Repeats {
-		return nil, &rule.OptionError{Detector: Name, Field: "LongPeriod",
-			Err: fmt.Errorf("%d looks for cycles that stop at SameResults rounds, but SameResults is Repeats (%d): set SameResults below Repeats, or LongPeriod to 0", o.LongPeriod, o.Repeats)}
 	}
 	if o.LongPeriod == 0 {
 		o.LongPeriod = DefaultLongPeriod
@@ -368,9 +377,9 @@ func (d *Rule) Priority() int { return rule.PriorityOscillation }
 // Options returns the options with the defaults filled in, but SameResults
 // at 0 when it adds nothing (at Repeats): those options are the rule as it
 // was before it compared results, and keep their fingerprint. LongPeriod
-// reads 0 at its default (DefaultLongPeriod, beyond MaxPeriod) and when
-// SameResults is Repeats, and MaxPeriod when no long cycle is looked for
-// otherwise.
+// reads 0 at its default, when SameResults is Repeats and when MaxPeriod is
+// 16 or more (no long cycle is looked for then, as at the default), and
+// MaxPeriod when no long cycle is looked for otherwise.
 func (d *Rule) Options() any { return d.written() }
 
 func (d *Rule) written() Options {
@@ -379,6 +388,9 @@ func (d *Rule) written() Options {
 	case !o.sameResults():
 		// Neither compares results: the reference's reading.
 		o.SameResults, o.LongPeriod = 0, 0
+	case !o.longCycles() && o.MaxPeriod >= DefaultLongPeriod:
+		// The default looks for none either.
+		o.LongPeriod = 0
 	case !o.longCycles():
 		o.LongPeriod = o.MaxPeriod
 	case o.LongPeriod == DefaultLongPeriod:
@@ -471,9 +483,11 @@ func (d *state) warn() {
 		if !short && d.same != nil && d.oneTool(p) && d.fresh >= d.opts.SameResults*p-1 && d.hasResult(d.tail.Len()-p) {
 			// One more call with the same result as the call it
 			// follows (which had one), and no new input, would
-			// complete SameResults cycles.
+			// complete SameResults cycles: the counter may have got
+			// there before the calls since the last input did (warn
+			// runs only when nothing stopped).
 			need, run, repeats = d.opts.SameResults-1, d.same[p], d.opts.SameResults
-			short = (run+1)/p >= need && run/p < need
+			short = (run+1)/p >= need
 		}
 		if !short {
 			continue
@@ -517,13 +531,14 @@ func (d *state) longShort() int {
 	}
 	need := d.opts.SameResults - 1
 	for p := d.opts.MaxPeriod + 1; p < len(d.long) && p <= d.tail.Len(); p++ {
-		run := d.long[p]
-		// (run+1)/p reaches need and run/p does not, written so as not
-		// to overflow.
-		if (run+1)/p < need || run/p >= need || d.fresh+1 < d.opts.SameResults*p {
+		// (long[p]+1)/p reaches need, written so as not to overflow,
+		// and the calls since the last input will span the cycles; the
+		// counter may have got there first (warn runs only when nothing
+		// stopped).
+		if (d.long[p]+1)/p < need || d.fresh+1 < d.opts.SameResults*p {
 			continue
 		}
-		if d.hasResult(d.tail.Len()-p) && d.distinctTail(p) {
+		if d.hasResult(d.tail.Len()-p) && d.distinctTail(p) && !d.shortPeriod(p) {
 			return p
 		}
 	}
@@ -570,7 +585,7 @@ func (d *state) push(c *rule.Call) {
 	}
 	// The long periods are scanned only when a call of the tail with a
 	// result has the outcome's first byte, or a counter is above 0.
-	if d.long != nil && (d.longLive || (c.HasResult && d.held[out[0]] != 0)) {
+	if d.long != nil && (d.longLive || (out != c.Key && d.held[out[0]] != 0)) {
 		if m, sh := d.pushLong(c, out, n); m {
 			matched = true
 			if shared < 0 {
@@ -602,7 +617,7 @@ func (d *state) push(c *rule.Call) {
 				d.held[old.out[0]]--
 			}
 		}
-		if c.HasResult {
+		if out != c.Key {
 			d.held[out[0]]++
 		}
 	}
@@ -611,12 +626,14 @@ func (d *state) push(c *rule.Call) {
 
 // pushLong updates the counters of the long periods for a call with this
 // outcome (its key when it had no result), the tail holding n calls: it
-// reports whether a call of those periods had the same outcome, and the
+// reports whether a call of those periods had the same outcome and key, and the
 // index of one with the same key and a preview that is not redacted (-1 if
 // none), whose preview the call shares.
 func (d *state) pushLong(c *rule.Call, out canonical.Sum, n int) (matched bool, shared int) {
 	shared = -1
-	hasResult := c.HasResult
+	// A call without a result has its key as its outcome: it never
+	// matches.
+	hasResult := out != c.Key
 	live := false
 	for p := d.opts.MaxPeriod + 1; p < len(d.long); p++ {
 		if p > n {
@@ -657,11 +674,29 @@ func (d *state) judgeLong() (period, cycles int) {
 		if d.long[p] == 0 || d.long[p]/p < need || d.fresh/p < d.opts.SameResults {
 			continue
 		}
-		if d.distinctTail(p) {
+		if d.distinctTail(p) && !d.shortPeriod(p) {
 			return p, d.long[p]/p + 1
 		}
 	}
 	return 0, 0
+}
+
+// shortPeriod reports whether the keys of the last p calls of the tail
+// repeat with a period of at most MaxPeriod: such a cycle is a short one,
+// judged at its own period (a ping-pong of two tools keeps the threshold of
+// Repeats), not a long one.
+func (d *state) shortPeriod(p int) bool {
+	n := d.tail.Len()
+	for q := 2; q <= d.opts.MaxPeriod && q < p; q++ {
+		periodic := true
+		for j := n - p + q; j < n && periodic; j++ {
+			periodic = d.at(j).key == d.at(j-q).key
+		}
+		if periodic {
+			return true
+		}
+	}
+	return false
 }
 
 // judgeSame returns the smallest period whose cycles at the tail reach
@@ -906,7 +941,7 @@ func (d *state) Summary() any {
 		}
 	}
 	for p := d.opts.MaxPeriod + 1; d.longLive && p < len(d.long) && p <= d.tail.Len(); p++ {
-		if d.long[p] == 0 || !d.distinctTail(p) {
+		if d.long[p] == 0 || !d.distinctTail(p) || d.shortPeriod(p) {
 			continue
 		}
 		calls := min(d.long[p]+p, d.fresh)
@@ -955,10 +990,10 @@ type callState struct {
 	Key canonical.Sum `json:"key"`
 	// Outcome is the call's outcome when RequireIdenticalResults or
 	// SameResults compares outcomes and it differs from the key (the call
-	// had a result).
-	Outcome *canonical.Sum `json:"outcome,omitempty"`
-	Tool    string         `json:"tool"`
-	Preview string         `json:"preview,omitempty"`
+	// had a result); zero (left out) otherwise.
+	Outcome canonical.Sum `json:"outcome,omitzero"`
+	Tool    string        `json:"tool"`
+	Preview string        `json:"preview,omitempty"`
 }
 
 // Snapshot returns the tail and the counters as JSON, or null when no call
@@ -984,15 +1019,19 @@ func (d *state) Snapshot(o rule.SnapshotOptions) ([]byte, error) {
 		fresh := d.fresh
 		s.Fresh = &fresh
 	}
+	// Names repeat: one written name serves each run of calls of a tool.
+	lastTool, lastName := "", ""
 	for i := range s.Calls {
 		e := d.at(i)
 		cs := callState{Key: e.key, Tool: e.tool, Preview: e.preview}
 		if !e.hashed {
-			cs.Tool = o.Name(e.tool)
+			if i == 0 || e.tool != lastTool {
+				lastTool, lastName = e.tool, o.Name(e.tool)
+			}
+			cs.Tool = lastName
 		}
 		if e.out != e.key && (d.same != nil || d.long != nil || d.opts.RequireIdenticalResults) {
-			out := e.out
-			cs.Outcome = &out
+			cs.Outcome = e.out
 		}
 		if !o.Previews && cs.Preview != "" {
 			cs.Preview = rule.Redacted
@@ -1034,14 +1073,6 @@ func (d *state) Restore(data []byte) error {
 	}
 	m := d.opts.MaxPeriod
 	h := len(s.Calls)
-	// capacity is the tail's length when it is full. A state of the
-	// release before long cycles held at most MaxPeriod calls, and one of
-	// a run whose tail holds no more has no long counters either: the
-	// counters are checked as if MaxPeriod were the tail's length.
-	capacity := d.tail.Cap()
-	if h <= m && s.Long == nil {
-		capacity = m
-	}
 	switch {
 	case h == 0 || h > d.tail.Cap():
 		return fmt.Errorf("%s: %d calls held (1 to %d allowed)", Name, h, d.tail.Cap())
@@ -1055,11 +1086,9 @@ func (d *state) Restore(data []byte) error {
 		return fmt.Errorf("%s: %d counters of same results for periods 2 to %d", Name, len(s.Same), m)
 	case d.long == nil && s.Long != nil:
 		return fmt.Errorf("%s: counters of long cycles, but none are looked for (LongPeriod is at most MaxPeriod)", Name)
-	case d.long == nil && h > m:
-		return fmt.Errorf("%s: %d calls held (1 to %d allowed)", Name, h, m)
 	case s.Fresh == nil && (s.Same != nil || s.Long != nil):
 		return fmt.Errorf("%s: counters of same results without the calls since the last input", Name)
-	case s.Fresh != nil && s.Same == nil && (d.same != nil || d.long == nil):
+	case s.Fresh != nil && s.Same == nil:
 		return fmt.Errorf("%s: the calls since the last input without the counters of same results", Name)
 	case s.Fresh != nil && (*s.Fresh < 0 || *s.Fresh > maxRun):
 		return fmt.Errorf("%s: calls since the last input out of range", Name)
@@ -1078,16 +1107,16 @@ func (d *state) Restore(data []byte) error {
 	sigs, outs := make([]canonical.Sum, h), make([]canonical.Sum, h)
 	for i, c := range s.Calls {
 		sigs[i], outs[i] = c.Key, c.Key
-		if c.Outcome != nil {
+		if !c.Outcome.IsZero() {
 			if !compared {
 				return fmt.Errorf("%s: call %d: an outcome, but outcomes are not compared", Name, i)
 			}
-			if *c.Outcome == c.Key {
+			if c.Outcome == c.Key {
 				return fmt.Errorf("%s: call %d: an outcome equal to its key", Name, i)
 			}
-			outs[i] = *c.Outcome
+			outs[i] = c.Outcome
 			if d.opts.RequireIdenticalResults {
-				sigs[i] = *c.Outcome
+				sigs[i] = c.Outcome
 			}
 		}
 		if len(c.Tool) > MaxToolNameLen || !utf8.ValidString(c.Tool) {
@@ -1097,17 +1126,23 @@ func (d *state) Restore(data []byte) error {
 			return fmt.Errorf("%s: call %d: preview too long or not UTF-8", Name, i)
 		}
 	}
-	if err := checkCounters(s.Runs, 2, h, capacity, "", func(i, j int) bool { return sigs[i] == sigs[j] }); err != nil {
+	// The counters of the short periods are checked as if the tail held
+	// MaxPeriod calls: a state of the release before long cycles held no
+	// more, so that, restored, its counters may span more calls than its
+	// tail holds until the tail is full. Those of the long periods count
+	// only calls held since then, and are checked against the tail's
+	// length.
+	if err := checkCounters(s.Runs, 2, h, m, "", func(i, j int) bool { return sigs[i] == sigs[j] }); err != nil {
 		return err
 	}
 	// A call without a result has its key as its outcome: it never
 	// matches for same results.
 	sameOut := func(i, j int) bool { return outs[i] == outs[j] && outs[i] != s.Calls[i].Key }
-	if err := checkCounters(s.Same, 2, h, capacity, "same results of ", sameOut); err != nil {
+	if err := checkCounters(s.Same, 2, h, m, "same results of ", sameOut); err != nil {
 		return err
 	}
 	if d.long != nil {
-		if err := checkCounters(long[m+1:], m+1, h, capacity, "same results of ", sameOut); err != nil {
+		if err := checkCounters(long[m+1:], m+1, h, d.tail.Cap(), "same results of ", sameOut); err != nil {
 			return err
 		}
 	}

@@ -283,7 +283,7 @@ func TestOptionsBeyond(t *testing.T) {
 		{oscillation.Options{}, `{"maxPeriod":3,"repeats":3}`},
 		{oscillation.Options{LongPeriod: 3}, `{"maxPeriod":3,"repeats":3,"sameResults":2}`},
 		{oscillation.Options{LongPeriod: 8}, `{"maxPeriod":3,"repeats":3,"sameResults":2}`},
-		{oscillation.Options{MaxPeriod: 20}, `{"maxPeriod":20,"repeats":3,"sameResults":2}`},
+		{oscillation.Options{MaxPeriod: 20}, `{"maxPeriod":20,"repeats":3}`}, // no long cycle, as at LongPeriod 0
 	} {
 		d, _ := oscillation.New(tc.o)
 		if b, _ := json.Marshal(d.PriorOptions()); string(b) != tc.prior {
