@@ -117,11 +117,11 @@ const (
 	// with the same observations until their step cap, and a cycle of 4
 	// to 16 calls with the same results twice round, with no new input
 	// between, stops them and two other ALFWorld loops and no healthy or
-	// unclear run (the longest tour is 7 calls; 16 leaves room for
-	// longer ones). From period 3 such cycles of calls of several tools
-	// stop no run sooner; at period 2 they stop a healthy support
-	// conversation, which is why short cycles of several tools keep the
-	// threshold of Repeats.
+	// unclear run (the longest tour is 7 calls; 8 or 32 score the same,
+	// and 16 leaves room for longer tours). Periods 2 and 3 would add no
+	// run that the rule does not stop already; there two agents that hand
+	// over to each other, or a status check and a wait, keep the threshold
+	// of Repeats.
 	DefaultLongPeriod = 16
 )
 
