@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/loopguard/loopguard/canonical"
+	"github.com/loopguard/loopguard/detector/internal/ruletest"
 	"github.com/loopguard/loopguard/detector/oscillation"
 	"github.com/loopguard/loopguard/guard"
 	"github.com/loopguard/loopguard/rule"
@@ -22,20 +23,27 @@ func facts(n int) []rule.Facts {
 	return out
 }
 
-// BenchmarkObserveNew measures the detector's own work per step when every
-// call is new.
-func BenchmarkObserveNew(b *testing.B) {
-	d := newState(b, oscillation.Options{})
-	steps := facts(1024)
+// observeAll observes the steps in turn for as long as the benchmark runs,
+// failing on a stop, or on a warning unless warnings are allowed.
+func observeAll(b *testing.B, d ruletest.State, steps []rule.Facts, warnings bool) {
+	b.Helper()
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		f := &steps[i%len(steps)]
 		f.Index = i
 		d.Observe(f)
-		if d.Verdict().Stop {
-			b.Fatal("stop")
+		if v := d.Verdict(); v.Stop || !warnings && v.Warnings != nil {
+			b.Fatalf("step %d: a stop or a warning: %+v", i, v)
 		}
 	}
+}
+
+// BenchmarkObserveNew measures the detector's own work per step when every
+// call is new.
+func BenchmarkObserveNew(b *testing.B) {
+	d := newState(b, oscillation.Options{})
+	steps := facts(1024)
+	observeAll(b, d, steps, true)
 }
 
 // BenchmarkObserveNearCycle measures a run that keeps coming back to the same
@@ -44,15 +52,7 @@ func BenchmarkObserveNearCycle(b *testing.B) {
 	d := newState(b, oscillation.Options{})
 	s := facts(3)
 	steps := []rule.Facts{s[0], s[1], s[0], s[2]}
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		f := &steps[i%len(steps)]
-		f.Index = i
-		d.Observe(f)
-		if d.Verdict().Stop {
-			b.Fatal("stop")
-		}
-	}
+	observeAll(b, d, steps, true)
 }
 
 // BenchmarkCheck measures a whole guard.Check with only this detector, on
@@ -91,15 +91,7 @@ func BenchmarkObserveWarnResults(b *testing.B) {
 	d := newState(b, oscillation.Options{Warn: true, RequireIdenticalResults: true})
 	s := facts(3)
 	steps := []rule.Facts{s[0], s[1], s[0], s[2]}
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		f := &steps[i%len(steps)]
-		f.Index = i
-		d.Observe(f)
-		if v := d.Verdict(); v.Stop || v.Warnings != nil {
-			b.Fatal("stop")
-		}
-	}
+	observeAll(b, d, steps, false)
 }
 
 // BenchmarkObserveTour measures the worst case of the long cycles: a tour
@@ -114,13 +106,5 @@ func BenchmarkObserveTour(b *testing.B) {
 		steps[i].Calls = []rule.Call{{Tool: "go_to", Key: k, Outcome: canonical.HashString(fmt.Sprint("seen ", i%6)), HasResult: true}}
 		steps[i].NewInput = i%11 == 0
 	}
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		f := &steps[i%len(steps)]
-		f.Index = i
-		d.Observe(f)
-		if d.Verdict().Stop {
-			b.Fatal("stop")
-		}
-	}
+	observeAll(b, d, steps, true)
 }

@@ -69,9 +69,9 @@
 // when SameResults is Repeats), one per longer period, and the number of
 // calls since the last new input. Calls with the same key share one
 // preview, so that a run that goes round in circles costs no allocation:
-// when the guard leaves
-// argument fields out of the key (guard.Config.DropArgs, Key), the evidence
-// shows the arguments of the earliest such call still held.
+// when the guard leaves argument fields out of the key
+// (guard.Config.DropArgs, Key), the evidence shows the arguments of the
+// earliest such call still held.
 package oscillation
 
 import (
@@ -157,12 +157,13 @@ type Options struct {
 	// SameResults cycles, so only when SameResults is below Repeats): 0
 	// means DefaultLongPeriod (16); any other value must be from 2 to
 	// MaxMaxPeriod, and one at or below MaxPeriod looks for no such cycle
-	// (MaxPeriod of 16 or more with LongPeriod 0 neither). A LongPeriod beyond
-	// MaxPeriod with SameResults at Repeats is an error.
-	// Options reads 0 when it behaves as the default and MaxPeriod when
-	// none is looked for otherwise, so that the default options fingerprint as they did before the
-	// rule looked for long cycles, and a run saved by such a release
-	// restores under them (with its long cycles counted from the restore).
+	// (MaxPeriod of 16 or more with LongPeriod 0 neither). A LongPeriod
+	// beyond MaxPeriod with SameResults at Repeats is an error. Options
+	// reads 0 when it behaves as the default and MaxPeriod when none is
+	// looked for otherwise, so that the default options fingerprint as
+	// they did before the rule looked for long cycles, and a run saved by
+	// such a release restores under them (its long cycles counted from
+	// the restore).
 	LongPeriod int `json:"longPeriod,omitempty"`
 	// Warn adds an OSCILLATION_WARNING to a step after which one more
 	// call of the cycle would stop the run.
@@ -253,7 +254,8 @@ type state struct {
 	// long[p], for the periods from opts.MaxPeriod+1 to the longest one
 	// looked for, counts as same does the positions whose outcome equals
 	// that of the call p places back; it is nil when no long cycle is
-	// looked for. longLive reports that one of them is above 0.
+	// looked for (it is kept only with same). longLive reports that one
+	// of them is above 0.
 	long     []int
 	longLive bool
 	// held[b] counts the calls of the tail with a result whose outcome
@@ -496,29 +498,28 @@ func (d *state) warn() {
 			continue
 		}
 		calls := run + p // the calls of the cycle at the tail
-		// The detail names tools only: the oldest call of the cycle may
-		// have no preview yet (one is taken only for a call seen before).
-		_, tools := d.tailCycle(p)
-		w := rule.Warning{
-			Code: WarningCode, Metric: "cycleCalls", Value: float64(calls), Limit: float64(calls + 1),
-			Ratio: float64(calls) / float64(calls+1),
-			Detail: fmt.Sprintf("a cycle of %d calls (%s) is one call short of repeating %d times in a row",
-				p, strings.Join(tools, " -> "), repeats),
-		}
-		w.Feedback = warningFeedback
-		d.verdict.Warnings = []rule.Warning{w}
+		d.setWarning(p, calls, "", repeats)
 		return
 	}
 	if p := d.longShort(); p > 0 {
-		calls := d.long[p] + p
-		_, tools := d.tailCycle(p)
-		d.verdict.Warnings = []rule.Warning{{
-			Code: WarningCode, Metric: "cycleCalls", Value: float64(calls), Limit: float64(calls + 1),
-			Ratio:    float64(calls) / float64(calls+1),
-			Detail:   fmt.Sprintf("a cycle of %d calls (%s) with the same results is one call short of repeating %d times in a row", p, strings.Join(tools, " -> "), d.opts.SameResults),
-			Feedback: warningFeedback,
-		}}
+		d.setWarning(p, d.long[p]+p, " with the same results", d.opts.SameResults)
 	}
+}
+
+// setWarning sets the warning of a cycle of p calls at the tail, calls of
+// which follow it, that one more call would complete to repeats cycles;
+// with is said of the cycle ("" or " with the same results").
+func (d *state) setWarning(p, calls int, with string, repeats int) {
+	// The detail names tools only: the oldest call of the cycle may have
+	// no preview yet (one is taken only for a call seen before).
+	_, tools := d.tailCycle(p)
+	d.verdict.Warnings = []rule.Warning{{
+		Code: WarningCode, Metric: "cycleCalls", Value: float64(calls), Limit: float64(calls + 1),
+		Ratio: float64(calls) / float64(calls+1),
+		Detail: fmt.Sprintf("a cycle of %d calls (%s)%s is one call short of repeating %d times in a row",
+			p, strings.Join(tools, " -> "), with, repeats),
+		Feedback: warningFeedback,
+	}}
 }
 
 // longShort returns the smallest long period whose cycle at the tail one
@@ -626,9 +627,9 @@ func (d *state) push(c *rule.Call) {
 
 // pushLong updates the counters of the long periods for a call with this
 // outcome (its key when it had no result), the tail holding n calls: it
-// reports whether a call of those periods had the same outcome and key, and the
-// index of one with the same key and a preview that is not redacted (-1 if
-// none), whose preview the call shares.
+// reports whether a call of those periods had the same outcome and key,
+// and the index of one with the same key and a preview that is not
+// redacted (-1 if none), whose preview the call shares.
 func (d *state) pushLong(c *rule.Call, out canonical.Sum, n int) (matched bool, shared int) {
 	shared = -1
 	// A call without a result has its key as its outcome: it never
@@ -974,7 +975,7 @@ type saved struct {
 	Runs []int `json:"runs"`
 	// Same are the counters of same results of the periods 2 to
 	// MaxPeriod, and Fresh the calls since the last new input, when
-	// SameResults is below Repeats (Fresh too when long cycles are
+	// SameResults is below Repeats (as it is whenever long cycles are
 	// looked for). A state written before the rule compared results has
 	// neither: both then start at 0.
 	Same  []int `json:"same,omitempty"`
@@ -1015,7 +1016,7 @@ func (d *state) Snapshot(o rule.SnapshotOptions) ([]byte, error) {
 			s.Long[p] = d.long[p]
 		}
 	}
-	if d.same != nil || d.long != nil {
+	if d.same != nil {
 		fresh := d.fresh
 		s.Fresh = &fresh
 	}
@@ -1030,7 +1031,7 @@ func (d *state) Snapshot(o rule.SnapshotOptions) ([]byte, error) {
 			}
 			cs.Tool = lastName
 		}
-		if e.out != e.key && (d.same != nil || d.long != nil || d.opts.RequireIdenticalResults) {
+		if e.out != e.key && (d.same != nil || d.opts.RequireIdenticalResults) {
 			cs.Outcome = e.out
 		}
 		if !o.Previews && cs.Preview != "" {
@@ -1103,7 +1104,7 @@ func (d *state) Restore(data []byte) error {
 		}
 		long[p] = r
 	}
-	compared := d.opts.RequireIdenticalResults || d.same != nil || d.long != nil
+	compared := d.opts.RequireIdenticalResults || d.same != nil // long cycles come with same
 	sigs, outs := make([]canonical.Sum, h), make([]canonical.Sum, h)
 	for i, c := range s.Calls {
 		sigs[i], outs[i] = c.Key, c.Key
