@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -351,8 +352,8 @@ func TestLongCycleRestoreRejects(t *testing.T) {
 		"no calls since the input":   with("fresh", ""),
 	} {
 		d := newState(t, oscillation.Options{})
-		if err := d.Restore(data); err == nil || !errors.Is(err, guard.ErrInvalidState) && !strings.Contains(err.Error(), "oscillation") {
-			t.Errorf("%s: Restore(%s) = %v, want an error", name, data, err)
+		if err := d.Restore(data); err == nil || !strings.HasPrefix(err.Error(), "oscillation: ") {
+			t.Errorf("%s: Restore(%s) = %v, want the rule's error", name, data, err)
 		}
 	}
 	// Long counters under options that look for none.
@@ -360,10 +361,34 @@ func TestLongCycleRestoreRejects(t *testing.T) {
 	if err := d.Restore(good); err == nil {
 		t.Errorf("Restore(%s) with LongPeriod 3 succeeded", good)
 	}
-	// The counters are checked against the guard's.
-	r, err := guard.Restore(testutil.Snapshot(t, g, guard.SnapshotOptions{}), guard.Config{Rules: []rule.Rule{newRule(t, oscillation.Options{})}})
-	if err != nil || r == nil {
-		t.Fatalf("restore of a good snapshot: %v", err)
+}
+
+// TestLongCycleCheckBounds: a long counter that spans more calls than the
+// guard recorded is refused, one that spans them all is not. A tour with
+// new input every 11th call keeps its counter growing beyond the tail.
+func TestLongCycleCheckBounds(t *testing.T) {
+	six := tour(6)
+	ss := steps(rounds(six, 7, 0)...) // 42 calls
+	for i := 0; i < len(ss); i += 11 {
+		ss[i] = withInput(ss[i])
+	}
+	g := newGuard(t, oscillation.Options{}, guard.Config{})
+	if got := run(t, g, ss); slices.ContainsFunc(got, func(v guard.Verdict) bool { return v.Stop }) {
+		t.Fatalf("the tour stopped: %+v", got)
+	}
+	data := testutil.Snapshot(t, g, guard.SnapshotOptions{})
+	if !strings.Contains(string(data), `"6":36}`) || !strings.Contains(string(data), `"toolCalls":42`) {
+		t.Fatalf("snapshot without a long counter of 36: %s", data)
+	}
+	cfg := guard.Config{Rules: []rule.Rule{newRule(t, oscillation.Options{})}}
+	// 36 positions matching the call 6 back span 42 calls: all of them.
+	for calls, ok := range map[int]bool{42: true, 41: false} {
+		edited := strings.Replace(strings.Replace(string(data), `"toolCalls":42`, fmt.Sprintf(`"toolCalls":%d`, calls), 1),
+			`"steps":42`, fmt.Sprintf(`"steps":%d`, calls), 1)
+		_, err := guard.Restore([]byte(edited), cfg)
+		if (err == nil) != ok || !ok && !errors.Is(err, guard.ErrInvalidState) {
+			t.Errorf("restore with %d calls recorded: %v, want ok %v", calls, err, ok)
+		}
 	}
 }
 
