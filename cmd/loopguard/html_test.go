@@ -138,8 +138,8 @@ func TestHTMLStructure(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("the page of the %d runs of testdata/traces: %d bytes", len(readManifest(t)), len(data))
-	if len(data) > 4<<20 {
-		t.Errorf("the page is %d bytes: more than 4 MiB", len(data))
+	if len(data) > 8<<20 {
+		t.Errorf("the page is %d bytes: more than 8 MiB", len(data))
 	}
 	want := auditJSON(t, traces)
 	labels, err := loadLabels(manifest)

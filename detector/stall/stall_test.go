@@ -525,8 +525,8 @@ func TestOptions(t *testing.T) {
 }
 
 // TestRealTraces replays the real runs of testdata/traces with only this
-// rule, at its default threshold: no healthy run may stop but the ALFWorld
-// runs of healthyStops, each where it stops, and the format-error stall of
+// rule, at its default threshold: no healthy run may stop but those listed
+// below (ALFWorld runs and a group chat), each where it stops, and the format-error stall of
 // the Gemini run must. The ALFWorld agent answers each command with a
 // thought and its action path on steps of their own, so a few failed
 // commands make five steps without a new outcome: that is why the rule is
@@ -539,8 +539,11 @@ func TestRealTraces(t *testing.T) {
 		"react-webshop-ep031.jsonl":          8,
 		"react-webshop-ep349.jsonl":          8,
 	}
-	// Healthy runs it stops (7 ALFWorld runs).
+	// Healthy runs it stops (8 ALFWorld runs, and an AutoGen group chat
+	// whose agents hand the turn on in words).
 	for file, line := range map[string]int{
+		"knowagent-llama2-13b-d0-puttwo-pen-dresser-327.jsonl":       34,
+		"autogen-gpt4o-groupchat-fsm-chocolates.jsonl":               6,
 		"knowagent-alfworld-d0-put-cd-dresser-323.jsonl":             34,
 		"knowagent-alfworld-d1-examine-book-desklamp-302.jsonl":      26,
 		"knowagent-alfworld-d1-examine-newspaper-desklamp-225.jsonl": 29,
