@@ -161,31 +161,26 @@ func scoreTraces(t *testing.T, doc, preset string) (outcomes map[string]map[stri
 //     as a ping-pong whose results repeat;
 //   - the same failing test run again after cp and mv changed what it runs
 //     (mini-swe-agent), stopped as the same failure of the same call;
-//   - "Now let me run the reproduction script again:" before each run of a
-//     script that misses another module after each install;
 //   - a selector that picks the same agent while the number it reports
 //     moves on (AgentChat), stopped as the same call three times;
 //   - a search the CrewAI harness sent three times, twice without running it.
 var knownFalseStops = map[string]bool{
 	"aider-claude35-20240810-1021.jsonl":                  true,
 	"mini-gemini3pro-sympy-19346.jsonl":                   true,
-	"mini-dschat-rerun-pvlib-1854.jsonl":                  true,
 	"agentchat-gpt4o-selector-arithmetic-4d1d3caf.jsonl":  true,
 	"crewai-gpt4omini-lite-agent-structured-output.jsonl": true,
 }
 
 // knownEarlyStops are the loops of testdata/traces that the defaults (and
 // the text-actions preset) stop before their labelled start, each with the
-// line of that stop: a KnowAgent ALFWorld run writes its action path on a
-// step of its own after each command, the same path three times while the
-// commands fail or add nothing to it, and the repeated-text rule stops it 19
-// lines before the text-only loop that ends it (docs/thresholds.md); another
-// gives up at line 21 and restates its long action path on every other step
-// from line 22, labelled a loop from line 28, where the restatements become
-// pairs. Each must still stop there, so that the list empties as the rules
-// stop doing so.
+// line of that stop: a KnowAgent ALFWorld run gives up at line 21 and
+// restates its long action path on every other step from line 22, labelled
+// a loop from line 28, where the restatements become pairs. Each must still
+// stop there, so that the list empties as the rules stop doing so. (Another
+// KnowAgent run, which writes its action path on a step of its own after
+// each command, was stopped 19 lines before its loop until a step of text
+// alone right after a new result became a comment: docs/thresholds.md.)
 var knownEarlyStops = map[string]int{
-	"knowagent-alfworld-d0-cool-egg-microwave-24.jsonl":      20,
 	"knowagent-llama2-13b-d0-clean-potato-microwave-6.jsonl": 24,
 }
 

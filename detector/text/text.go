@@ -20,9 +20,20 @@
 // stopped, as a sweep of searches with new keywords that each find nothing,
 // after the same preamble, is not (judging by the result alone would stop
 // both; the labelled runs do not tell them apart).
-// A failed call brings nothing new, and an ignored one is no call. Such a
-// step holds a place in the window and never counts; so does a step without
-// text, a step whose text is only a speaker label ("[flights_refunder]",
+// A failed call brings nothing new, unless it failed another way than the
+// calls the window remembers did while the window holds a failure: the
+// error moved (a script run again after each install that now misses
+// another module, "Now let me run the reproduction script again:" before
+// each run). Failures are told apart by rule.Call.Failure, the error with its
+// numbers and ids taken out. An ignored call is no call. Such a
+// step holds a place in the window and never counts; so does a step of text
+// alone right after a step whose successful call returned a result (rule.Call.Result)
+// that no other step in the window had: it comments on what came back
+// (KnowAgent's "ActionPath: Start->Goto(stoveburner 3)" on a step of its own
+// after each command, a reply to the user after a lookup), while the same
+// message after each call that returns what it returned before ("Transfer
+// successful", whatever the summary argument) still counts. So does a step
+// without text, a step whose text is only a speaker label ("[flights_refunder]",
 // "<coder>": a name between brackets, no words of the model's, which some
 // integrations put on each step of a team), a step in which the guard refused a call (that pattern is
 // package refusal's: the model gets to act on the refusal's feedback first),
@@ -173,6 +184,27 @@ type entry struct {
 	step int
 	nOut int
 	outs [MaxStepOutcomes]canonical.Sum
+	res  [MaxStepOutcomes]canonical.Sum // the results of those calls (rule.Call.Result), zero when unknown
+	// The failures (rule.Call.Failure) of the step's failed calls, up to
+	// MaxStepOutcomes distinct ones.
+	nFail int
+	fails [MaxStepOutcomes]canonical.Sum
+}
+
+// returned reports whether a call of the step whose outcome it remembers
+// returned result r (not zero).
+func (e *entry) returned(r canonical.Sum) bool {
+	for i := range e.nOut {
+		if e.res[i] == r {
+			return true
+		}
+	}
+	return false
+}
+
+// failed reports whether a call of the step failed with failure x.
+func (e *entry) failed(x canonical.Sum) bool {
+	return slices.Contains(e.fails[:e.nFail], x)
 }
 
 // has reports whether the step brought outcome o.
@@ -287,6 +319,26 @@ func (s *state) seen(o canonical.Sum) bool {
 	return false
 }
 
+// seenFailure reports whether a step in the window, other than the oldest
+// when the window is full (the step that the next one pushes out), had a
+// call that failed with failure x; with other, whether one had a call that
+// failed another way.
+func (s *state) seenFailure(x canonical.Sum, other bool) bool {
+	from := 0
+	if s.ring.Full() {
+		from = 1
+	}
+	for i := from; i < s.ring.Len(); i++ {
+		e := s.ring.Ptr(i)
+		for _, y := range e.fails[:e.nFail] {
+			if (y == x) != other {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // isLabel reports whether s, trimmed, is only a speaker label: "[name]" or
 // "<name>", where the name is 1 to maxLabel ASCII letters, digits, '_', '-'
 // or '.'. A text between brackets with a space or other punctuation is a
@@ -332,7 +384,20 @@ func (s *state) Observe(f *rule.Facts) {
 	progress, seenAny := false, false
 	for i := range f.Calls {
 		c := &f.Calls[i]
-		if c.Ignored || c.Failed {
+		if c.Ignored {
+			continue
+		}
+		if c.Failed {
+			if e.failed(c.Failure) || s.seenFailure(c.Failure, false) {
+				continue
+			}
+			// A failure the window has not seen is news when the window
+			// holds another: the error moved.
+			progress = progress || e.nFail > 0 || s.seenFailure(c.Failure, true)
+			if e.nFail < MaxStepOutcomes {
+				e.fails[e.nFail] = c.Failure
+				e.nFail++
+			}
 			continue
 		}
 		if s.seen(c.Outcome) {
@@ -341,7 +406,7 @@ func (s *state) Observe(f *rule.Facts) {
 		}
 		progress = true
 		if e.nOut < MaxStepOutcomes && !e.has(c.Outcome) {
-			e.outs[e.nOut] = c.Outcome
+			e.outs[e.nOut], e.res[e.nOut] = c.Outcome, c.Result
 			e.nOut++
 		}
 	}
@@ -349,11 +414,11 @@ func (s *state) Observe(f *rule.Facts) {
 	// outcome the step does not hold yet is a seen one (no second seen).
 	for i := 0; seenAny && i < len(f.Calls) && e.nOut < MaxStepOutcomes; i++ {
 		if c := &f.Calls[i]; !c.Ignored && !c.Failed && !e.has(c.Outcome) {
-			e.outs[e.nOut] = c.Outcome
+			e.outs[e.nOut], e.res[e.nOut] = c.Outcome, c.Result
 			e.nOut++
 		}
 	}
-	if !f.HasText || sameInput || progress || len(f.Refused) > 0 || f.Step() != nil && isLabel(f.Step().Text) {
+	if !f.HasText || sameInput || progress || len(f.Refused) > 0 || f.Step() != nil && isLabel(f.Step().Text) || s.comment(f) {
 		s.ring.Push(e)
 		return
 	}
@@ -393,6 +458,37 @@ func (s *state) Observe(f *rule.Facts) {
 		w.Feedback = warningFeedback(w)
 		s.verdict.Warnings = []rule.Warning{w}
 	}
+}
+
+// comment reports whether the step, which is of text alone (no call, or
+// only ignored ones), comes right after a step that brought a new result:
+// the newest step in the window had a successful call whose result no
+// other step of the window had remembered.
+func (s *state) comment(f *rule.Facts) bool {
+	for i := range f.Calls {
+		if !f.Calls[i].Ignored {
+			return false
+		}
+	}
+	n := s.ring.Len()
+	if n == 0 {
+		return false
+	}
+	prev := s.ring.Ptr(n - 1)
+	for j := range prev.nOut {
+		r := prev.res[j]
+		if r == (canonical.Sum{}) {
+			continue
+		}
+		seen := false
+		for i := 0; i < n-1 && !seen; i++ {
+			seen = s.ring.Ptr(i).returned(r)
+		}
+		if !seen {
+			return true
+		}
+	}
+	return false
 }
 
 // longNote is what a detail adds when the threshold thr is that of long
@@ -442,6 +538,18 @@ type saved struct {
 	// concatenated and encoded in base64 without padding ("" for none).
 	// Absent when no step has any, as in the states of earlier versions.
 	Outcomes []string `json:"outcomes,omitempty"`
+	// Results are, in the same order, the results of those calls
+	// (rule.Call.Result), one sum per outcome and a zero sum for a call
+	// without one, encoded as Outcomes are. Absent when no remembered call
+	// has a result, as in the states of earlier versions (which then
+	// restore as calls without results: a step after them is no comment).
+	Results []string `json:"results,omitempty"`
+	// Failures are, in the same order, the failures (rule.Call.Failure)
+	// of each step's failed calls: at most MaxStepOutcomes distinct sums,
+	// encoded as Outcomes are. Absent when no step has any, as in the
+	// states of earlier versions (which then restore as steps without
+	// failures: a failure after them is news only beside a later one).
+	Failures []string `json:"failures,omitempty"`
 	// LastInput is the hash of the last step's input, if it had one.
 	LastInput *canonical.Sum `json:"lastInput,omitempty"`
 	// Long are the positions in Texts, ascending, of the steps whose text
@@ -475,14 +583,32 @@ func (s *state) Snapshot(rule.SnapshotOptions) ([]byte, error) {
 			if out.Outcomes == nil {
 				out.Outcomes = make([]string, n)
 			}
-			var b []byte
-			for _, o := range e.outs[:e.nOut] {
-				b = append(b, o[:]...)
+			out.Outcomes[i] = encodeSums(e.outs[:e.nOut])
+			if e.hasResults() {
+				if out.Results == nil {
+					out.Results = make([]string, n)
+				}
+				out.Results[i] = encodeSums(e.res[:e.nOut])
 			}
-			out.Outcomes[i] = base64.RawStdEncoding.EncodeToString(b)
+		}
+		if e.nFail > 0 {
+			if out.Failures == nil {
+				out.Failures = make([]string, n)
+			}
+			out.Failures[i] = encodeSums(e.fails[:e.nFail])
 		}
 	}
 	return json.Marshal(out)
+}
+
+// encodeSums returns sums concatenated and encoded in base64 without
+// padding.
+func encodeSums(sums []canonical.Sum) string {
+	b := make([]byte, 0, len(sums)*len(canonical.Sum{}))
+	for _, x := range sums {
+		b = append(b, x[:]...)
+	}
+	return base64.RawStdEncoding.EncodeToString(b)
 }
 
 // Restore replaces the state by one that Snapshot returned: at most Window
@@ -506,6 +632,10 @@ func (s *state) Restore(data []byte) error {
 		return fmt.Errorf("%s: %d step indexes for %d texts", Name, len(in.Steps), len(in.Texts))
 	case in.Outcomes != nil && len(in.Outcomes) != len(in.Texts):
 		return fmt.Errorf("%s: %d outcome lists for %d texts", Name, len(in.Outcomes), len(in.Texts))
+	case in.Results != nil && len(in.Results) != len(in.Texts):
+		return fmt.Errorf("%s: %d result lists for %d texts", Name, len(in.Results), len(in.Texts))
+	case in.Failures != nil && len(in.Failures) != len(in.Texts):
+		return fmt.Errorf("%s: %d failure lists for %d texts", Name, len(in.Failures), len(in.Texts))
 	}
 	entries := make([]entry, len(in.Texts))
 	for i, step := range in.Steps {
@@ -520,13 +650,33 @@ func (s *state) Restore(data []byte) error {
 			entries[i].text = *t
 		}
 		if in.Outcomes != nil {
-			if err := entries[i].decode(in.Outcomes[i]); err != nil {
+			n, err := decodeSums(in.Outcomes[i], &entries[i].outs)
+			if err != nil {
+				return fmt.Errorf("%s: step %d: outcomes: %w", Name, step, err)
+			}
+			entries[i].nOut = n
+		}
+		if in.Failures != nil {
+			n, err := decodeSums(in.Failures[i], &entries[i].fails)
+			if err != nil {
+				return fmt.Errorf("%s: step %d: failures: %w", Name, step, err)
+			}
+			entries[i].nFail = n
+		}
+		if in.Results != nil {
+			if err := entries[i].decodeResults(in.Results[i]); err != nil {
 				return fmt.Errorf("%s: step %d: %w", Name, step, err)
 			}
 		}
 	}
 	if in.Outcomes != nil && !slices.ContainsFunc(entries, func(e entry) bool { return e.nOut > 0 }) {
 		return fmt.Errorf("%s: outcome lists that are all empty (they are absent then)", Name)
+	}
+	if in.Results != nil && !slices.ContainsFunc(entries, func(e entry) bool { return e.hasResults() }) {
+		return fmt.Errorf("%s: result lists without a result (they are absent then)", Name)
+	}
+	if in.Failures != nil && !slices.ContainsFunc(entries, func(e entry) bool { return e.nFail > 0 }) {
+		return fmt.Errorf("%s: failure lists that are all empty (they are absent then)", Name)
 	}
 	if in.LastInput != nil && *in.LastInput == (canonical.Sum{}) {
 		return fmt.Errorf("%s: a zero input hash", Name)
@@ -556,24 +706,54 @@ func (s *state) Restore(data []byte) error {
 	return nil
 }
 
-// decode sets the step's outcomes from their form in a state.
-func (e *entry) decode(s string) error {
+// decodeSums sets the first sums of dst from their form in a state: at
+// most MaxStepOutcomes distinct sums, none zero. It returns how many.
+func decodeSums(s string, dst *[MaxStepOutcomes]canonical.Sum) (int, error) {
+	b, err := base64.RawStdEncoding.Strict().DecodeString(s)
+	const size = len(canonical.Sum{})
+	switch {
+	case err != nil:
+		return 0, err
+	case len(b)%size != 0:
+		return 0, fmt.Errorf("%d bytes, not whole sums", len(b))
+	case len(b) > MaxStepOutcomes*size:
+		return 0, fmt.Errorf("%d sums, at most %d are kept", len(b)/size, MaxStepOutcomes)
+	}
+	n := 0
+	for ; len(b) > 0; b = b[size:] {
+		x := canonical.Sum(b[:size])
+		if x == (canonical.Sum{}) || slices.Contains(dst[:n], x) {
+			return 0, errors.New("a zero or repeated sum")
+		}
+		dst[n] = x
+		n++
+	}
+	return n, nil
+}
+
+// hasResults reports whether a call whose outcome the step remembers has a
+// result.
+func (e *entry) hasResults() bool {
+	return slices.ContainsFunc(e.res[:e.nOut], func(r canonical.Sum) bool { return r != (canonical.Sum{}) })
+}
+
+// decodeResults sets the results of the step's remembered calls from their
+// form in a state: one sum (zero for none) per outcome, or none at all.
+func (e *entry) decodeResults(s string) error {
 	b, err := base64.RawStdEncoding.Strict().DecodeString(s)
 	switch {
 	case err != nil:
-		return fmt.Errorf("outcomes: %w", err)
-	case len(b)%len(canonical.Sum{}) != 0:
-		return fmt.Errorf("outcomes of %d bytes, not whole sums", len(b))
-	case len(b) > MaxStepOutcomes*len(canonical.Sum{}):
-		return fmt.Errorf("%d outcomes, at most %d are kept", len(b)/len(canonical.Sum{}), MaxStepOutcomes)
+		return fmt.Errorf("results: %w", err)
+	case len(b) == 0:
+		return nil
+	case len(b) != e.nOut*len(canonical.Sum{}):
+		return fmt.Errorf("results of %d bytes for %d outcomes", len(b), e.nOut)
 	}
-	for ; len(b) > 0; b = b[len(canonical.Sum{}):] {
-		o := canonical.Sum(b[:len(canonical.Sum{})])
-		if o == (canonical.Sum{}) || e.has(o) {
-			return errors.New("a zero or repeated outcome")
-		}
-		e.outs[e.nOut] = o
-		e.nOut++
+	for i := range e.nOut {
+		e.res[i] = canonical.Sum(b[i*len(canonical.Sum{}):])
+	}
+	if !e.hasResults() {
+		return errors.New("a list of results without a result (it is empty then)")
 	}
 	return nil
 }
@@ -584,16 +764,18 @@ func (s *state) CheckBounds(c rule.Counters) error {
 	if n := s.ring.Len(); n > c.Steps {
 		return fmt.Errorf("%s: %d steps in the window, but %d steps recorded", Name, n, c.Steps)
 	}
-	outs := 0
+	outs, fails := 0, 0
 	w := s.ring.Unordered()
 	for i := range w {
 		if s := w[i].step; s >= c.Steps {
 			return fmt.Errorf("%s: step index %d, but %d steps recorded", Name, s, c.Steps)
 		}
 		outs += w[i].nOut
+		fails += w[i].nFail
 	}
-	if outs > c.ToolCalls {
-		return fmt.Errorf("%s: %d outcomes in the window, but %d calls recorded", Name, outs, c.ToolCalls)
+	if outs+fails > c.ToolCalls || fails > c.FailedToolCalls {
+		return fmt.Errorf("%s: %d outcomes and %d failures in the window, but %d calls and %d failures recorded",
+			Name, outs, fails, c.ToolCalls, c.FailedToolCalls)
 	}
 	return nil
 }

@@ -48,9 +48,19 @@ func act5(s string) guard.Step {
 	return st
 }
 
+// actRes is a step with text and a call with arguments i that returns r.
+func actRes(s string, i int, r string) guard.Step {
+	return guard.Step{Text: s, ToolCalls: []guard.ToolCall{{Name: "lookup", Args: map[string]int{"n": i}, Result: r}}}
+}
+
 // fail is a step with text and a new call that fails.
 func fail(s string, i int) guard.Step {
 	return guard.Step{Text: s, ToolCalls: []guard.ToolCall{{Name: "run", Args: map[string]int{"n": i}, Err: errors.New("exit status 1")}}}
+}
+
+// failAs is a step with text and a call that fails with msg.
+func failAs(s, msg string) guard.Step {
+	return guard.Step{Text: s, ToolCalls: []guard.ToolCall{{Name: "python", Args: map[string]string{"file": "repro.py"}, Err: errors.New(msg)}}}
 }
 
 // refused is a step with text whose call the guard refused.
@@ -88,8 +98,52 @@ func TestCheck(t *testing.T) {
 		want  []string
 	}{
 		{"twice goes on, the third time stops", text.Options{},
-			[]guard.Step{say(hold), act("", 1), say(hold), act("", 2), say(hold)},
+			[]guard.Step{say(hold), say("x"), say(hold), say("y"), say(hold)},
 			[]string{"", "", "", "", "REPEATED_TEXT 3"}},
+		{"the same message after each call that returns the same: the first comments on a new result", text.Options{},
+			[]guard.Step{say(hold), act("", 1), say(hold), act("", 2), say(hold), act("", 3), say(hold)},
+			[]string{"", "", "", "", "", "", "REPEATED_TEXT 3"}},
+		{"a text alone right after a new result is a comment", text.Options{},
+			[]guard.Step{actRes("", 1, "a"), say("x"), actRes("", 2, "b"), say("x"), actRes("", 3, "c"), say("x"), actRes("", 4, "d"), say("x")},
+			[]string{"", "", "", "", "", "", "", ""}},
+		{"after a result the window had, it counts", text.Options{Threshold: 2},
+			[]guard.Step{actRes("", 1, "a"), say("x"), actRes("", 2, "a"), say("x"), actRes("", 3, "a"), say("x")},
+			[]string{"", "", "", "", "", "REPEATED_TEXT 2"}},
+		{"a comment comes right after the result", text.Options{Threshold: 2},
+			[]guard.Step{actRes("", 1, "a"), say("y"), say("x"), actRes("", 2, "b"), say("z"), say("x")},
+			[]string{"", "", "", "", "", "REPEATED_TEXT 2"}},
+		{"a step with a call is no comment", text.Options{Threshold: 2},
+			[]guard.Step{actRes("", 1, "a"), fail("x", 1), actRes("", 2, "b"), fail("x", 2)},
+			[]string{"", "", "", "REPEATED_TEXT 2"}},
+		{"a result of a step the window let go is new again", text.Options{Window: 3, Threshold: 2},
+			[]guard.Step{actRes("", 1, "a"), say("y"), say("x"), actRes("", 2, "a"), say("x")},
+			[]string{"", "", "", "", ""}},
+		{"a result of the oldest step in the window is not new", text.Options{Window: 4, Threshold: 2},
+			[]guard.Step{actRes("", 1, "a"), say("y"), say("x"), actRes("", 2, "a"), say("x")},
+			[]string{"", "", "", "", "REPEATED_TEXT 2"}},
+		{"a failure that moved is news: the same script misses another module", text.Options{Threshold: 2},
+			[]guard.Step{failAs("Run it again.", "No module named numpy"), failAs("Run it again.", "No module named pytz"),
+				failAs("Run it again.", "No module named scipy"), failAs("Run it again.", "No module named scipy")},
+			[]string{"", "", "", "REPEATED_TEXT 2"}},
+		{"the first failure is no news", text.Options{Threshold: 2},
+			[]guard.Step{say("a"), failAs("Run it again.", "No module named numpy"), say("b"), failAs("Run it again.", "No module named numpy")},
+			[]string{"", "", "", "REPEATED_TEXT 2"}},
+		{"numbers do not move a failure", text.Options{Threshold: 2},
+			[]guard.Step{failAs("Run it again.", "line 4: syntax error"), failAs("Run it again.", "line 3: syntax error")},
+			[]string{"", "REPEATED_TEXT 2"}},
+		{"a second failure of one step is news", text.Options{Threshold: 2},
+			[]guard.Step{{Text: "x", ToolCalls: []guard.ToolCall{{Name: "a", Args: 1, Err: errors.New("no a")}, {Name: "b", Args: 1, Err: errors.New("no b")}}},
+				failAs("x", "no c"), failAs("x", "no c"), failAs("x", "no c")},
+			[]string{"", "", "", "REPEATED_TEXT 2"}},
+		{"a failure of a step the window let go is news again", text.Options{Window: 3, Threshold: 2},
+			[]guard.Step{failAs("", "no a"), failAs("", "no b"), say("x"), failAs("x", "no a")},
+			[]string{"", "", "", ""}},
+		{"a failure of the oldest step in the window is not", text.Options{Window: 4, Threshold: 2},
+			[]guard.Step{failAs("", "no a"), failAs("", "no b"), say("x"), failAs("x", "no a")},
+			[]string{"", "", "", "REPEATED_TEXT 2"}},
+		{"a failed call returns nothing new", text.Options{Threshold: 2},
+			[]guard.Step{fail("", 1), say("x"), fail("", 2), say("x")},
+			[]string{"", "", "", "REPEATED_TEXT 2"}},
 		{"case and white space do not count", text.Options{},
 			[]guard.Step{say("Sorry, could you rephrase?"), say("sorry,  could you REPHRASE?"), say(" Sorry, could you rephrase? ")},
 			[]string{"", "", "REPEATED_TEXT 3"}},
@@ -126,10 +180,10 @@ func TestCheck(t *testing.T) {
 			[]guard.Step{act5("x"), act5("x"), act5("x"), act5("x")},
 			[]string{"", "", "", "REPEATED_TEXT 2"}},
 		{"an outcome of the step the window lets go is new again", text.Options{Window: 3, Threshold: 2},
-			[]guard.Step{act("x", 1), say("x"), say("y"), act("x", 1)},
+			[]guard.Step{act("x", 1), say("y"), say("x"), act("x", 1)},
 			[]string{"", "", "", ""}},
 		{"an outcome of the oldest step in the window is not new", text.Options{Window: 4, Threshold: 2},
-			[]guard.Step{act("x", 1), say("x"), say("y"), act("x", 1)},
+			[]guard.Step{act("x", 1), say("y"), say("x"), act("x", 1)},
 			[]string{"", "", "", "REPEATED_TEXT 2"}},
 		{"a speaker label is no text", text.Options{},
 			[]guard.Step{say("[flights_refunder]"), act("[flights_refunder]", 1), say(" [flights_refunder] "), say("<coder>"),
@@ -142,8 +196,9 @@ func TestCheck(t *testing.T) {
 		{"a sentence between brackets is text", text.Options{},
 			[]guard.Step{say("[You are being transferred to a human agent. Please hold on.]"), act("", 1),
 				say("[You are being transferred to a human agent. Please hold on.]"), act("", 2),
+				say("[You are being transferred to a human agent. Please hold on.]"), act("", 3),
 				say("[You are being transferred to a human agent. Please hold on.]")},
-			[]string{"", "", "", "", "REPEATED_TEXT 3"}},
+			[]string{"", "", "", "", "", "", "REPEATED_TEXT 3"}},
 		{"words between angle brackets are text", text.Options{},
 			[]guard.Step{say("<Sorry, I cannot help with that request.>"), say("<Sorry, I cannot help with that request.>"),
 				say("<Sorry, I cannot help with that request.>")},
@@ -254,7 +309,16 @@ func TestOptionsAndRestore(t *testing.T) {
 		`{"texts":[null],"steps":[0],"outcomes":["` + testutil.Sums(1) + `",""]}`, `{"texts":[null],"steps":[0],"outcomes":["not base64!"]}`,
 		`{"texts":[null],"steps":[0],"outcomes":["` + testutil.Sums(1) + `="]}`, `{"texts":[null],"steps":[0],"outcomes":["AAEC"]}`,
 		`{"texts":[null],"steps":[0],"outcomes":["` + testutil.Sums(1, 2, 3, 4, 5) + `"]}`, `{"texts":[null],"steps":[0],"outcomes":["` + testutil.Sums(0) + `"]}`,
-		`{"texts":[null],"steps":[0],"outcomes":["` + testutil.Sums(1, 1) + `"]}`}
+		`{"texts":[null],"steps":[0],"outcomes":["` + testutil.Sums(1, 1) + `"]}`,
+		`{"texts":[null],"steps":[0],"results":[""]}`, `{"texts":[null],"steps":[0],"results":["` + testutil.Sums(1) + `"]}`,
+		`{"texts":[null],"steps":[0],"outcomes":["` + testutil.Sums(1) + `"],"results":[]}`,
+		`{"texts":[null],"steps":[0],"outcomes":["` + testutil.Sums(1) + `"],"results":["` + testutil.Sums(1, 2) + `"]}`,
+		`{"texts":[null],"steps":[0],"outcomes":["` + testutil.Sums(1) + `"],"results":["` + testutil.Sums(0) + `"]}`,
+		`{"texts":[null],"steps":[0],"outcomes":["` + testutil.Sums(1) + `"],"results":["not base64!"]}`,
+		`{"texts":[null],"steps":[0],"outcomes":["` + testutil.Sums(1) + `"],"results":[""]}`,
+		`{"texts":[null],"steps":[0],"failures":[""]}`, `{"texts":[null],"steps":[0],"failures":[]}`,
+		`{"texts":[null],"steps":[0],"failures":["` + testutil.Sums(0) + `"]}`, `{"texts":[null],"steps":[0],"failures":["` + testutil.Sums(1, 1) + `"]}`,
+		`{"texts":[null],"steps":[0],"failures":["` + testutil.Sums(1, 2, 3, 4, 5) + `"]}`, `{"texts":[null],"steps":[0],"failures":["AAEC"]}`}
 	small := newDetector(t, text.Options{Window: 3, Threshold: 2})
 	g := newGuard(t, small)
 	ruletest.Check(t, g, say("x"))
@@ -284,6 +348,21 @@ func TestOptionsAndRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got, _ := st.Snapshot(guard.SnapshotOptions{}); string(got) != withOutcomes {
+		t.Errorf("snapshot after restore = %s", got)
+	}
+	withResults := `{"texts":[null,null,` + k + `],"steps":[4,5,7],"outcomes":["` + testutil.Sums(1, 2) + `","` + testutil.Sums(3) + `",""],` +
+		`"results":["` + testutil.Sums(0, 5) + `","",""]}`
+	if err := st.Restore([]byte(withResults)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.Snapshot(guard.SnapshotOptions{}); string(got) != withResults {
+		t.Errorf("snapshot after restore = %s", got)
+	}
+	withFailures := `{"texts":[null,` + k + `],"steps":[4,7],"outcomes":["` + testutil.Sums(3) + `",""],"failures":["` + testutil.Sums(1, 2) + `",""]}`
+	if err := st.Restore([]byte(withFailures)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.Snapshot(guard.SnapshotOptions{}); string(got) != withFailures {
 		t.Errorf("snapshot after restore = %s", got)
 	}
 }
@@ -316,7 +395,9 @@ func TestStateOfTheFirstVersionRestores(t *testing.T) {
 
 func TestSnapshotRestoreContinues(t *testing.T) {
 	pool := []guard.Step{say("a"), say("b"), act("a", 1), act("", 2), {}, {Text: "a", Input: "u"}, {Text: "b", Input: "u"},
-		act("a", 3), fail("a", 1), refused("a"), say("[a]"), say("a long text"), {Text: "a", ToolCalls: []guard.ToolCall{
+		act("a", 3), fail("a", 1), refused("a"), say("[a]"), say("a long text"), actRes("", 1, "r"), actRes("a", 2, "r"), actRes("", 3, "s"),
+		failAs("a", "no x"), failAs("a", "no y"), failAs("", "no z"),
+		{Text: "a", ToolCalls: []guard.ToolCall{
 			{Name: "t", Args: 1, Result: 1}, {Name: "t", Args: 2, Result: 1}, {Name: "t", Args: 3, Result: 1}, {Name: "t", Args: 4, Result: 1}, {Name: "t", Args: 5, Result: 1}}}}
 	rapid.Check(t, func(t *rapid.T) {
 		w := rapid.IntRange(2, 6).Draw(t, "window")

@@ -34,11 +34,13 @@ func transfer(summary string) guard.ToolCall {
 }
 
 // TestBracketedSentenceIsText: a model that after each transfer (a new
-// summary each time, so a new outcome) tells the user, whatever they say,
-// the same sentence is stopped at its third, with or without brackets
-// around it: only a name between brackets ("[flights_refunder]") is a
-// speaker label. When any text of up to 64 bytes between brackets was a
-// label, the bracketed sentences never stopped.
+// summary each time, so a new outcome, and the same result) tells the user,
+// whatever they say, the same sentence is stopped at its third that counts,
+// with or without brackets around it: only a name between brackets
+// ("[flights_refunder]") is a speaker label. When any text of up to 64
+// bytes between brackets was a label, the bracketed sentences never
+// stopped. The first sentence, right after the first "Transfer successful"
+// (a result new to the window), comments on it and does not count.
 func TestBracketedSentenceIsText(t *testing.T) {
 	type stop struct {
 		Code string
@@ -56,7 +58,7 @@ func TestBracketedSentenceIsText(t *testing.T) {
 				}
 				return guard.Step{Text: say, Input: fmt.Sprintf("user message %d", i)}
 			}, 30)
-			if diff := cmp.Diff(stop{"REPEATED_TEXT", 5}, stop{code, step}); diff != "" {
+			if diff := cmp.Diff(stop{"REPEATED_TEXT", 7}, stop{code, step}); diff != "" {
 				t.Errorf("stop (-want +got):\n%s", diff)
 			}
 		})
