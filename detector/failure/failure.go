@@ -34,7 +34,14 @@
 // the same arguments up to white space (rule.Call.Retry), such as an edit
 // only re-indented or a retry of a request that keeps failing; and at
 // SameCall+1 when they come from two calls only (a short ping-pong of two
-// versions of a call, each failing the same way). Short runs (harnesses that
+// versions of a call, each failing the same way). The same-call count
+// starts again after a call of another tool that succeeded with a result
+// (rule.Call.Result) that no older call of the window returned: a coding
+// agent that runs the same failing test, reverts its change with cp, runs
+// it again, restores the change with mv and runs it once more changed what
+// the test runs between the runs, while an agent that retries the same call
+// between lookups that answer as before, or between thoughts logged as
+// calls of a tool that returns nothing new, did not. Short runs (harnesses that
 // cap a run at 5 to 7 turns) never reach five failures. Within a step calls are
 // judged one by one, and the first that reaches the threshold is the one
 // reported. It also catches ping-pongs of calls that each fail the same way
@@ -157,14 +164,28 @@ func (Evidence) Hint() string {
 
 // entry is one call in the window: its tool (a hash of the name), its
 // operation (a hash of the tool's name and rule.Call.Op), its failure
-// signature (zero when it did not fail) and the index of its step. A success
-// pushed while the window held no failure has neither tool nor operation:
-// nothing before it can be part of a streak, so nothing about it is needed
-// (and a run without failures costs no hashing).
+// signature (zero when it did not fail), for a success its outcome, and the
+// index of its step. A success pushed while the window held no failure has
+// neither tool nor operation: nothing before it can be part of a streak, so
+// nothing about it is needed but its outcome (and a run without failures
+// costs no hashing).
 type entry struct {
 	tool, op, failure, retry canonical.Sum
-	step                     int
+	// out is a success's rule.Call.Result; zero for a failure, a
+	// success without a result, and a success restored from a state that
+	// kept no results.
+	out  canonical.Sum
+	step int
 }
+
+// A mode is what a scan of the window counts.
+type mode int
+
+const (
+	anyCall  mode = iota // the same failure, whatever the arguments
+	sameCall             // the same failure of the same call, since a new result of another tool
+	twoCalls             // the same failure, whatever the arguments (pairCount tells the calls apart)
+)
 
 // toolKey returns the hash of a tool's name, never the zero Sum (which marks
 // an entry without a tool).
@@ -273,17 +294,17 @@ func (d *state) push(e entry) {
 // failure: the steps in the window in which that failure happened since the
 // tool last succeeded at the same operation. The newest entries are read
 // first, and a step with several calls that fail the same way counts once.
-func (d *state) counted(e entry, same bool) []int {
+func (d *state) counted(e entry, m mode) []int {
 	var steps []int
-	d.scan(e, same, func(x entry) { steps = append(steps, x.step) })
+	d.scan(e, m, func(x entry) { steps = append(steps, x.step) })
 	slices.Reverse(steps)
 	return steps
 }
 
-// count returns len(d.counted(e, same)) without allocating.
-func (d *state) count(e entry, same bool) int {
+// count returns len(d.counted(e, m)) without allocating.
+func (d *state) count(e entry, m mode) int {
 	n := 0
-	d.scan(e, same, func(entry) { n++ })
+	d.scan(e, m, func(entry) { n++ })
 	return n
 }
 
@@ -293,7 +314,7 @@ func (d *state) count(e entry, same bool) int {
 func (d *state) pairCount(e entry) int {
 	var seen [2]canonical.Sum
 	n, distinct := 0, 0
-	d.scan(e, false, func(x entry) {
+	d.scan(e, twoCalls, func(x entry) {
 		n++
 		switch {
 		case distinct > 2:
@@ -314,9 +335,10 @@ func (d *state) pairCount(e entry) int {
 }
 
 // scan calls fn with the step index of each step that counts for the
-// failure e, newest first; with same, only the steps that made the same
-// call (equal Retry sums).
-func (d *state) scan(e entry, same bool, fn func(x entry)) {
+// failure e, newest first; with sameCall, only the steps that made the same
+// call (equal Retry sums) since the newest success of another tool that
+// returned a new result.
+func (d *state) scan(e entry, m mode, fn func(x entry)) {
 	last := -1
 	for i := d.ring.Len() - 1; i >= 0; i-- {
 		x := d.ring.At(i)
@@ -324,17 +346,35 @@ func (d *state) scan(e entry, same bool, fn func(x entry)) {
 		case x.tool == (canonical.Sum{}):
 			return // no failure came before it: nothing older counts
 		case x.tool != e.tool:
+			if m == sameCall && d.newSuccess(i) {
+				return
+			}
 		case x.failure == (canonical.Sum{}):
 			// A success of the tool. Without an operation, no failure
 			// of the tool came before it: nothing older counts either.
 			if x.op == e.op || x.op == (canonical.Sum{}) {
 				return
 			}
-		case x.failure == e.failure && x.step != last && (!same || x.retry == e.retry):
+		case x.failure == e.failure && x.step != last && (m != sameCall || x.retry == e.retry):
 			last = x.step
 			fn(x)
 		}
 	}
+}
+
+// newSuccess reports whether the call at position i of the window succeeded
+// with a result that no older call of the window returned.
+func (d *state) newSuccess(i int) bool {
+	out := d.ring.Ptr(i).out
+	if out == (canonical.Sum{}) {
+		return false // a failure, or restored without its outcome
+	}
+	for j := range i {
+		if d.ring.Ptr(j).out == out {
+			return false
+		}
+	}
+	return true
 }
 
 // hasFailure reports whether a call of tool failed within the window.
@@ -360,6 +400,7 @@ func (d *state) Observe(f *rule.Facts) {
 		}
 		e := entry{step: f.Index}
 		if !c.Failed {
+			e.out = c.Result
 			// A success matters only if it can end a streak of
 			// failures: its tool is hashed only when the window holds a
 			// failure, and its arguments read only when that failure
@@ -375,9 +416,9 @@ func (d *state) Observe(f *rule.Facts) {
 		}
 		e.tool, e.op, e.failure, e.retry = toolKey(c.Tool), opKey(c), c.Failure, c.Retry
 		d.push(e)
-		count, same, pair := d.count(e, false), 0, 0
+		count, same, pair := d.count(e, anyCall), 0, 0
 		if d.opts.SameCall < d.opts.Threshold {
-			same = d.count(e, true)
+			same = d.count(e, sameCall)
 		}
 		if d.opts.SameCall+1 < d.opts.Threshold {
 			pair = d.pairCount(e)
@@ -424,7 +465,7 @@ func (d *state) Observe(f *rule.Facts) {
 // calls (SameCall+1).
 func (d *state) stop(c *rule.Call, e entry, count, calls int) rule.Verdict {
 	ev := Evidence{Tool: rule.Clean(c.Tool), Count: count, Threshold: d.opts.Threshold, Window: d.opts.Window,
-		ArgsPreview: c.Preview(), StepIndexes: d.counted(e, calls == 1), Calls: calls}
+		ArgsPreview: c.Preview(), StepIndexes: d.counted(e, mode(calls)), Calls: calls}
 	what := "the same way"
 	switch calls {
 	case 1:
@@ -473,6 +514,11 @@ type saved struct {
 	// call that did not fail. Absent in states written before the rule
 	// compared calls: their failures match no new call.
 	Retries []*canonical.Sum `json:"retries,omitempty"`
+	// Results are the successful calls' rule.Call.Result sums; null for
+	// a call that failed or had no result. Absent when no call has one,
+	// as in states written before the rule told new results apart: their
+	// successes bring none.
+	Results []*canonical.Sum `json:"results,omitempty"`
 	// Steps are the indexes of the calls' steps, in the same order.
 	Steps []int `json:"steps"`
 }
@@ -485,8 +531,8 @@ func (d *state) Snapshot(rule.SnapshotOptions) ([]byte, error) {
 		return []byte("null"), nil
 	}
 	s := saved{Tools: make([]*canonical.Sum, n), Ops: make([]*canonical.Sum, n), Failures: make([]*canonical.Sum, n),
-		Retries: make([]*canonical.Sum, n), Steps: make([]int, n)}
-	retries := false
+		Retries: make([]*canonical.Sum, n), Results: make([]*canonical.Sum, n), Steps: make([]int, n)}
+	retries, results := false, false
 	for i, e := range d.ring.All() {
 		if e.tool != (canonical.Sum{}) {
 			tool := e.tool
@@ -504,10 +550,17 @@ func (d *state) Snapshot(rule.SnapshotOptions) ([]byte, error) {
 			sum := e.retry
 			s.Retries[i], retries = &sum, true
 		}
+		if e.out != (canonical.Sum{}) {
+			sum := e.out
+			s.Results[i], results = &sum, true
+		}
 		s.Steps[i] = e.step
 	}
 	if !retries {
 		s.Retries = nil
+	}
+	if !results {
+		s.Results = nil
 	}
 	return json.Marshal(s)
 }
@@ -534,6 +587,15 @@ func (d *state) Restore(data []byte) error {
 			len(s.Tools), len(s.Ops), len(s.Steps), len(s.Failures))
 	case s.Retries != nil && len(s.Retries) != len(s.Failures):
 		return fmt.Errorf("%s: %d retries for %d calls", Name, len(s.Retries), len(s.Failures))
+	case s.Results != nil && len(s.Results) != len(s.Failures):
+		return fmt.Errorf("%s: %d results for %d calls", Name, len(s.Results), len(s.Failures))
+	case s.Results != nil && !slices.ContainsFunc(s.Results, func(r *canonical.Sum) bool { return r != nil }):
+		return fmt.Errorf("%s: results that are all null (they are absent then)", Name)
+	}
+	for i, r := range s.Results {
+		if r != nil && (*r == (canonical.Sum{}) || s.Failures[i] != nil) {
+			return fmt.Errorf("%s: a zero result, or a result of a call that failed", Name)
+		}
 	}
 	for i, r := range s.Retries {
 		if r != nil && (*r == (canonical.Sum{}) || s.Failures[i] == nil) {
@@ -568,6 +630,9 @@ func (d *state) Restore(data []byte) error {
 		}
 		if s.Retries != nil && s.Retries[i] != nil {
 			e.retry = *s.Retries[i]
+		}
+		if s.Results != nil && s.Results[i] != nil {
+			e.out = *s.Results[i]
 		}
 		d.push(e)
 	}
@@ -616,9 +681,9 @@ func (d *state) Summary() any {
 	for _, e := range d.ring.Unordered() {
 		if e.failure != (canonical.Sum{}) {
 			s.Failures++
-			s.MaxCount = max(s.MaxCount, d.count(e, false))
+			s.MaxCount = max(s.MaxCount, d.count(e, anyCall))
 			if d.opts.SameCall < d.opts.Threshold {
-				s.MaxSameCall = max(s.MaxSameCall, d.count(e, true))
+				s.MaxSameCall = max(s.MaxSameCall, d.count(e, sameCall))
 			}
 			if d.opts.SameCall+1 < d.opts.Threshold {
 				s.MaxTwoCalls = max(s.MaxTwoCalls, d.pairCount(e))

@@ -282,6 +282,11 @@ func TestSameCall(t *testing.T) {
 	track := func(id string) guard.ToolCall {
 		return guard.ToolCall{Name: "track", Args: map[string]string{"id": id}, Err: errors.New("400 Bad Request")}
 	}
+	// probe fails another way for each s: no streak of its own, and no new
+	// result.
+	probe := func(s string) guard.ToolCall {
+		return guard.ToolCall{Name: "probe", Args: s, Err: errors.New("missing " + s)}
+	}
 	tests := []struct {
 		name  string
 		steps []guard.Step
@@ -308,6 +313,31 @@ func TestSameCall(t *testing.T) {
 		{"several calls of one step count once",
 			[]guard.Step{{ToolCalls: []guard.ToolCall{track("ABC456"), track("ABC456")}}, {ToolCalls: []guard.ToolCall{track("ABC456")}}},
 			[]string{"", ""}},
+		{"a new result of another tool starts the count again: a test run again after a change",
+			steps(track("ABC456"), ok("cp", "1"), track("ABC456"), ok("mv", "2"), track("ABC456")), []string{"", "", "", "", ""}},
+		{"after the new result, two go on and the third stops",
+			steps(track("ABC456"), ok("cp", "1"), track("ABC456"), track("ABC456"), track("ABC456")), []string{"", "", "", "", stop3}},
+		{"a result that comes back later was new when it first came",
+			steps(track("ABC456"), ok("cp", "1"), track("ABC456"), ok("mv", "1"), track("ABC456")), []string{"", "", "", "", ""}},
+		{"a result of another tool that the window had does not start it again",
+			steps(ok("r", "1"), track("ABC456"), ok("r", "1"), track("ABC456"), track("ABC456")), []string{"", "", "", "", stop3}},
+		{"a result the same as that of another tool's older call does not either",
+			steps(ok("r", "1"), track("ABC456"), guard.ToolCall{Name: "s", Args: 1, Result: "fine 1"}, track("ABC456"), track("ABC456")),
+			[]string{"", "", "", "", stop3}},
+		{"a thought logged as a call, answered alike each time, does not either",
+			steps(track("ABC456"), guard.ToolCall{Name: "think", Args: map[string]string{"thought": "a"}, Result: "logged"}, track("ABC456"),
+				guard.ToolCall{Name: "think", Args: map[string]string{"thought": "b"}, Result: "logged"}, track("ABC456"), track("ABC456")),
+			[]string{"", "", "", "", "", stop3}},
+		{"a success without a result does not either",
+			steps(track("ABC456"), guard.ToolCall{Name: "log", Args: 1}, track("ABC456"), track("ABC456")), []string{"", "", "", stop3}},
+		{"a result that left the window is new again",
+			steps(ok("r", "1"), probe("a"), probe("b"), probe("c"), probe("d"), probe("e"), probe("f"), track("ABC456"),
+				ok("r", "1"), track("ABC456"), track("ABC456")), []string{"", "", "", "", "", "", "", "", "", "", ""}},
+		{"a result of the oldest call of the window is not new",
+			steps(ok("r", "1"), probe("a"), probe("b"), probe("c"), probe("d"), probe("e"), track("ABC456"),
+				ok("r", "1"), track("ABC456"), track("ABC456")), []string{"", "", "", "", "", "", "", "", "", stop3}},
+		{"two calls in turn still stop at the fourth across new results",
+			steps(track("A1"), ok("cp", "1"), track("B2"), ok("mv", "2"), track("A1"), track("B2")), []string{"", "", "", "", "", "REPEATED_FAILURE 4"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -318,13 +348,13 @@ func TestSameCall(t *testing.T) {
 		})
 	}
 	t.Run("evidence", func(t *testing.T) {
-		vs := run(t, newGuard(t, failure.Options{}, guard.Config{}), steps(track("ABC456"), ok("r", "1"), track("ABC456"), track("ABC456")))
-		want := failure.Evidence{Tool: "track", Count: 3, Threshold: 3, Window: 10, StepIndexes: []int{0, 2, 3},
+		vs := run(t, newGuard(t, failure.Options{}, guard.Config{}), steps(ok("r", "1"), track("ABC456"), ok("r", "1"), track("ABC456"), track("ABC456")))
+		want := failure.Evidence{Tool: "track", Count: 3, Threshold: 3, Window: 10, StepIndexes: []int{1, 3, 4},
 			ArgsPreview: `{"id":"ABC456"}`, Calls: 1}
-		if diff := cmp.Diff(want, vs[3].Evidence); diff != "" {
+		if diff := cmp.Diff(want, vs[4].Evidence); diff != "" {
 			t.Errorf("evidence (-want +got):\n%s", diff)
 		}
-		if fb := vs[3].Feedback; strings.Contains(fb, "ABC456") || strings.Contains(fb, "Bad Request") {
+		if fb := vs[4].Feedback; strings.Contains(fb, "ABC456") || strings.Contains(fb, "Bad Request") {
 			t.Errorf("feedback holds the arguments or the error: %q", fb)
 		}
 	})
@@ -485,7 +515,8 @@ func TestOptions(t *testing.T) {
 // TestSnapshotRestoreContinues cuts random runs at random points, restores
 // and checks that the restored guard gives the same verdicts.
 func TestSnapshotRestoreContinues(t *testing.T) {
-	pool := []guard.ToolCall{edit("a"), edit("b"), build("", 1), build("x", 2), ok("r", "1"), ok("think", "1")}
+	pool := []guard.ToolCall{edit("a"), edit("b"), build("", 1), build("x", 2), ok("r", "1"), ok("think", "1"), ok("cp", "c"), ok("mv", "m"),
+		{Name: "log", Args: 1}}
 	rapid.Check(t, func(t *rapid.T) {
 		w := rapid.IntRange(2, 6).Draw(t, "window")
 		opts := failure.Options{Window: w, Threshold: rapid.IntRange(2, w).Draw(t, "threshold"), Warn: rapid.Bool().Draw(t, "warn")}
@@ -535,6 +566,10 @@ func TestRestoreRejects(t *testing.T) {
 		`{"failures":["00000000000000000000000000000000"],"steps":[0]}`,
 		`{"failures":[null,null,null,null],"steps":[0,0,0,0]}`, // more than the window
 		`{"failures":[7],"steps":[0]}`,
+		`{"tools":[null],"ops":[null],"failures":[null],"results":[null],"steps":[0]}`,
+		`{"tools":[null],"ops":[null],"failures":[null],"results":[` + k + `,` + k + `],"steps":[0]}`,
+		`{"tools":[null],"ops":[null],"failures":[null],"results":["00000000000000000000000000000000"],"steps":[0]}`,
+		`{"tools":[` + k + `],"ops":[` + k + `],"failures":[` + k + `],"results":[` + k + `],"steps":[0]}`,
 	} {
 		d := newState(t, failure.Options{Window: 3, Threshold: 2})
 		d.Observe(failed(0))
@@ -546,7 +581,8 @@ func TestRestoreRejects(t *testing.T) {
 		}
 	}
 	for _, s := range []string{`{"tools":[` + k + `],"ops":[` + k + `],"failures":[` + k + `],"steps":[0]}`,
-		`{"tools":[` + k + `,` + k + `,` + k + `],"ops":[null,` + k + `,` + k + `],"failures":[null,` + k + `,null],"steps":[0,0,3]}`} {
+		`{"tools":[` + k + `,` + k + `,` + k + `],"ops":[null,` + k + `,` + k + `],"failures":[null,` + k + `,null],"steps":[0,0,3]}`,
+		`{"tools":[null,` + k + `],"ops":[null,` + k + `],"failures":[null,` + k + `],"results":[` + k + `,null],"steps":[0,1]}`} {
 		d := newState(t, failure.Options{Window: 3, Threshold: 2})
 		if err := d.Restore([]byte(s)); err != nil {
 			t.Errorf("Restore(%s): %v", s, err)
