@@ -158,14 +158,12 @@ func scoreTraces(t *testing.T, doc, preset string) (outcomes map[string]map[stri
 // rules stop stopping them. The fresh batch, drawn at random from sources
 // outside the corpus, brought five; these are left (the repeated-text and
 // the failure rules no longer stop a narrated rerun of a script whose error
-// moves, nor a test run again after cp and mv):
-//   - a model that wrote its two edits twice in one reply (Aider), stopped
-//     as a ping-pong whose results repeat;
+// moves, nor a test run again after cp and mv; the oscillation rule no
+// longer stops a reply that holds its two edits twice):
 //   - a selector that picks the same agent while the number it reports
 //     moves on (AgentChat), stopped as the same call three times;
 //   - a search the CrewAI harness sent three times, twice without running it.
 var knownFalseStops = map[string]bool{
-	"aider-claude35-20240810-1021.jsonl":                  true,
 	"agentchat-gpt4o-selector-arithmetic-4d1d3caf.jsonl":  true,
 	"crewai-gpt4omini-lite-agent-structured-output.jsonl": true,
 }

@@ -105,9 +105,19 @@ func TestLongCycleBoundaries(t *testing.T) {
 			want:  cat(goOn(17), one(longStop(rounds(six, 3, 0), 6, 3))),
 		},
 		{
-			name:  "both rounds in one step",
+			name:  "both rounds in one step go on: they were asked for before any result came back",
 			steps: []guard.Step{step(two...)},
-			want:  one(longStop(two, 6, 2)),
+			want:  goOn(1),
+		},
+		{
+			name:  "after both rounds in one step, the next step's call stops",
+			steps: []guard.Step{step(two...), step(two[0])},
+			want:  cat(goOn(1), one(longStop(append(slices.Clone(two), two[0]), 6, 2))),
+		},
+		{
+			name:  "rounds that reach back one call before the step stop",
+			steps: []guard.Step{step(two[0]), step(two[1:]...)},
+			want:  cat(goOn(1), one(longStop(two, 6, 2))),
 		},
 		{
 			name:  "period 4, the shortest long one: the 8th call stops",

@@ -50,6 +50,14 @@
 // logged without results. Evidence Long says that such a cycle stopped the
 // run.
 //
+// Both of these judge what came back, so their rounds must reach back
+// before the step being judged: the calls of one step were all asked for
+// before any of them came back, and a model that writes the same two edits
+// twice in one reply has seen no round's results (Aider reports one outcome
+// for all the edits of a reply). Such a step stops at the next step's call
+// that goes on round. Cycles of Repeats rounds are judged on the calls alone
+// and count the calls of one step one by one, as the reference does.
+//
 // In preflight, the proposed calls are appended to a copy of the sequence and
 // judged the same way: the calls that would complete a cycle are refused.
 // Results are unknown before a call runs, so with RequireIdenticalResults
@@ -265,6 +273,14 @@ type state struct {
 	// fresh is the number of calls since the last step with new input
 	// (those of that step included), capped at maxRun.
 	fresh int
+	// stepCalls is the number of calls of the newest step (the one being
+	// observed, during Observe): a cycle that stops at SameResults rounds
+	// because its results repeat must reach back before them, since the
+	// calls of one step were all asked for before any of their results came
+	// back (a model that writes the same two edits twice in one reply has
+	// not seen the first round's results). The summary reads it between
+	// steps, so it is saved with the counters of same results.
+	stepCalls int
 
 	// Scratch for preflight, reused.
 	simRuns []int
@@ -433,14 +449,14 @@ func (d *state) Observe(f *rule.Facts) {
 	if f.NewInput {
 		d.fresh = 0
 	}
-	added := false
+	d.stepCalls = 0
 	for i := range f.Calls {
 		if c := &f.Calls[i]; !c.Ignored {
 			d.push(c)
-			added = true
+			d.stepCalls++
 		}
 	}
-	if !added {
+	if d.stepCalls == 0 {
 		return
 	}
 	if p, cycles, same := d.judgeSame(); p > 0 {
@@ -672,7 +688,7 @@ func (d *state) judgeLong() (period, cycles int) {
 	for p := d.opts.MaxPeriod + 1; p < len(d.long); p++ {
 		// (long[p]+p)/p >= SameResults, written so as not to overflow;
 		// the fresh calls span the cycles.
-		if d.long[p] == 0 || d.long[p]/p < need || d.fresh/p < d.opts.SameResults {
+		if d.long[p] == 0 || d.long[p]/p < need || d.fresh/p < d.opts.SameResults || d.long[p]+p <= d.stepCalls {
 			continue
 		}
 		if d.distinctTail(p) && !d.shortPeriod(p) {
@@ -713,7 +729,7 @@ func (d *state) judgeSame() (period, cycles int, same bool) {
 	for q := 2; q <= d.opts.MaxPeriod && (p == 0 || q < p); q++ {
 		// (same[q]+q)/q >= SameResults, written so as not to overflow;
 		// the fresh calls span the cycles.
-		if d.same[q] == 0 || d.same[q]/q < d.opts.SameResults-1 || d.fresh/q < d.opts.SameResults || !d.oneTool(q) {
+		if d.same[q] == 0 || d.same[q]/q < d.opts.SameResults-1 || d.fresh/q < d.opts.SameResults || d.same[q]+q <= d.stepCalls || !d.oneTool(q) {
 			continue
 		}
 		if d.distinctTail(q) {
@@ -936,7 +952,7 @@ func (d *state) Summary() any {
 		if !d.distinctTail(p) {
 			continue
 		}
-		calls := min(d.same[p]+p, d.fresh)
+		calls := d.reachBack(d.same[p], p)
 		if calls > p && (s.SamePeriod == 0 || float64(calls)/float64(p) > float64(s.SameCalls)/float64(s.SamePeriod)) {
 			s.SamePeriod, s.SameCalls = p, calls
 		}
@@ -945,12 +961,24 @@ func (d *state) Summary() any {
 		if d.long[p] == 0 || !d.distinctTail(p) || d.shortPeriod(p) {
 			continue
 		}
-		calls := min(d.long[p]+p, d.fresh)
+		calls := d.reachBack(d.long[p], p)
 		if calls > p && (s.LongPeriod == 0 || float64(calls)/float64(p) > float64(s.LongCalls)/float64(s.LongPeriod)) {
 			s.LongPeriod, s.LongCalls = p, calls
 		}
 	}
 	return s
+}
+
+// reachBack returns the calls that count towards SameResults rounds of
+// period p whose results repeat, for a counter of run: those since the last
+// new input, and one short of the rounds when they all are the newest
+// step's (the next call that goes on round completes them).
+func (d *state) reachBack(run, p int) int {
+	calls := min(run+p, d.fresh)
+	if run+p <= d.stepCalls {
+		calls = min(calls, d.opts.SameResults*p-1)
+	}
+	return calls
 }
 
 // reset forgets the run.
@@ -963,7 +991,7 @@ func (d *state) reset() {
 	if d.held != nil {
 		*d.held = [256]uint16{}
 	}
-	d.fresh = 0
+	d.fresh, d.stepCalls = 0, 0
 	d.verdict = rule.Verdict{}
 }
 
@@ -980,6 +1008,9 @@ type saved struct {
 	// neither: both then start at 0.
 	Same  []int `json:"same,omitempty"`
 	Fresh *int  `json:"fresh,omitempty"`
+	// LastStep is the number of calls of the newest step, with Same, when
+	// above 0; rounds judged by their results must reach back before them.
+	LastStep int `json:"lastStep,omitempty"`
 	// Long are the counters of same results of the periods MaxPeriod+1 to
 	// LongPeriod that are above 0, by period, when long cycles are looked
 	// for. A state written before the rule looked for them has none, and
@@ -1018,7 +1049,7 @@ func (d *state) Snapshot(o rule.SnapshotOptions) ([]byte, error) {
 	}
 	if d.same != nil {
 		fresh := d.fresh
-		s.Fresh = &fresh
+		s.Fresh, s.LastStep = &fresh, d.stepCalls
 	}
 	// Names repeat: one written name serves each run of calls of a tool.
 	lastTool, lastName := "", ""
@@ -1093,6 +1124,10 @@ func (d *state) Restore(data []byte) error {
 		return fmt.Errorf("%s: the calls since the last input without the counters of same results", Name)
 	case s.Fresh != nil && (*s.Fresh < 0 || *s.Fresh > maxRun):
 		return fmt.Errorf("%s: calls since the last input out of range", Name)
+	case s.LastStep != 0 && s.Same == nil:
+		return fmt.Errorf("%s: the calls of the newest step without the counters of same results", Name)
+	case s.LastStep < 0 || s.Fresh != nil && s.LastStep > *s.Fresh:
+		return fmt.Errorf("%s: %d calls of the newest step out of range (at most the calls since the last input)", Name, s.LastStep)
 	}
 	long := make([]int, len(d.long))
 	for p, r := range s.Long {
@@ -1166,6 +1201,7 @@ func (d *state) Restore(data []byte) error {
 	if s.Fresh != nil {
 		d.fresh = *s.Fresh
 	}
+	d.stepCalls = s.LastStep
 	return nil
 }
 
@@ -1195,8 +1231,8 @@ func checkCounters(runs []int, first, h, capacity int, what string, match func(i
 // CheckBounds checks the restored tail against the guard's counters: the
 // calls held, and those each counter spans, are among the calls recorded.
 func (d *state) CheckBounds(c rule.Counters) error {
-	if d.tail.Len() > c.ToolCalls {
-		return fmt.Errorf("%s: %d calls held, but %d calls recorded", Name, d.tail.Len(), c.ToolCalls)
+	if d.tail.Len() > c.ToolCalls || d.stepCalls > c.ToolCalls {
+		return fmt.Errorf("%s: %d calls held and %d calls of the newest step, but %d calls recorded", Name, d.tail.Len(), d.stepCalls, c.ToolCalls)
 	}
 	for p := 2; p < len(d.runs); p++ {
 		if r := d.runs[p]; r > 0 && r > c.ToolCalls-p {

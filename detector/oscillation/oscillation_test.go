@@ -404,15 +404,16 @@ func (m *model) judge(calls []guard.ToolCall, input, preflight bool) *oscillatio
 	if input {
 		fresh = 0
 	}
-	added := false
+	step := 0 // the step's calls: rounds of repeated results reach back before them
 	for _, c := range calls {
 		if c.Name == "think" {
 			continue
 		}
-		keys, sigs, outs, all, added = append(keys, keyOf(c)), append(sigs, m.sigOf(c)), append(outs, outOf(c)), append(all, c), true
+		keys, sigs, outs, all = append(keys, keyOf(c)), append(sigs, m.sigOf(c)), append(outs, outOf(c)), append(all, c)
 		fresh++
+		step++
 	}
-	if !added {
+	if step == 0 {
 		return nil
 	}
 	n := len(keys)
@@ -424,8 +425,9 @@ func (m *model) judge(calls []guard.ToolCall, input, preflight bool) *oscillatio
 		cycles := (run + p) / p
 		threshold, same := m.repeats, false
 		if cycles < m.repeats && !preflight && m.sameResults < m.repeats && n >= p && oneTool(all, p) && fresh >= m.sameResults*p {
-			run = sameRun(outs, p)
-			cycles, threshold, same = (run+p)/p, m.sameResults, true
+			if run = sameRun(outs, p); run+p > step {
+				cycles, threshold, same = (run+p)/p, m.sameResults, true
+			}
 		}
 		if cycles < threshold {
 			continue
@@ -442,7 +444,7 @@ func (m *model) judge(calls []guard.ToolCall, input, preflight bool) *oscillatio
 	// Cycles beyond MaxPeriod count only with results, after a step.
 	for p := m.maxPeriod + 1; p <= m.longPeriod && p <= n && !preflight; p++ {
 		run := sameRun(outs, p)
-		if cycles := (run + p) / p; cycles >= m.sameResults && fresh >= m.sameResults*p && distinctKeys(keys, p) && !shortPeriodKeys(keys, p, m.maxPeriod) {
+		if cycles := (run + p) / p; cycles >= m.sameResults && fresh >= m.sameResults*p && run+p > step && distinctKeys(keys, p) && !shortPeriodKeys(keys, p, m.maxPeriod) {
 			return evidence(all, &oscillation.Evidence{Period: p, Repeats: cycles, Threshold: m.sameResults, Long: true})
 		}
 	}
@@ -566,6 +568,9 @@ func TestAgainstModel(t *testing.T) {
 			calls := rapid.SliceOfN(rapid.SampledFrom(pool), 0, 4).Draw(t, fmt.Sprintf("calls%d", i))
 			if len(drawn) >= back && rapid.IntRange(0, 3).Draw(t, fmt.Sprintf("again%d", i)) > 0 {
 				calls = drawn[len(drawn)-back]
+			}
+			if rapid.IntRange(0, 5).Draw(t, fmt.Sprintf("twice%d", i)) == 0 {
+				calls = append(slices.Clone(calls), calls...) // a reply that asks for its calls twice
 			}
 			drawn = append(drawn, calls)
 			input := rapid.IntRange(0, 5).Draw(t, fmt.Sprintf("input%d", i)) == 0

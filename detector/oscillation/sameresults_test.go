@@ -95,9 +95,19 @@ func TestSameResultsBoundaries(t *testing.T) {
 			want:  cat(goOn(3), one(sameResultsStop(2, 2, sameResultsA, sameResultsB))),
 		},
 		{
-			name:  "both rounds in one step",
+			name:  "both rounds in one step go on: they were asked for before any result came back",
 			steps: []guard.Step{step(aa, bb, aa, bb)},
-			want:  one(sameResultsStop(2, 2, sameResultsA, sameResultsB)),
+			want:  goOn(1),
+		},
+		{
+			name:  "after both rounds in one step, the next step's call stops",
+			steps: []guard.Step{step(aa, bb, aa, bb), step(aa)},
+			want:  cat(goOn(1), one(sameResultsStop(2, 2, sameResultsB, sameResultsA))),
+		},
+		{
+			name:  "rounds that reach back one call before the step stop",
+			steps: []guard.Step{step(aa), step(bb, aa, bb)},
+			want:  cat(goOn(1), one(sameResultsStop(2, 2, sameResultsA, sameResultsB))),
 		},
 		{
 			name:  "period 3: five calls go on, the sixth stops",
@@ -269,6 +279,7 @@ func TestSameResultsSnapshot(t *testing.T) {
 	}
 	delete(st, "same")
 	delete(st, "fresh")
+	delete(st, "lastStep")
 	old, _ := json.Marshal(st)
 	restored, err := guard.Restore([]byte(strings.Replace(string(data), state, string(old), 1)), guard.Config{Rules: []rule.Rule{r}})
 	if err != nil {
@@ -296,6 +307,9 @@ func TestSameResultsRestoreRejects(t *testing.T) {
 		strings.Replace(good, `"fresh":3`, `"fresh":-1`, 1),
 		strings.Replace(good, `,"fresh":3`, ``, 1),
 		strings.Replace(good, `"same":[1,0],`, ``, 1),
+		strings.Replace(good, `"lastStep":1`, `"lastStep":-1`, 1),
+		strings.Replace(good, `"lastStep":1`, `"lastStep":4`, 1),
+		strings.Replace(strings.Replace(good, `"same":[1,0],`, ``, 1), `"fresh":3,`, ``, 1),
 	} {
 		d := newState(t, oscillation.Options{})
 		if err := d.Restore([]byte(bad)); err == nil {
@@ -356,5 +370,36 @@ func TestSameResultsOptions(t *testing.T) {
 		if diff := cmp.Diff(want, d.Options()); diff != "" {
 			t.Errorf("New(%+v).Options() (-want +got):\n%s", o, diff)
 		}
+	}
+}
+
+// TestRoundsInOneStepSummary: after a step whose calls alone make two rounds
+// with the same results, the summary counts one call short of them (the
+// next step's call stops), before and after a restore, which keeps the calls
+// of the newest step.
+func TestRoundsInOneStepSummary(t *testing.T) {
+	aa, bb := sameResultsAssert, sameResultsPrint
+	r := newRule(t, oscillation.Options{})
+	g := testutil.New(t, r)
+	if v := ruletest.Check(t, g, step(aa, bb, aa, bb)); v.Stop {
+		t.Fatalf("the rounds of one step stopped: %v", v)
+	}
+	want := oscillation.Summary{Period: 2, Calls: 4, SamePeriod: 2, SameCalls: 3}
+	if diff := cmp.Diff(want, summary(t, g).Detectors[oscillation.Name]); diff != "" {
+		t.Errorf("summary (-want +got):\n%s", diff)
+	}
+	state := ruletest.StateOf(t, g, oscillation.Name, guard.SnapshotOptions{})
+	if !strings.Contains(state, `"lastStep":4`) {
+		t.Errorf("state %s: want lastStep 4", state)
+	}
+	restored, err := guard.Restore(testutil.Snapshot(t, g, guard.SnapshotOptions{}), guard.Config{Rules: []rule.Rule{r}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, summary(t, restored).Detectors[oscillation.Name]); diff != "" {
+		t.Errorf("summary after restore (-want +got):\n%s", diff)
+	}
+	if v := ruletest.Check(t, restored, step(aa)); !v.Stop {
+		t.Errorf("the next step's call went on: %v", v)
 	}
 }
