@@ -127,6 +127,14 @@ func looseHash[T ~string | ~[]byte](t T) uint64 {
 	)
 	t = t[:min(len(t), LooseBytes)]
 	h := uint64(offset)
+	if bareNumber(t) {
+		// The number is all the result says: it is compared as it is
+		// (a counter polled until it reaches a target goes on).
+		for i := range len(t) {
+			h = (h ^ uint64(t[i])) * prime
+		}
+		return h
+	}
 	space := false
 	for i := 0; i < len(t); {
 		c := t[i]
@@ -174,4 +182,37 @@ func looseOf(str string, b []byte) uint64 {
 // isWord reports whether c is an ASCII letter, digit or '_'.
 func isWord(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_'
+}
+
+// bareNumber reports whether t, white space around it aside, is one number
+// and nothing else, or a JSON string that is: digits, with signs, decimal
+// points, digit separators and exponents ("42", "-3.5", "1,024", "6.02e23",
+// `"42"`).
+func bareNumber[T ~string | ~[]byte](t T) bool {
+	i, j := 0, len(t)
+	for i < j && isSpace(t[i]) {
+		i++
+	}
+	for j > i && isSpace(t[j-1]) {
+		j--
+	}
+	if j-i >= 2 && t[i] == '"' && t[j-1] == '"' { // a JSON string
+		i, j = i+1, j-1
+	}
+	digits := false
+	for k := i; k < j; k++ {
+		switch c := t[k]; {
+		case '0' <= c && c <= '9':
+			digits = true
+		case c == '-' || c == '+' || c == '.' || c == ',' || c == '_' || c == 'e' || c == 'E':
+		default:
+			return false
+		}
+	}
+	return digits
+}
+
+// isSpace reports whether c is ASCII white space.
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
 }

@@ -25,8 +25,11 @@
 // timestamp or a request id (IPython's Out[3], a search API's response time)
 // is stopped as before. Texts are compared by their first LooseBytes bytes,
 // lower-cased, with runs of white space made one space and every run of
-// letters, digits and '_' that holds a digit made one '#'. Results of other
-// types, and calls without results (logs that hold none), are not compared.
+// letters, digits and '_' that holds a digit made one '#'; a result that is
+// one number and nothing else ("22", then "23": a counter polled until it
+// reaches a target) is compared as it is, since the number is all it says.
+// Results of other types, and calls without results (logs that hold none),
+// are not compared.
 // Options.CountNewResults counts such calls as repeats too: the reference's
 // reading.
 //

@@ -266,8 +266,8 @@ func TestCheck(t *testing.T) {
 		{
 			name: "polling applies only to its tool",
 			opts: repeat.Options{Tools: map[string]repeat.ToolPolicy{"read": {Polling: true}}},
-			steps: []guard.Step{step(withResult(a, `1`)), step(withResult(a, `2`)), step(withResult(a, `3`)),
-				step(withResult(c, `1`)), step(withResult(c, `2`)), step(withResult(c, `3`))},
+			steps: []guard.Step{step(withResult(a, `"page 1"`)), step(withResult(a, `"page 2"`)), step(withResult(a, `"page 3"`)),
+				step(withResult(c, `"page 1"`)), step(withResult(c, `"page 2"`)), step(withResult(c, `"page 3"`))},
 			want: append(append(goOn(2), stop(ev("search", pa, 3, 3, 0, 1, 2), check)), goOn(3)...),
 		},
 	}
