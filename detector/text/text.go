@@ -303,15 +303,11 @@ func (d *Rule) PriorOptions() any {
 	return o
 }
 
-// seen reports whether a step in the window, other than the oldest when
-// the window is full (the step that the next one pushes out), brought
-// outcome o.
+// seen reports whether a step in the window, other than the newest (the
+// step being observed, which took the place of the oldest when the window
+// was full), brought outcome o.
 func (s *state) seen(o canonical.Sum) bool {
-	from := 0
-	if s.ring.Full() {
-		from = 1
-	}
-	for i := from; i < s.ring.Len(); i++ {
+	for i := range s.ring.Len() - 1 {
 		if e := s.ring.Ptr(i); e.has(o) {
 			return true
 		}
@@ -319,16 +315,11 @@ func (s *state) seen(o canonical.Sum) bool {
 	return false
 }
 
-// seenFailure reports whether a step in the window, other than the oldest
-// when the window is full (the step that the next one pushes out), had a
-// call that failed with failure x; with other, whether one had a call that
-// failed another way.
+// seenFailure reports whether a step in the window, other than the newest
+// (the step being observed), had a call that failed with failure x; with
+// other, whether one had a call that failed another way.
 func (s *state) seenFailure(x canonical.Sum, other bool) bool {
-	from := 0
-	if s.ring.Full() {
-		from = 1
-	}
-	for i := from; i < s.ring.Len(); i++ {
+	for i := range s.ring.Len() - 1 {
 		e := s.ring.Ptr(i)
 		for _, y := range e.fails[:e.nFail] {
 			if (y == x) != other {
@@ -376,7 +367,15 @@ func (s *state) Observe(f *rule.Facts) {
 	s.verdict = rule.Verdict{}
 	sameInput := f.NewInput && f.InputHash == s.lastInput
 	s.lastInput = f.InputHash
-	e := entry{step: f.Index}
+	// Whether a step of text alone comments on a new result is read
+	// against the window before the step takes its place in it (a step
+	// with a call is none); then the step is filled in place (an entry is
+	// large: no copies).
+	comment := (len(f.Calls) == 0 || f.Calls[0].Ignored) && s.comment(f)
+	e := s.ring.Next()
+	// The place may hold the step it drops: every field that is read is
+	// set (the sums past nOut and nFail are never read).
+	e.text, e.long, e.step, e.nOut, e.nFail = canonical.Sum{}, false, f.Index, 0, 0
 	// The outcomes that the window has not seen are kept first, then the
 	// seen ones while there is room: a step of more than MaxStepOutcomes
 	// calls that brings one new outcome keeps it, so that the outcome
@@ -418,13 +417,11 @@ func (s *state) Observe(f *rule.Facts) {
 			e.nOut++
 		}
 	}
-	if !f.HasText || sameInput || progress || len(f.Refused) > 0 || f.Step() != nil && isLabel(f.Step().Text) || s.comment(f) {
-		s.ring.Push(e)
+	if !f.HasText || sameInput || progress || len(f.Refused) > 0 || f.Step() != nil && isLabel(f.Step().Text) || comment {
 		return
 	}
 	e.text = f.TextHash
 	e.long = s.r.opts.long() && f.TextLen() >= s.r.opts.LongBytes
-	s.ring.Push(e)
 	count := s.count(f.TextHash)
 	thr := s.r.opts.Threshold
 	if e.long && (count != 2 || s.apart(f.TextHash, f.Index)) {

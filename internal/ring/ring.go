@@ -84,6 +84,29 @@ func (r *Ring[T]) Push(v T) (old T, evicted bool) {
 	return old, true
 }
 
+// Next makes room for a new newest element and returns a pointer to it,
+// valid until the next Push, Next, Clear or CopyFrom: the oldest element is
+// dropped when the ring was full, and the new one then holds what the
+// dropped one held (the zero value otherwise). A caller that fills a large
+// element in place, setting what it reads, spares the copies of Push. A
+// ring of capacity 0 holds nothing: the pointer is to an element of its
+// own.
+func (r *Ring[T]) Next() *T {
+	switch {
+	case len(r.buf) < r.limit:
+		var zero T
+		r.buf = append(r.buf, zero)
+		return &r.buf[len(r.buf)-1]
+	case r.limit == 0:
+		return new(T)
+	}
+	p := &r.buf[r.start]
+	if r.start++; r.start == len(r.buf) {
+		r.start = 0
+	}
+	return p
+}
+
 // All returns an iterator over the positions and elements, oldest first.
 func (r *Ring[T]) All() iter.Seq2[int, T] {
 	return func(yield func(int, T) bool) {

@@ -402,3 +402,51 @@ func BenchmarkScan(b *testing.B) {
 		_ = sum
 	})
 }
+
+// TestNextMatchesPush fills rings of capacity 3 with Next and with Push, for
+// counts around the capacity: both hold the same, and Next's element holds
+// the zero value until the ring is full, then what the dropped one held.
+func TestNextMatchesPush(t *testing.T) {
+	for n := range 8 {
+		for name, mk := range map[string]func() Ring[[2]int]{"New": func() Ring[[2]int] { return New[[2]int](3) },
+			"NewGrowing": func() Ring[[2]int] { return NewGrowing[[2]int](3) }} {
+			pushed, next := mk(), mk()
+			for i := range n {
+				var want [2]int // the element it takes the place of
+				if next.Full() {
+					want = next.At(0)
+				}
+				pushed.Push([2]int{i, 0})
+				p := next.Next()
+				if *p != want {
+					t.Fatalf("%s, %d: Next gave %v, want %v", name, i, *p, want)
+				}
+				*p = [2]int{i, 0}
+			}
+			if diff := cmp.Diff(contents(&pushed), contents(&next)); diff != "" {
+				t.Errorf("%s, %d elements (-Push +Next):\n%s", name, n, diff)
+			}
+		}
+	}
+}
+
+func TestNextZeroCapacity(t *testing.T) {
+	r := New[int](0)
+	p := r.Next()
+	*p = 7
+	if r.Len() != 0 || *r.Next() != 0 {
+		t.Errorf("capacity 0: Len %d, want 0 and a fresh zero element each time", r.Len())
+	}
+}
+
+func TestNextNoAllocation(t *testing.T) {
+	r := New[[4]uint64](8)
+	got := testing.AllocsPerRun(100, func() {
+		for i := range 20 {
+			r.Next()[0] = uint64(i)
+		}
+	})
+	if got != 0 {
+		t.Errorf("%v allocations a run; want 0", got)
+	}
+}
