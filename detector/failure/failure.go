@@ -533,6 +533,7 @@ func (d *state) Snapshot(rule.SnapshotOptions) ([]byte, error) {
 	s := saved{Tools: make([]*canonical.Sum, n), Ops: make([]*canonical.Sum, n), Failures: make([]*canonical.Sum, n),
 		Retries: make([]*canonical.Sum, n), Results: make([]*canonical.Sum, n), Steps: make([]int, n)}
 	retries, results := false, false
+	sums := make([]canonical.Sum, n) // the results, pointed to: one allocation
 	for i, e := range d.ring.All() {
 		if e.tool != (canonical.Sum{}) {
 			tool := e.tool
@@ -551,8 +552,8 @@ func (d *state) Snapshot(rule.SnapshotOptions) ([]byte, error) {
 			s.Retries[i], retries = &sum, true
 		}
 		if e.out != (canonical.Sum{}) {
-			sum := e.out
-			s.Results[i], results = &sum, true
+			sums[i] = e.out
+			s.Results[i], results = &sums[i], true
 		}
 		s.Steps[i] = e.step
 	}

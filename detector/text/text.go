@@ -567,6 +567,7 @@ func (s *state) Snapshot(rule.SnapshotOptions) ([]byte, error) {
 		in := s.lastInput
 		out.LastInput = &in
 	}
+	var buf [MaxStepOutcomes * len(canonical.Sum{})]byte // each step's sums, encoded one list at a time
 	for i, e := range s.ring.All() {
 		if e.text != (canonical.Sum{}) {
 			sum := e.text
@@ -580,28 +581,28 @@ func (s *state) Snapshot(rule.SnapshotOptions) ([]byte, error) {
 			if out.Outcomes == nil {
 				out.Outcomes = make([]string, n)
 			}
-			out.Outcomes[i] = encodeSums(e.outs[:e.nOut])
+			out.Outcomes[i] = encodeSums(&buf, e.outs[:e.nOut])
 			if e.hasResults() {
 				if out.Results == nil {
 					out.Results = make([]string, n)
 				}
-				out.Results[i] = encodeSums(e.res[:e.nOut])
+				out.Results[i] = encodeSums(&buf, e.res[:e.nOut])
 			}
 		}
 		if e.nFail > 0 {
 			if out.Failures == nil {
 				out.Failures = make([]string, n)
 			}
-			out.Failures[i] = encodeSums(e.fails[:e.nFail])
+			out.Failures[i] = encodeSums(&buf, e.fails[:e.nFail])
 		}
 	}
 	return json.Marshal(out)
 }
 
-// encodeSums returns sums concatenated and encoded in base64 without
-// padding.
-func encodeSums(sums []canonical.Sum) string {
-	b := make([]byte, 0, len(sums)*len(canonical.Sum{}))
+// encodeSums returns sums (at most MaxStepOutcomes) concatenated in buf and
+// encoded in base64 without padding.
+func encodeSums(buf *[MaxStepOutcomes * len(canonical.Sum{})]byte, sums []canonical.Sum) string {
+	b := buf[:0]
 	for _, x := range sums {
 		b = append(b, x[:]...)
 	}
