@@ -43,8 +43,10 @@
 // input is no progress, still stops a run of identical steps that call no
 // tool, whatever the input). A text that goes on stops again.
 //
-// To know what a step brought, the rule remembers the outcomes of up to
-// MaxStepOutcomes successful calls of each step in the window.
+// To know what a step brought, the rule remembers, for each step in the
+// window, the outcomes of up to MaxStepOutcomes successful calls and their
+// results, and up to MaxStepOutcomes failures of its failed calls: a result
+// or failure it did not remember counts as new when it comes again.
 //
 // In labelled real runs, a healthy agent writes the same text on at most two
 // steps within ten that bring nothing new, while looping agents repeat
@@ -177,7 +179,8 @@ func (Evidence) Hint() string {
 }
 
 // entry is one step in the window: the hash of its text (zero when it does
-// not count), its index, and the outcomes of its successful calls.
+// not count), its index, the outcomes and results of its successful calls
+// and the failures of its failed ones.
 type entry struct {
 	text canonical.Sum
 	long bool // the text is long (Options.LongBytes or more, with Long below Threshold)
@@ -380,22 +383,25 @@ func (s *state) Observe(f *rule.Facts) {
 	// seen ones while there is room: a step of more than MaxStepOutcomes
 	// calls that brings one new outcome keeps it, so that the outcome
 	// is not new again when it comes back.
-	progress, seenAny := false, false
+	progress, seenAny, seenFail := false, false, false
 	for i := range f.Calls {
 		c := &f.Calls[i]
 		if c.Ignored {
 			continue
 		}
 		if c.Failed {
-			if e.failed(c.Failure) || s.seenFailure(c.Failure, false) {
-				continue
-			}
-			// A failure the window has not seen is news when the window
-			// holds another: the error moved.
-			progress = progress || e.nFail > 0 || s.seenFailure(c.Failure, true)
-			if e.nFail < MaxStepOutcomes {
-				e.fails[e.nFail] = c.Failure
-				e.nFail++
+			switch {
+			case e.failed(c.Failure):
+			case s.seenFailure(c.Failure, false):
+				seenFail = true
+			default:
+				// A failure the window has not seen is news when the
+				// window holds another: the error moved.
+				progress = progress || e.nFail > 0 || s.seenFailure(c.Failure, true)
+				if e.nFail < MaxStepOutcomes {
+					e.fails[e.nFail] = c.Failure
+					e.nFail++
+				}
 			}
 			continue
 		}
@@ -411,10 +417,18 @@ func (s *state) Observe(f *rule.Facts) {
 	}
 	// With room left, every unseen outcome is kept already: a call whose
 	// outcome the step does not hold yet is a seen one (no second seen).
+	// Seen failures are kept so too, so that a failure is not news again
+	// once the step that first had it leaves the window.
 	for i := 0; seenAny && i < len(f.Calls) && e.nOut < MaxStepOutcomes; i++ {
 		if c := &f.Calls[i]; !c.Ignored && !c.Failed && !e.has(c.Outcome) {
 			e.outs[e.nOut], e.res[e.nOut] = c.Outcome, c.Result
 			e.nOut++
+		}
+	}
+	for i := 0; seenFail && i < len(f.Calls) && e.nFail < MaxStepOutcomes; i++ {
+		if c := &f.Calls[i]; !c.Ignored && c.Failed && !e.failed(c.Failure) {
+			e.fails[e.nFail] = c.Failure
+			e.nFail++
 		}
 	}
 	if !f.HasText || sameInput || progress || len(f.Refused) > 0 || f.Step() != nil && isLabel(f.Step().Text) || comment {
