@@ -447,18 +447,21 @@ const maxRun = 1 << 62
 func (d *state) Observe(f *rule.Facts) {
 	d.verdict = rule.Verdict{}
 	if f.NewInput {
-		d.fresh = 0
+		// No rounds count from before the input, the newest step's
+		// calls among them.
+		d.fresh, d.stepCalls = 0, 0
 	}
-	d.stepCalls = 0
+	n := 0
 	for i := range f.Calls {
 		if c := &f.Calls[i]; !c.Ignored {
 			d.push(c)
-			d.stepCalls++
+			n++
 		}
 	}
-	if d.stepCalls == 0 {
-		return
+	if n == 0 {
+		return // a step without calls changes nothing
 	}
+	d.stepCalls = n
 	if p, cycles, same := d.judgeSame(); p > 0 {
 		cycle, tools := d.tailCycle(p)
 		d.verdict = d.stop(p, cycles, same, false, cycle, tools, rule.PhaseCheck)

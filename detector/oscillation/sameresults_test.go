@@ -388,6 +388,13 @@ func TestRoundsInOneStepSummary(t *testing.T) {
 	if diff := cmp.Diff(want, summary(t, g).Detectors[oscillation.Name]); diff != "" {
 		t.Errorf("summary (-want +got):\n%s", diff)
 	}
+	// A step without calls changes nothing.
+	if v := ruletest.Check(t, g, guard.Step{Text: "let me think"}); v.Stop {
+		t.Fatalf("a step without calls stopped: %v", v)
+	}
+	if diff := cmp.Diff(want, summary(t, g).Detectors[oscillation.Name]); diff != "" {
+		t.Errorf("summary after a step without calls (-want +got):\n%s", diff)
+	}
 	state := ruletest.StateOf(t, g, oscillation.Name, guard.SnapshotOptions{})
 	if !strings.Contains(state, `"lastStep":4`) {
 		t.Errorf("state %s: want lastStep 4", state)
@@ -401,5 +408,16 @@ func TestRoundsInOneStepSummary(t *testing.T) {
 	}
 	if v := ruletest.Check(t, restored, step(aa)); !v.Stop {
 		t.Errorf("the next step's call went on: %v", v)
+	}
+	// New input on a step without calls: no round counts from before it,
+	// and the state restores.
+	g = testutil.New(t, r)
+	ruletest.Check(t, g, step(aa, bb, aa, bb))
+	ruletest.Check(t, g, guard.Step{Text: "ok", Input: "the user says something new"})
+	if got := summary(t, g).Detectors[oscillation.Name].(oscillation.Summary); got.SameCalls != 0 {
+		t.Errorf("summary after new input: %+v, want no rounds of same results", got)
+	}
+	if _, err := guard.Restore(testutil.Snapshot(t, g, guard.SnapshotOptions{}), guard.Config{Rules: []rule.Rule{r}}); err != nil {
+		t.Errorf("restore after new input: %v", err)
 	}
 }
