@@ -118,8 +118,9 @@ func (l *lastResult) restore(s string) error {
 // looseHash hashes the first LooseBytes bytes of a text as outputs are
 // compared: ASCII letters lower-cased, each run of white space one space,
 // and each run of letters, digits and '_' that holds a digit one '#', so
-// that counters, timestamps and ids do not count as new output. It is
-// FNV-1a, 64 bits.
+// that counters, timestamps and ids within a text do not count as new
+// output; a text that is one number and nothing else is hashed as that
+// number (see bareNumber). It is FNV-1a, 64 bits.
 func looseHash[T ~string | ~[]byte](t T) uint64 {
 	const (
 		offset = 14695981039346656037
@@ -127,11 +128,12 @@ func looseHash[T ~string | ~[]byte](t T) uint64 {
 	)
 	t = t[:min(len(t), LooseBytes)]
 	h := uint64(offset)
-	if bareNumber(t) {
+	if n, ok := bareNumber(t); ok {
 		// The number is all the result says: it is compared as it is
-		// (a counter polled until it reaches a target goes on).
-		for i := range len(t) {
-			h = (h ^ uint64(t[i])) * prime
+		// (a counter polled until it reaches a target goes on), white
+		// space and quotes around it aside.
+		for i := range len(n) {
+			h = (h ^ uint64(n[i])) * prime
 		}
 		return h
 	}
@@ -184,32 +186,64 @@ func isWord(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_'
 }
 
-// bareNumber reports whether t, white space around it aside, is one number
-// and nothing else, or a JSON string that is: digits, with signs, decimal
-// points, digit separators and exponents ("42", "-3.5", "1,024", "6.02e23",
-// `"42"`).
-func bareNumber[T ~string | ~[]byte](t T) bool {
-	i, j := 0, len(t)
+// bareNumber returns t without the white space around it, and without the
+// quotes of a JSON string around that (and the white space within them),
+// when what is left is one number and nothing else: a sign, digits (with
+// ',' or '_' between them), at most one decimal point and an exponent
+// ("42", "-3.5", "1,024", "6.02e23", `"42"`). A date, a version or an
+// address ("2024-06-01", "1.2.3", "10.0.0.1") is no number.
+func bareNumber[T ~string | ~[]byte](t T) (T, bool) {
+	i, j := trimSpace(t, 0, len(t))
+	if j-i >= 2 && t[i] == '"' && t[j-1] == '"' { // a JSON string
+		i, j = trimSpace(t, i+1, j-1)
+	}
+	n := t[i:j]
+	k := 0
+	if k < len(n) && (n[k] == '-' || n[k] == '+') {
+		k++
+	}
+	digits, point := 0, false
+mantissa:
+	for ; k < len(n); k++ {
+		switch c := n[k]; {
+		case '0' <= c && c <= '9':
+			digits++
+		case (c == ',' || c == '_') && digits > 0 && k+1 < len(n) && '0' <= n[k+1] && n[k+1] <= '9':
+		case c == '.' && !point:
+			point = true
+		default:
+			break mantissa
+		}
+	}
+	if digits == 0 {
+		return n, false
+	}
+	if k < len(n) && (n[k] == 'e' || n[k] == 'E') {
+		k++
+		if k < len(n) && (n[k] == '-' || n[k] == '+') {
+			k++
+		}
+		e := k
+		for k < len(n) && '0' <= n[k] && n[k] <= '9' {
+			k++
+		}
+		if k == e {
+			return n, false
+		}
+	}
+	return n, k == len(n)
+}
+
+// trimSpace returns the bounds of t[i:j] without the ASCII white space
+// around it.
+func trimSpace[T ~string | ~[]byte](t T, i, j int) (int, int) {
 	for i < j && isSpace(t[i]) {
 		i++
 	}
 	for j > i && isSpace(t[j-1]) {
 		j--
 	}
-	if j-i >= 2 && t[i] == '"' && t[j-1] == '"' { // a JSON string
-		i, j = i+1, j-1
-	}
-	digits := false
-	for k := i; k < j; k++ {
-		switch c := t[k]; {
-		case '0' <= c && c <= '9':
-			digits = true
-		case c == '-' || c == '+' || c == '.' || c == ',' || c == '_' || c == 'e' || c == 'E':
-		default:
-			return false
-		}
-	}
-	return digits
+	return i, j
 }
 
 // isSpace reports whether c is ASCII white space.

@@ -92,6 +92,17 @@ func TestNewOutputStartsTheRunAgain(t *testing.T) {
 		{"a number in JSON is not one either", repeat.Options{},
 			[]any{json.RawMessage(`{"n":3}`), json.RawMessage(`{"n":4}`), json.RawMessage(`{"n":5}`)},
 			[]bool{false, false, true}},
+		{"the same number with and without the newline a shell prints: the third stops", repeat.Options{},
+			[]any{"22\n", "22", json.RawMessage(`" 22 "`)},
+			[]bool{false, false, true}},
+		{"a date is no number: dates that move are a counter", repeat.Options{},
+			[]any{"2024-06-01", "2024-06-02", "2024-06-03"},
+			[]bool{false, false, true}},
+		{"nor is an address", repeat.Options{}, []any{"10.0.0.1", "10.0.0.2", "10.0.0.3"}, []bool{false, false, true}},
+		{"nor a version", repeat.Options{}, []any{"1.2.3", "1.2.4", "1.2.5"}, []bool{false, false, true}},
+		{"nor two exponents", repeat.Options{}, []any{"1e1e1", "1e1e2", "1e1e3"}, []bool{false, false, true}},
+		{"nor a separator at the end", repeat.Options{}, []any{"12,", "13,", "14,"}, []bool{false, false, true}},
+		{"an exponent with its sign is one", repeat.Options{}, []any{"1e-3", "1e-4", "1E+5"}, []bool{false, false, false}},
 		{"signs and points without a digit are no number", repeat.Options{},
 			[]any{"-", "+", "."},
 			[]bool{false, false, false}},
@@ -264,6 +275,22 @@ func TestNewOutputProperty(t *testing.T) {
 			if want := same && i+1 >= repeat.DefaultThreshold; v.Stop != want {
 				t.Fatalf("call %d (same %v): stop %v, want %v", i+1, same, v.Stop, want)
 			}
+		}
+	})
+}
+
+// TestBareNumberProperty: for any text, a bare number is a part of it that
+// holds a digit and no letter but an exponent's, and a text with a letter
+// other than e or E is never one.
+func TestBareNumberProperty(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := rapid.StringOfN(rapid.SampledFrom([]rune(" \n\"-+.,_eE0123456789ax")), 0, 12, -1).Draw(t, "text")
+		n, ok := repeat.BareNumber(s)
+		if !ok {
+			return
+		}
+		if !strings.Contains(s, n) || !strings.ContainsAny(n, "0123456789") || strings.ContainsAny(n, "ax \n\"") {
+			t.Fatalf("BareNumber(%q) = %q, true", s, n)
 		}
 	})
 }
