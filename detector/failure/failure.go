@@ -164,17 +164,17 @@ func (Evidence) Hint() string {
 
 // entry is one call in the window: its tool (a hash of the name), its
 // operation (a hash of the tool's name and rule.Call.Op), its failure
-// signature (zero when it did not fail), for a success its outcome, and the
+// signature (zero when it did not fail), for a success its result, and the
 // index of its step. A success pushed while the window held no failure has
 // neither tool nor operation: nothing before it can be part of a streak, so
-// nothing about it is needed but its outcome (and a run without failures
-// costs no hashing).
+// nothing about it is needed but its result, against which a later success
+// is new or not (and a run without failures costs no hashing).
 type entry struct {
 	tool, op, failure, retry canonical.Sum
-	// out is a success's rule.Call.Result; zero for a failure, a
+	// res is a success's rule.Call.Result; zero for a failure, a
 	// success without a result, and a success restored from a state that
 	// kept no results.
-	out  canonical.Sum
+	res  canonical.Sum
 	step int
 }
 
@@ -291,9 +291,11 @@ func (d *state) push(e entry) {
 }
 
 // counted returns the indexes of the steps, oldest first, that count for a
-// failure: the steps in the window in which that failure happened since the
-// tool last succeeded at the same operation. The newest entries are read
-// first, and a step with several calls that fail the same way counts once.
+// failure in mode m: the steps in the window in which that failure happened
+// since the tool last succeeded at the same operation (in sameCall mode, of
+// the same call and since another tool's new result). The newest entries
+// are read first, and a step with several calls that fail the same way
+// counts once.
 func (d *state) counted(e entry, m mode) []int {
 	var steps []int
 	d.scan(e, m, func(x entry) { steps = append(steps, x.step) })
@@ -334,10 +336,10 @@ func (d *state) pairCount(e entry) int {
 	return n
 }
 
-// scan calls fn with the step index of each step that counts for the
-// failure e, newest first; with sameCall, only the steps that made the same
-// call (equal Retry sums) since the newest success of another tool that
-// returned a new result.
+// scan calls fn with the entry of each step that counts for the failure e,
+// newest first; in sameCall mode, only the steps that made the same call
+// (equal Retry sums) since the newest success of another tool that returned
+// a new result.
 func (d *state) scan(e entry, m mode, fn func(x entry)) {
 	last := -1
 	for i := d.ring.Len() - 1; i >= 0; i-- {
@@ -365,12 +367,12 @@ func (d *state) scan(e entry, m mode, fn func(x entry)) {
 // newSuccess reports whether the call at position i of the window succeeded
 // with a result that no older call of the window returned.
 func (d *state) newSuccess(i int) bool {
-	out := d.ring.Ptr(i).out
-	if out == (canonical.Sum{}) {
-		return false // a failure, or restored without its outcome
+	res := d.ring.Ptr(i).res
+	if res == (canonical.Sum{}) {
+		return false // a failure, no result, or restored without it
 	}
 	for j := range i {
-		if d.ring.Ptr(j).out == out {
+		if d.ring.Ptr(j).res == res {
 			return false
 		}
 	}
@@ -400,7 +402,7 @@ func (d *state) Observe(f *rule.Facts) {
 		}
 		e := entry{step: f.Index}
 		if !c.Failed {
-			e.out = c.Result
+			e.res = c.Result
 			// A success matters only if it can end a streak of
 			// failures: its tool is hashed only when the window holds a
 			// failure, and its arguments read only when that failure
@@ -465,7 +467,15 @@ func (d *state) Observe(f *rule.Facts) {
 // calls (SameCall+1).
 func (d *state) stop(c *rule.Call, e entry, count, calls int) rule.Verdict {
 	ev := Evidence{Tool: rule.Clean(c.Tool), Count: count, Threshold: d.opts.Threshold, Window: d.opts.Window,
-		ArgsPreview: c.Preview(), StepIndexes: d.counted(e, mode(calls)), Calls: calls}
+		ArgsPreview: c.Preview(), Calls: calls}
+	switch calls {
+	case 0:
+		ev.StepIndexes = d.counted(e, anyCall)
+	case 1:
+		ev.StepIndexes = d.counted(e, sameCall)
+	default:
+		ev.StepIndexes = d.counted(e, twoCalls)
+	}
 	what := "the same way"
 	switch calls {
 	case 1:
@@ -551,8 +561,8 @@ func (d *state) Snapshot(rule.SnapshotOptions) ([]byte, error) {
 			sum := e.retry
 			s.Retries[i], retries = &sum, true
 		}
-		if e.out != (canonical.Sum{}) {
-			sums[i] = e.out
+		if e.res != (canonical.Sum{}) {
+			sums[i] = e.res
 			s.Results[i], results = &sums[i], true
 		}
 		s.Steps[i] = e.step
@@ -633,7 +643,7 @@ func (d *state) Restore(data []byte) error {
 			e.retry = *s.Retries[i]
 		}
 		if s.Results != nil && s.Results[i] != nil {
-			e.out = *s.Results[i]
+			e.res = *s.Results[i]
 		}
 		d.push(e)
 	}

@@ -63,7 +63,7 @@ func (r *Ring[T]) index(i int) int {
 func (r *Ring[T]) At(i int) T { return r.buf[r.index(i)] }
 
 // Ptr returns a pointer to the i-th oldest element, valid until the next
-// Push, Clear or CopyFrom. It panics unless 0 <= i < Len().
+// Push, Next, Clear or CopyFrom. It panics unless 0 <= i < Len().
 func (r *Ring[T]) Ptr(i int) *T { return &r.buf[r.index(i)] }
 
 // Push adds v as the newest element. When the ring was full, the oldest
@@ -136,8 +136,8 @@ func (r *Ring[T]) AppendTo(dst []T) []T {
 // Unordered returns the elements held in storage order, which is oldest
 // first until the ring is full and a rotation of it after: for counts and
 // searches that do not depend on order. The slice is the ring's own storage,
-// valid until the next Push, Clear or CopyFrom; writing to it changes the
-// elements.
+// valid until the next Push, Next, Clear or CopyFrom; writing to it changes
+// the elements.
 func (r *Ring[T]) Unordered() []T { return r.buf }
 
 // Clear empties the ring and keeps its storage. The elements are zeroed, so
