@@ -222,7 +222,8 @@ def convert(seg):
                 err = "lint errors"
             if err is None and "Attempt to fix test errors" in outtext:
                 err = "test errors"
-            call["error"] = err
+            if err is not None or not OMIT_NULL_ERROR:
+                call["error"] = err
             calls.append(call)
         step = {"text": s["text"], "toolCalls": calls}
         if usage:
@@ -243,8 +244,17 @@ def convert(seg):
     return res, meta
 
 
+# OMIT_NULL_ERROR leaves "error" out of a call aider marked no failure
+# (--omit-null-error, as the fresh batch's Aider runs were converted); the
+# corpus's earlier runs write "error": null, which reads the same.
+OMIT_NULL_ERROR = False
+
+
 def main():
+    global OMIT_NULL_ERROR
     args = sys.argv[1:]
+    if args and args[0] == "--omit-null-error":
+        OMIT_NULL_ERROR, args = True, args[1:]
     lines = sys.stdin.read().split("\n")
     ss = sessions(lines)
     if args and args[0] == "--list":
@@ -254,7 +264,7 @@ def main():
             print(a + 1, b - a, len(steps), nerr, meta.get("model", "")[:60], sep="\t")
         return
     if len(args) != 2 or args[0] != "--start":
-        sys.exit("usage: aider_history.py --start LINE | --list")
+        sys.exit("usage: aider_history.py [--omit-null-error] --start LINE | --list")
     start = int(args[1]) - 1
     for a, b in ss:
         if a == start:

@@ -16,7 +16,7 @@ for pair in sympy__sympy-17630:sympy-17630 django__django-11999:django-11999 dja
             django__django-15503:django-15503 django__django-12050:django-12050 sympy__sympy-14531:sympy-14531; do
   id=${pair%%:*}; short=${pair#*:}
   git --git-dir="$G" show "$C:swebench_results/20251118_gemini-3-pro-74pct/trajs/$id/$id.traj.json" \
-    | python3 "$HERE/mini_traj.py" > "$OUT/mini-gemini3pro-$short.jsonl" 2>/dev/null
+    | python3 "$HERE/../../coding2/mini_traj.py" > "$OUT/mini-gemini3pro-$short.jsonl" 2>/dev/null
 done
 
 # 2. mini-swe-agent v2 tool-call format (deepseek-chat), SWE-agent/mini-swe-agent (MIT), pull-request commit ec0e8e8
@@ -44,5 +44,5 @@ A=$M/Aider-AI+aider/repo
 for pair in 32199:aider-claude35-20240810-1021 21304:aider-claude35-20240809-1600 42706:aider-claude35-20240811-0954; do
   line=${pair%%:*}; name=${pair#*:}
   git --git-dir="$A" show 5dc9490bb35f9729ef2c95d00a19ccd30c26339c:tests/fixtures/chat-history.md \
-    | python3 "$HERE/aider_history.py" --start "$line" > "$OUT/$name.jsonl" 2>/dev/null
+    | python3 "$HERE/../../coding/aider_history.py" --omit-null-error --start "$line" > "$OUT/$name.jsonl" 2>/dev/null
 done

@@ -9,7 +9,7 @@ OUT=${OUT:-$HERE/../../..}
 ST=${ST:-${TMPDIR:-/tmp}/mint-state}
 mkdir -p "$OUT" "$ST"
 run() { # out-name path task-id
-  python3 "$HERE/mint_results.py" --git "$G" --commit $C --path "$2" --task-id "$3" > "$OUT/$1.jsonl" 2>"$ST/$1.json"
+  python3 "$HERE/../../shortcap/mint_results.py" --git "$G" --commit $C --path "$2" --task-id "$3" > "$OUT/$1.jsonl" 2>"$ST/$1.json"
 }
 D=data/outputs
 run mint-gpt-35-turbo-16k-0613-gsm8k-43 "$D/gpt-3.5-turbo-16k-0613/F=None/max5_p2+tool+cd/reasoning/gsm8k/results.jsonl" 43

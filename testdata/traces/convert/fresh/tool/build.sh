@@ -11,12 +11,12 @@ TAU2=/work/.mirror/sierra-research+tau2-bench/repo
 H="59a200c6d575d595120f1cb70fea53cef0632f6b:historical_trajectories/gpt-4o-airline.json"
 for tt in 8:3 3:1 12:2 22:1 19:2 6:0 37:3 26:0 9:0 6:2 43:2 37:1 29:3 30:3 47:0; do
   t=${tt%:*}; r=${tt#*:}
-  git -C $TAU show "$H" | python3 "$HERE"/taubench_hist.py $t $r > "$OUT"/taubench-gpt4o-airline-t$(printf %02d $t)-r$r.jsonl
+  git -C $TAU show "$H" | python3 "$HERE"/../../tool-use/taubench_hist.py $t $r > "$OUT"/taubench-gpt4o-airline-t$(printf %02d $t)-r$r.jsonl
 done
 
 # tau2-bench results files: name commit path simulation-index
 tau2() {
-  git -C $TAU2 show "$2:$3" | python3 "$HERE"/tau2_results.py $4 > "$OUT"/$1.jsonl
+  git -C $TAU2 show "$2:$3" | python3 "$HERE"/../../tool-use/tau2_results.py $4 > "$OUT"/$1.jsonl
 }
 tau2 tau2-gpt54-airline-ironshell-s44 17044a0b19619b426f63a8dbbd008f7d4c0b32ba 'web/leaderboard/public/submissions/ironshell-ironforge_ironshell-ui_2026-03-09/trajectories/ironshell_airline_gpt54_run1.json' 44
 tau2 tau2-gptoss120b-airline-langchain-s33 52a4ed7b7b19189595e49dd10702cdfcbccdcb56 'web/leaderboard/public/submissions/gpt-oss-120b_openai_2025-11-26/trajectories/langchain_agent_airline_2025-11-26_00-37-06.json' 33

@@ -12,7 +12,7 @@ tau2-bench: every simulation of every results-shaped JSON (a dict with
 Draw: rng = random.Random(20261203); rng.sample(taubench, 15); rng.sample(tau2, 15).
 """
 import json, random, subprocess, sys
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
+sys.path.insert(0, __file__.rsplit("/", 1)[0] + "/../../tool-use")  # the corpus converters
 import tau2_results, taubench_hist  # noqa: E402
 
 TAU = '/work/.mirror/sierra-research+tau-bench/repo'
