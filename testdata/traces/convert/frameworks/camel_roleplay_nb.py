@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Convert the printed transcript of a CAMEL RolePlaying session (a cookbook notebook cell's
 output) into loopguard steps: one step per "AI Assistant:" turn (the assistant agent is the one
-watched), input = the preceding "AI User:" message (the AI user's instruction).
+watched), input = the preceding "AI User:" message (the AI user's instruction). Tool calls are
+the "Function Execution:" records, or CAMEL's newer "Tool Execution:" ones; a record in a reply
+without "Solution:" ends at the reply's first blank line; AgentOps' log lines are no model output
+(the fresh batch's two CAMEL runs need these; the four earlier runs convert as before).
 
 Rerun:
   git --git-dir=/work/.mirror/camel-ai+camel/repo show COMMIT:docs/cookbooks/PATH.ipynb \
@@ -22,7 +25,7 @@ import sys
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 TURN = re.compile(r"^(AI User|AI Assistant):[ \t]*", re.M)
-REC = re.compile(r"Function Execution: ([A-Za-z0-9_\-\.]+)\s*\n\tArgs: (.*?)\n\tResult: ", re.S)
+REC = re.compile(r"(?:Function|Tool) Execution: ([A-Za-z0-9_\-\.]+)\s*\n\tArgs: (.*?)\n\tResult: ", re.S)
 LIMIT = 16 * 1024
 
 
@@ -57,7 +60,13 @@ def assistant_step(body):
             res = body[start : recs[k + 1].start()]
         else:
             j = body.find("Solution:", start)
-            res, text = (body[start:j], body[j:]) if j >= 0 else (body[start:], "")
+            if j >= 0:
+                res, text = body[start:j], body[j:]
+            else:
+                # no "Solution:" (prompts without it): the record is printed on its own,
+                # then a blank line, then the reply; results in these cells are one paragraph.
+                k2 = body.find("\n\n", start)
+                res, text = (body[start:k2], body[k2:]) if k2 >= 0 else (body[start:], "")
         calls.append({"name": m.group(1), "args": parse_args(m.group(2)), "result": cap(res.rstrip("\n"))})
     pre = body[: recs[0].start()].strip()
     return {"text": (pre + "\n\n" + text.strip()).strip() if pre else text.strip(), "toolCalls": calls}
@@ -75,6 +84,8 @@ def main():
         if o.get("output_type") == "stream"
     )
     text = ANSI.sub("", text)
+    # AgentOps' own log lines ("🖇 AgentOps: Could not record event ...") are no model output.
+    text = re.sub(r"^\s*🖇 AgentOps:.*$\n?", "", text, flags=re.M)
     parts = TURN.split(text)
     pending = None
     for j in range(1, len(parts), 2):

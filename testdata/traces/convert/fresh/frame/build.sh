@@ -12,7 +12,7 @@ ac() { git --git-dir=$A show $1:$2 | python3 "$HERE"/../../teams/agentchat_conso
 a2() { c=$1; p=$2; o=$3; shift 3; git --git-dir=$A show $c:$p | python3 "$HERE"/../../frameworks/autogen_console_nb.py "$@" > "$OUT"/$o.jsonl; }
 lg() { git --git-dir=$L show $1:$2 | python3 "$HERE"/../../teams/langgraph_stream.py --cell $3 > "$OUT"/$4.jsonl 2>/dev/null; }
 cr() { git --git-dir=$C show $1:$2 | python3 "$HERE"/../../teams/crewai_cassette.py > "$OUT"/$3.jsonl; }
-cm() { git --git-dir=$M show $1:$2 | python3 "$HERE"/camel_roleplay_nb.py --cell $3 > "$OUT"/$4.jsonl; }
+cm() { git --git-dir=$M show $1:$2 | python3 "$HERE"/../../frameworks/camel_roleplay_nb.py --cell $3 > "$OUT"/$4.jsonl; }
 # AutoGen AgentChat (0.4+)
 ac 837e1f1e978764847d20c46fbd2f616d07e0aaff python/packages/autogen-core/docs/src/user-guide/agentchat-user-guide/tutorial/selector-group-chat.ipynb 8 agentchat-gpt4o-selector-nba-837e1f1e
 ac 187caf071023cabaf4532ea6e8fe4ff2f8f4c2b0 python/packages/autogen-core/docs/src/user-guide/agentchat-user-guide/tracing.ipynb 4 agentchat-gpt4o-tracing-selector-nba-187caf07
