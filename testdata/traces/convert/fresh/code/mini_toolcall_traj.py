@@ -23,28 +23,14 @@ Same conventions as testdata/traces/convert/coding2/mini_traj.py (the v1 text-ac
 Results over 16 KB keep their first 8 KB and last 4 KB.
 """
 import json
+import os
 import re
 import sys
 
-LIMIT = 16 * 1024
-
-
-def clip(text):
-    if text is None:
-        return None
-    raw = text.encode("utf-8")
-    if len(raw) <= LIMIT:
-        return text
-    head = raw[:8192].decode("utf-8", "ignore")
-    tail = raw[-4096:].decode("utf-8", "ignore")
-    return head + "...[%d bytes cut]..." % (len(raw) - len(head.encode()) - len(tail.encode())) + tail
-
-
-def content(m):
-    c = m.get("content")
-    if isinstance(c, list):
-        return "".join(p.get("text", "") for p in c if isinstance(p, dict))
-    return c or ""
+# The corpus converter of mini-swe-agent's earlier format clips results and
+# reads message contents the same way.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "coding2"))
+from mini_traj import clip, content  # noqa: E402
 
 
 def main():
