@@ -691,7 +691,7 @@ func (d *state) judgeLong() (period, cycles int) {
 	for p := d.opts.MaxPeriod + 1; p < len(d.long); p++ {
 		// (long[p]+p)/p >= SameResults, written so as not to overflow;
 		// the fresh calls span the cycles.
-		if d.long[p] == 0 || d.long[p]/p < need || d.fresh/p < d.opts.SameResults || d.long[p]+p <= d.stepCalls {
+		if d.long[p] == 0 || d.long[p]/p < need || d.fresh/p < d.opts.SameResults || d.inStep(d.long[p], p) {
 			continue
 		}
 		if d.distinctTail(p) && !d.shortPeriod(p) {
@@ -732,7 +732,7 @@ func (d *state) judgeSame() (period, cycles int, same bool) {
 	for q := 2; q <= d.opts.MaxPeriod && (p == 0 || q < p); q++ {
 		// (same[q]+q)/q >= SameResults, written so as not to overflow;
 		// the fresh calls span the cycles.
-		if d.same[q] == 0 || d.same[q]/q < d.opts.SameResults-1 || d.fresh/q < d.opts.SameResults || d.same[q]+q <= d.stepCalls || !d.oneTool(q) {
+		if d.same[q] == 0 || d.same[q]/q < d.opts.SameResults-1 || d.fresh/q < d.opts.SameResults || d.inStep(d.same[q], q) || !d.oneTool(q) {
 			continue
 		}
 		if d.distinctTail(q) {
@@ -978,11 +978,16 @@ func (d *state) Summary() any {
 // step's (the next call that goes on round completes them).
 func (d *state) reachBack(run, p int) int {
 	calls := min(run+p, d.fresh)
-	if run+p <= d.stepCalls {
+	if d.inStep(run, p) {
 		calls = min(calls, d.opts.SameResults*p-1)
 	}
 	return calls
 }
+
+// inStep reports whether the calls that a counter of run at period p spans
+// are all the newest step's: rounds judged by their results must reach back
+// before them.
+func (d *state) inStep(run, p int) bool { return run+p <= d.stepCalls }
 
 // reset forgets the run.
 func (d *state) reset() {

@@ -197,12 +197,7 @@ type entry struct {
 // returned reports whether a call of the step whose outcome it remembers
 // returned result r (not zero).
 func (e *entry) returned(r canonical.Sum) bool {
-	for i := range e.nOut {
-		if e.res[i] == r {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(e.res[:e.nOut], r)
 }
 
 // failed reports whether a call of the step failed with failure x.
